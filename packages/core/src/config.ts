@@ -1,0 +1,442 @@
+import { parseArgs } from 'node:util'
+import { z } from 'zod'
+import { type LogLevel, parseLogLevel } from './logger.js'
+
+/** One server-specific option: a flag and/or env vars, validated by a zod schema. */
+export interface OptionSpec<T> {
+  /** Flag name without dashes (`max-rows`). */
+  flag: string
+  /** Environment variables read when the flag is absent, first match wins. */
+  env?: string | string[]
+  /** `boolean` flags take no value; env values `1/true/yes/on` are true. */
+  type: 'string' | 'boolean'
+  /** The flag may repeat; the schema then receives a string array (env values split on commas). */
+  multiple?: boolean
+  short?: string
+  description: string
+  /** Validates and converts the raw value (`undefined` when unset: give defaults here). */
+  schema: z.ZodType<T>
+  /** A secret: redacted everywhere; a warning says argv is visible in process lists. */
+  secret?: boolean
+  /** Shown in `--help` (`<n>`). */
+  placeholder?: string
+}
+
+/** A server's options, keyed by the property name the server reads. */
+export type OptionSpecs<C> = { [K in keyof C]: OptionSpec<C[K]> }
+
+/** Positional arguments. */
+export interface PositionalSpec {
+  name: string
+  description: string
+  /** Receives the list of positionals. */
+  schema: z.ZodType<string[]>
+}
+
+/** Flags every Keel server understands, with the same meaning everywhere. */
+export interface CommonConfig {
+  transport: 'stdio' | 'http'
+  host: string
+  port: number
+  /** Bearer token required on HTTP when set. */
+  authToken: string | undefined
+  /** Streamable HTTP without sessions (for replicas behind a load balancer). */
+  stateless: boolean
+  /** Extra Host header names accepted on HTTP (besides localhost names when bound to loopback). */
+  allowedHosts: string[]
+  /** Extra Origins accepted on HTTP. */
+  allowedOrigins: string[]
+  /** Largest accepted HTTP request body in bytes. */
+  maxBodyBytes: number
+  /** Removes every tool that is not read-only. */
+  readOnly: boolean
+  /** Enabled toolsets (`['all']` for all). */
+  toolsets: string[]
+  /** Allow-list of tool names (empty: all). */
+  tools: string[]
+  /** Deny-list of tool names. */
+  excludeTools: string[]
+  /** Default per-call time limit in ms. */
+  toolTimeoutMs: number
+  logLevel: LogLevel
+}
+
+/** The parsed configuration a server receives. */
+export type ParsedConfig<C> = CommonConfig & { options: C; positionals: string[] }
+
+/** A configuration problem: printed as one line, exit code 1. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+const list = (value: string | string[] | undefined): string[] =>
+  (Array.isArray(value) ? value : value === undefined ? [] : [value])
+    .flatMap((item) => item.split(','))
+    .map((item) => item.trim())
+    .filter(Boolean)
+
+const truthy = (value: string | undefined): boolean | undefined =>
+  value === undefined || value === '' ? undefined : /^(1|true|yes|on)$/i.test(value)
+
+interface CommonFlag {
+  flag: string
+  type: 'string' | 'boolean'
+  env?: string[]
+  multiple?: boolean
+  placeholder?: string
+  description: string
+  secret?: boolean
+}
+
+const COMMON_FLAGS: CommonFlag[] = [
+  {
+    flag: 'transport',
+    type: 'string',
+    env: ['MCP_TRANSPORT'],
+    placeholder: 'stdio|http',
+    description: 'Transport (default stdio).',
+  },
+  {
+    flag: 'host',
+    type: 'string',
+    env: ['MCP_HOST'],
+    placeholder: 'addr',
+    description: 'HTTP bind address (default 127.0.0.1).',
+  },
+  {
+    flag: 'port',
+    type: 'string',
+    env: ['MCP_PORT', 'PORT'],
+    placeholder: 'n',
+    description: 'HTTP port (default 3000; 0 picks a free port).',
+  },
+  {
+    flag: 'auth-token',
+    type: 'string',
+    env: ['MCP_AUTH_TOKEN'],
+    placeholder: 'token',
+    secret: true,
+    description: 'Require this bearer token on HTTP (prefer the MCP_AUTH_TOKEN env var).',
+  },
+  {
+    flag: 'stateless',
+    type: 'boolean',
+    env: ['MCP_STATELESS'],
+    description: 'HTTP without sessions (for replicas).',
+  },
+  {
+    flag: 'allowed-hosts',
+    type: 'string',
+    multiple: true,
+    env: ['MCP_ALLOWED_HOSTS'],
+    placeholder: 'a,b',
+    description: 'Extra Host names accepted on HTTP.',
+  },
+  {
+    flag: 'allowed-origins',
+    type: 'string',
+    multiple: true,
+    env: ['MCP_ALLOWED_ORIGINS'],
+    placeholder: 'a,b',
+    description: 'Extra Origins accepted on HTTP.',
+  },
+  {
+    flag: 'max-body',
+    type: 'string',
+    env: ['MCP_MAX_BODY_BYTES'],
+    placeholder: 'bytes',
+    description: 'Largest HTTP request body (default 4 MiB).',
+  },
+  { flag: 'read-only', type: 'boolean', env: ['MCP_READ_ONLY'], description: 'Expose only read-only tools.' },
+  {
+    flag: 'toolsets',
+    type: 'string',
+    multiple: true,
+    env: ['MCP_TOOLSETS'],
+    placeholder: 'all|a,b',
+    description: 'Enable these toolsets.',
+  },
+  {
+    flag: 'tools',
+    type: 'string',
+    multiple: true,
+    env: ['MCP_TOOLS'],
+    placeholder: 'a,b',
+    description: 'Expose only these tools.',
+  },
+  {
+    flag: 'exclude-tools',
+    type: 'string',
+    multiple: true,
+    env: ['MCP_EXCLUDE_TOOLS'],
+    placeholder: 'a,b',
+    description: 'Hide these tools.',
+  },
+  {
+    flag: 'tool-timeout',
+    type: 'string',
+    env: ['MCP_TOOL_TIMEOUT_MS'],
+    placeholder: 'ms',
+    description: 'Default per-call time limit (default 60000).',
+  },
+  {
+    flag: 'log-level',
+    type: 'string',
+    env: ['LOG_LEVEL'],
+    placeholder: 'level',
+    description: 'debug|info|warn|error|silent (default info). LOG_FORMAT=json for JSON lines.',
+  },
+  { flag: 'help', type: 'boolean', description: 'Show this help.' },
+  { flag: 'version', type: 'boolean', description: 'Print the version.' },
+]
+
+const commonSchema = z.object({
+  transport: z.enum(['stdio', 'http'], { error: 'must be "stdio" or "http"' }).default('stdio'),
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.coerce.number({ error: 'must be a number' }).int().min(0).max(65535).default(3000),
+  authToken: z.string().min(16, 'must be at least 16 characters').optional(),
+  stateless: z.boolean().default(false),
+  allowedHosts: z.array(z.string()).default([]),
+  allowedOrigins: z.array(z.string()).default([]),
+  maxBodyBytes: z.coerce
+    .number({ error: 'must be a number' })
+    .int()
+    .min(1024)
+    .default(4 * 1024 * 1024),
+  readOnly: z.boolean().default(false),
+  toolsets: z.array(z.string()).default([]),
+  tools: z.array(z.string()).default([]),
+  excludeTools: z.array(z.string()).default([]),
+  toolTimeoutMs: z.coerce.number({ error: 'must be a number' }).int().min(100).default(60_000),
+  logLevel: z.string().optional(),
+})
+
+const COMMON_KEYS: Record<string, keyof z.input<typeof commonSchema>> = {
+  transport: 'transport',
+  host: 'host',
+  port: 'port',
+  'auth-token': 'authToken',
+  stateless: 'stateless',
+  'allowed-hosts': 'allowedHosts',
+  'allowed-origins': 'allowedOrigins',
+  'max-body': 'maxBodyBytes',
+  'read-only': 'readOnly',
+  toolsets: 'toolsets',
+  tools: 'tools',
+  'exclude-tools': 'excludeTools',
+  'tool-timeout': 'toolTimeoutMs',
+  'log-level': 'logLevel',
+}
+
+/** What {@link parseConfig} needs to know about the server. */
+export interface ConfigSource<C> {
+  name: string
+  bin?: string
+  description: string
+  version: string
+  options?: OptionSpecs<C>
+  positionals?: PositionalSpec
+  toolsets?: Record<string, string>
+  helpFooter?: string
+}
+
+/** The outcome of parsing: a config, or a request for help/version text. */
+export type ParseOutcome<C> =
+  | { kind: 'config'; config: ParsedConfig<C>; secrets: string[]; warnings: string[] }
+  | { kind: 'help'; text: string }
+  | { kind: 'version'; text: string }
+
+function readEnv(
+  env: NodeJS.ProcessEnv,
+  names: string | string[] | undefined,
+): { name: string; value: string } | undefined {
+  for (const name of typeof names === 'string' ? [names] : (names ?? [])) {
+    const value = env[name]
+    if (value !== undefined && value !== '') return { name, value }
+  }
+  return undefined
+}
+
+function describeIssue(error: z.ZodError): string {
+  const issue = error.issues[0]
+  if (!issue) return 'invalid value'
+  const where = issue.path.length ? ` (${issue.path.join('.')})` : ''
+  return `${issue.message}${where}`
+}
+
+/**
+ * Parses argv and env into a validated configuration. Flags win over env vars. Throws
+ * {@link ConfigError} with a one-line message that names the flag or variable and the problem.
+ */
+export function parseConfig<C>(
+  source: ConfigSource<C>,
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): ParseOutcome<C> {
+  const serverOptions = (source.options ?? {}) as Record<string, OptionSpec<unknown>>
+  const argOptions: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = {}
+  for (const flag of COMMON_FLAGS)
+    argOptions[flag.flag] = { type: flag.type, ...(flag.multiple ? { multiple: true } : {}) }
+  for (const spec of Object.values(serverOptions)) {
+    if (argOptions[spec.flag]) throw new Error(`option --${spec.flag} is defined twice`)
+    argOptions[spec.flag] = {
+      type: spec.type,
+      ...(spec.multiple ? { multiple: true } : {}),
+      ...(spec.short ? { short: spec.short } : {}),
+    }
+  }
+  let parsed: ReturnType<typeof parseArgs>
+  try {
+    parsed = parseArgs({ args: argv, options: argOptions, allowPositionals: true, strict: true })
+  } catch (error) {
+    const message = (error as Error).message.replace(/\. To specify a positional.*$/s, '')
+    throw new ConfigError(`${message}. Run with --help to see the options.`)
+  }
+  const values = parsed.values as Record<string, string | boolean | string[] | undefined>
+  if (values.help) return { kind: 'help', text: helpText(source) }
+  if (values.version) return { kind: 'version', text: source.version }
+
+  const secrets: string[] = []
+  const warnings: string[] = []
+  const raw: Record<string, unknown> = {}
+  for (const flag of COMMON_FLAGS) {
+    const key = COMMON_KEYS[flag.flag]
+    if (!key) continue
+    const fromArgv = values[flag.flag]
+    const fromEnv = fromArgv === undefined ? readEnv(env, flag.env) : undefined
+    if (flag.type === 'boolean') raw[key] = fromArgv ?? truthy(fromEnv?.value)
+    else if (flag.multiple)
+      raw[key] =
+        fromArgv !== undefined || fromEnv ? list((fromArgv as string[]) ?? fromEnv?.value) : undefined
+    else raw[key] = fromArgv ?? fromEnv?.value
+    if (flag.secret && typeof raw[key] === 'string') {
+      secrets.push(raw[key] as string)
+      if (fromArgv !== undefined)
+        warnings.push(
+          `--${flag.flag} on the command line is visible in process lists; prefer ${flag.env?.[0]}`,
+        )
+    }
+  }
+  const common = commonSchema.safeParse(raw)
+  if (!common.success) {
+    const issue = common.error.issues[0]
+    const key = String(issue?.path[0] ?? '')
+    const flag = COMMON_FLAGS.find((candidate) => COMMON_KEYS[candidate.flag] === key)
+    throw new ConfigError(
+      `Invalid ${flag ? `--${flag.flag}${flag.env ? ` (env ${flag.env.join('/')})` : ''}` : key}: ${describeIssue(common.error)}`,
+    )
+  }
+  let logLevel: LogLevel = 'info'
+  if (common.data.logLevel !== undefined) {
+    const level = parseLogLevel(common.data.logLevel)
+    if (!level)
+      throw new ConfigError(
+        `Invalid --log-level (env LOG_LEVEL): "${common.data.logLevel}" is not one of debug, info, warn, error, silent`,
+      )
+    logLevel = level
+  }
+  if (common.data.transport === 'http' && !isLoopback(common.data.host) && !common.data.authToken) {
+    warnings.push(
+      `HTTP bound to ${common.data.host} without --auth-token: anyone who can reach it can use this server`,
+    )
+  }
+  const toolsets = common.data.toolsets
+  if (source.toolsets && toolsets.length) {
+    for (const name of toolsets) {
+      if (name !== 'all' && !(name in source.toolsets)) {
+        throw new ConfigError(
+          `Invalid --toolsets: unknown toolset "${name}"; known: all, ${Object.keys(source.toolsets).join(', ')}`,
+        )
+      }
+    }
+  }
+
+  const options: Record<string, unknown> = {}
+  for (const [key, spec] of Object.entries(serverOptions)) {
+    const fromArgv = values[spec.flag]
+    const fromEnv = fromArgv === undefined ? readEnv(env, spec.env) : undefined
+    let value: unknown
+    if (spec.type === 'boolean') value = fromArgv ?? truthy(fromEnv?.value)
+    else if (spec.multiple)
+      value = fromArgv !== undefined || fromEnv ? list((fromArgv as string[]) ?? fromEnv?.value) : undefined
+    else value = fromArgv ?? fromEnv?.value
+    const result = spec.schema.safeParse(value)
+    if (!result.success) {
+      const envNames = typeof spec.env === 'string' ? [spec.env] : spec.env
+      const origin = fromEnv
+        ? `env ${fromEnv.name}`
+        : `--${spec.flag}${envNames?.length ? ` (env ${envNames.join('/')})` : ''}`
+      throw new ConfigError(`Invalid ${origin}: ${describeIssue(result.error)}`)
+    }
+    options[key] = result.data
+    if (spec.secret && typeof value === 'string') {
+      secrets.push(value)
+      if (fromArgv !== undefined) {
+        const envName = typeof spec.env === 'string' ? spec.env : spec.env?.[0]
+        warnings.push(
+          `--${spec.flag} on the command line is visible in process lists${envName ? `; prefer ${envName}` : ''}`,
+        )
+      }
+    }
+  }
+  let positionals = parsed.positionals
+  if (source.positionals) {
+    const result = source.positionals.schema.safeParse(positionals)
+    if (!result.success)
+      throw new ConfigError(`Invalid <${source.positionals.name}>: ${describeIssue(result.error)}`)
+    positionals = result.data
+  } else if (positionals.length) {
+    throw new ConfigError(`Unexpected argument "${positionals[0]}". Run with --help to see the options.`)
+  }
+
+  const { logLevel: _ignored, ...rest } = common.data
+  return {
+    kind: 'config',
+    config: { ...rest, authToken: rest.authToken, logLevel, options: options as C, positionals },
+    secrets,
+    warnings,
+  }
+}
+
+/** True for loopback addresses and names. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host)
+}
+
+function flagLine(
+  flag: string,
+  type: 'string' | 'boolean',
+  placeholder: string | undefined,
+  env: string[] | string | undefined,
+  description: string,
+) {
+  const left = `  --${flag}${type === 'string' ? ` <${placeholder ?? 'value'}>` : ''}`
+  const envs = typeof env === 'string' ? [env] : (env ?? [])
+  const right = `${description}${envs.length ? ` [env ${envs.join(', ')}]` : ''}`
+  return left.length >= 30 ? `${left}\n${' '.repeat(30)}${right}` : `${left.padEnd(30)}${right}`
+}
+
+/** The `--help` text of a server. */
+export function helpText<C>(source: ConfigSource<C>): string {
+  const bin = source.bin ?? `mcp-server-${source.name}`
+  const usage = `Usage: ${bin}${source.positionals ? ` [${source.positionals.name}...]` : ''} [options]`
+  const lines = [`${bin} ${source.version} — ${source.description}`, '', usage]
+  if (source.positionals) lines.push('', `  ${source.positionals.name}: ${source.positionals.description}`)
+  const serverOptions = Object.values((source.options ?? {}) as Record<string, OptionSpec<unknown>>)
+  if (serverOptions.length) {
+    lines.push('', 'Server options:')
+    for (const spec of serverOptions)
+      lines.push(flagLine(spec.flag, spec.type, spec.placeholder, spec.env, spec.description))
+  }
+  if (source.toolsets) {
+    lines.push('', 'Toolsets:')
+    for (const [name, description] of Object.entries(source.toolsets))
+      lines.push(`  ${name.padEnd(28)}${description}`)
+  }
+  lines.push('', 'Common options:')
+  for (const flag of COMMON_FLAGS)
+    lines.push(flagLine(flag.flag, flag.type, flag.placeholder, flag.env, flag.description))
+  lines.push('', 'HTTP serves MCP at /mcp and a health check at /healthz.')
+  if (source.helpFooter) lines.push('', source.helpFooter)
+  return `${lines.join('\n')}\n`
+}

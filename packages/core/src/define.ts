@@ -1,0 +1,261 @@
+import type { z } from 'zod'
+import type { OptionSpecs, ParsedConfig, PositionalSpec } from './config.js'
+import type { ErrorMapper } from './errors.js'
+import type { Logger } from './logger.js'
+
+/** A zod object shape: the arguments (or structured output) of a tool. */
+export type Shape = Record<string, z.ZodType>
+
+/** Parsed arguments of a shape. */
+export type Infer<S extends Shape> = z.output<z.ZodObject<S>>
+
+/**
+ * Behaviour hints a client uses to decide what to auto-approve. Keel requires the two that
+ * matter most to be stated on every tool; the others default to the MCP defaults.
+ */
+export interface ToolAnnotations {
+  /** The tool does not change its environment. */
+  readOnlyHint: boolean
+  /** A write may destroy data (ignored when read-only). */
+  destructiveHint?: boolean
+  /** Calling again with the same arguments has no further effect. */
+  idempotentHint?: boolean
+  /** The tool talks to an open world (the internet, a shared service) rather than a closed one. */
+  openWorldHint: boolean
+}
+
+/** A content block a tool may return (text, image, audio, resource link, embedded resource). */
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'image'; data: string; mimeType: string }
+  | { type: 'audio'; data: string; mimeType: string }
+  | {
+      type: 'resource_link'
+      uri: string
+      name: string
+      title?: string
+      description?: string
+      mimeType?: string
+    }
+  | {
+      type: 'resource'
+      resource:
+        | { uri: string; mimeType?: string; text: string }
+        | { uri: string; mimeType?: string; blob: string }
+    }
+
+/** What a tool's `run` returns. */
+export type ToolOutput<O extends Shape | undefined> = (O extends Shape
+  ? { /** The structured result, checked against the output schema. */ data: z.input<z.ZodObject<O>> }
+  : { data?: undefined }) & {
+  /** The text the model reads. Default: `data` as JSON. */
+  text?: string
+  /** Content blocks; replaces the text block (images, audio, links). */
+  content?: ContentBlock[]
+}
+
+/** A root (allowed directory) the client offered. */
+export interface ClientRoot {
+  uri: string
+  name?: string
+}
+
+/** What a handler can ask of the connected client. */
+export interface ClientAccess {
+  /** The client's name and version, when known. */
+  readonly info: { name: string; version: string } | undefined
+  /** The client's declared capabilities (roots, sampling, elicitation…). */
+  readonly capabilities: Record<string, unknown> | undefined
+  /** The client's roots, or `undefined` when it offers none. Cached until the client says they changed. */
+  roots(): Promise<ClientRoot[] | undefined>
+  /** Asks the client's model for a completion (sampling). */
+  sample(params: Record<string, unknown>): Promise<unknown>
+  /** Asks the user for input through the client (elicitation). */
+  elicit(params: Record<string, unknown>): Promise<unknown>
+}
+
+/** The per-call context a tool receives. */
+export interface ToolContext<D> {
+  /** The server's dependencies, built once per process by `createDeps`. */
+  readonly deps: D
+  /** Aborted when the client cancels, the call times out, or the server shuts down. */
+  readonly signal: AbortSignal
+  /** Logger for this call; warnings and errors are also forwarded to the client. */
+  readonly log: Logger
+  /** Sends `notifications/progress` when the client asked for progress; otherwise a no-op. */
+  progress(progress: number, total?: number, message?: string): Promise<void>
+  /** The connected client. */
+  readonly client: ClientAccess
+  /** The JSON-RPC id of this call. */
+  readonly requestId: string | number
+}
+
+/** A tool definition. Create with {@link defineTool} or a {@link toolFactory}. */
+export interface ToolSpec<I extends Shape, O extends Shape | undefined, D> {
+  /** `snake_case`, verb first, `[a-z0-9_]`, at most 64 characters, no server prefix. */
+  name: string
+  /** Human-readable name. */
+  title: string
+  /** What it does, when to use it, what it returns, which tool instead. Short: it costs tokens. */
+  description: string
+  /** Argument shape; every field documented with `.describe()`. */
+  input: I
+  /** Structured output shape; results carry `structuredContent` and a text fallback. */
+  output?: O
+  annotations: ToolAnnotations
+  /** Toolset this tool belongs to (for `--toolsets`). Default `default`. */
+  toolset?: string
+  /** Per-call time limit in ms; default from `--tool-timeout` (60 s). */
+  timeoutMs?: number
+  run(args: Infer<I>, context: ToolContext<D>): Promise<ToolOutput<O>> | ToolOutput<O>
+}
+
+/** A tool of any shape, as servers list them. */
+// biome-ignore lint/suspicious/noExplicitAny: a heterogeneous list of tools needs an existential type
+export type AnyTool<D = any> = ToolSpec<any, any, D>
+
+/**
+ * Defines a tool. Identity at runtime; gives the `run` arguments their types from the shapes.
+ * Use {@link toolFactory} when tools need typed `deps`.
+ */
+export function defineTool<I extends Shape, O extends Shape | undefined = undefined, D = unknown>(
+  spec: ToolSpec<I, O, D>,
+): ToolSpec<I, O, D> {
+  return spec
+}
+
+/** Returns a `defineTool` whose tools receive `deps` of type `D`. */
+export function toolFactory<D>() {
+  return <I extends Shape, O extends Shape | undefined = undefined>(
+    spec: ToolSpec<I, O, D>,
+  ): ToolSpec<I, O, D> => spec
+}
+
+/** Context of resource and prompt handlers. */
+export interface HandlerContext<D> {
+  readonly deps: D
+  readonly signal: AbortSignal
+  readonly log: Logger
+  readonly client: ClientAccess
+}
+
+/** Contents of one resource read. */
+export type ResourceContents =
+  | { uri: string; mimeType?: string; text: string }
+  | { uri: string; mimeType?: string; blob: string }
+
+/** A resource listed by a template's `list`. */
+export interface ListedResource {
+  uri: string
+  name: string
+  title?: string
+  description?: string
+  mimeType?: string
+}
+
+/** A fixed resource. */
+export interface ResourceSpec<D> {
+  name: string
+  uri: string
+  title?: string
+  description?: string
+  mimeType?: string
+  read(uri: URL, context: HandlerContext<D>): Promise<ResourceContents[]> | ResourceContents[]
+  /** Called when a client subscribes; call `notify()` when the resource changes; return a disposer. */
+  subscribe?(uri: URL, notify: () => void, context: HandlerContext<D>): (() => void) | undefined
+}
+
+/** A family of resources addressed by an RFC 6570 URI template. */
+export interface ResourceTemplateSpec<D> {
+  name: string
+  uriTemplate: string
+  title?: string
+  description?: string
+  mimeType?: string
+  /** Lists concrete resources (paginated by the server as it sees fit). */
+  list?(context: HandlerContext<D>): Promise<ListedResource[]> | ListedResource[]
+  /** Completions for template variables. */
+  complete?: Record<string, (value: string, context: HandlerContext<D>) => Promise<string[]> | string[]>
+  read(
+    uri: URL,
+    variables: Record<string, string | string[]>,
+    context: HandlerContext<D>,
+  ): Promise<ResourceContents[]> | ResourceContents[]
+  subscribe?(uri: URL, notify: () => void, context: HandlerContext<D>): (() => void) | undefined
+}
+
+/** A message of a prompt. */
+export interface PromptMessage {
+  role: 'user' | 'assistant'
+  content: ContentBlock
+}
+
+/** A prompt: a user-invoked template. Arguments are strings (MCP's rule). */
+export interface PromptSpec<D> {
+  name: string
+  title?: string
+  description?: string
+  args?: Record<string, z.ZodType<string | undefined>>
+  /** Completions for arguments. */
+  complete?: Record<string, (value: string) => Promise<string[]> | string[]>
+  run(
+    args: Record<string, string | undefined>,
+    context: HandlerContext<D>,
+  ):
+    | Promise<{ description?: string; messages: PromptMessage[] }>
+    | { description?: string; messages: PromptMessage[] }
+}
+
+/** Everything a server's `createDeps` gets. */
+export interface DepsContext<C> {
+  /** The parsed configuration (common flags + the server's own options). */
+  config: ParsedConfig<C>
+  logger: Logger
+  /** Registers a secret so it is redacted from every log line and error. */
+  addSecret(value: string | undefined): void
+}
+
+/**
+ * A server: data (name, options, tools, resources, prompts) plus domain hooks. Core turns it
+ * into a command line, transports, error mapping, logging and a clean lifecycle.
+ */
+export interface ServerSpec<D, C = Record<string, unknown>> {
+  /** Short server name (`fs`, `postgres`); `serverInfo.name` becomes `keel-<name>` unless it contains a dash. */
+  name: string
+  /** From the server's own package.json, so it never drifts. */
+  version: string
+  title?: string
+  /** One line shown in `--help`. */
+  description: string
+  /** The bin name shown in `--help` (`mcp-server-fs`). */
+  bin?: string
+  /** Instructions the client gives the model. May depend on the config. */
+  instructions?: string | ((config: ParsedConfig<C>) => string)
+  /** The server's own options (flags and env vars), validated with zod. */
+  options?: OptionSpecs<C>
+  /** Positional arguments (e.g. the fs server's directories). */
+  positionals?: PositionalSpec
+  /** Named toolsets and what they hold, for `--toolsets`. */
+  toolsets?: Record<string, string>
+  /** Toolsets enabled when `--toolsets` is not given (default: all). */
+  defaultToolsets?: string[]
+  /** Extra `--help` text (environment, examples). */
+  helpFooter?: string
+  tools: AnyTool<D>[] | ((config: ParsedConfig<C>) => AnyTool<D>[])
+  resources?: ResourceSpec<D>[]
+  resourceTemplates?: ResourceTemplateSpec<D>[]
+  prompts?: PromptSpec<D>[]
+  /** Builds dependencies once per process. Keep it cheap: open pools and clients lazily. */
+  createDeps(context: DepsContext<C>): D | Promise<D>
+  /** Releases what `createDeps` built (pools, browsers). Called once on shutdown, with a deadline. */
+  dispose?(deps: D): Promise<void> | void
+  /** Maps domain errors to tool errors (pure). */
+  mapError?: ErrorMapper
+  /** Called when a client says its roots changed. */
+  onRootsChanged?(context: HandlerContext<D>): void | Promise<void>
+}
+
+/** Defines a server. Identity at runtime; checks the shape at compile time. */
+export function defineServer<D, C = Record<string, unknown>>(spec: ServerSpec<D, C>): ServerSpec<D, C> {
+  return spec
+}

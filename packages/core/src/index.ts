@@ -1,0 +1,82 @@
+/**
+ * `@keel-mcp/core`: everything a Keel MCP server shares — tool, resource and prompt
+ * definitions, the command line, stdio and Streamable HTTP transports, error mapping, logging,
+ * limits and a clean lifecycle. Servers are data plus domain code on top of it.
+ *
+ * @packageDocumentation
+ */
+export { z } from 'zod'
+export {
+  createInstance,
+  describeIssues,
+  RESULT_TEXT_CEILING_BYTES,
+  type Runtime,
+  selectTools,
+} from './build-server.js'
+export {
+  type CommonConfig,
+  ConfigError,
+  helpText,
+  isLoopback,
+  type OptionSpec,
+  type OptionSpecs,
+  type ParsedConfig,
+  type PositionalSpec,
+  parseConfig,
+} from './config.js'
+export {
+  type AnyTool,
+  type ClientAccess,
+  type ClientRoot,
+  type ContentBlock,
+  type DepsContext,
+  defineServer,
+  defineTool,
+  type HandlerContext,
+  type Infer,
+  type ListedResource,
+  type PromptMessage,
+  type PromptSpec,
+  type ResourceContents,
+  type ResourceSpec,
+  type ResourceTemplateSpec,
+  type ServerSpec,
+  type Shape,
+  type ToolAnnotations,
+  type ToolContext,
+  type ToolOutput,
+  type ToolSpec,
+  toolFactory,
+} from './define.js'
+export {
+  type ErrorMapper,
+  errorReference,
+  formatToolError,
+  isAbortError,
+  mapSystemError,
+  TOOL_ERROR_KINDS,
+  ToolError,
+  type ToolErrorKind,
+  type ToolErrorOptions,
+} from './errors.js'
+export { type HttpEndpoint, serveHttp } from './http.js'
+export {
+  type CappedText,
+  capText,
+  decodeCursor,
+  encodeCursor,
+  paginate,
+  truncateUtf8,
+  withTimeout,
+} from './limits.js'
+export {
+  createLogger,
+  LOG_LEVELS,
+  Logger,
+  type LoggerOptions,
+  type LogLevel,
+  type LogRecord,
+} from './logger.js'
+export { Redactor, redactor } from './redact.js'
+export { prepare, type RunningServer, type RunOptions, run } from './run.js'
+export { LineTransport, type LineTransportOptions } from './stdio.js'

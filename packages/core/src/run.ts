@@ -1,0 +1,198 @@
+import { serveStdio } from '@modelcontextprotocol/server/stdio'
+import { createInstance, type Runtime, selectTools } from './build-server.js'
+import { ConfigError, type ParsedConfig, parseConfig } from './config.js'
+import type { ServerSpec } from './define.js'
+import { ToolError } from './errors.js'
+import { type HttpEndpoint, serveHttp } from './http.js'
+import { createLogger, type Logger } from './logger.js'
+import { redactor } from './redact.js'
+import { LineTransport } from './stdio.js'
+
+/** Options of {@link run}. */
+export interface RunOptions {
+  /** Arguments without `node` and the script (default `process.argv.slice(2)`). */
+  argv?: string[]
+  env?: NodeJS.ProcessEnv
+  /**
+   * Own the process: exit on stdin end, SIGINT, SIGTERM and fatal errors (default true). Tests
+   * that run a server in-process pass false and call `close()`.
+   */
+  manageProcess?: boolean
+  /** How long `dispose` may take on shutdown (default 5 s). */
+  disposeDeadlineMs?: number
+  /** Where `--help` / `--version` text goes (default stdout). */
+  print?: (text: string) => void
+}
+
+/** A started server. */
+export interface RunningServer<D, C> {
+  runtime: Runtime<D, C>
+  /** The HTTP endpoint, when `--transport http`. */
+  http?: HttpEndpoint
+  /** Stops serving and disposes dependencies. Idempotent. */
+  close(reason?: string): Promise<void>
+  /** Resolves when the server has shut down. */
+  closed: Promise<void>
+}
+
+/** Thrown by {@link prepare} when the process should print and exit instead of serving. */
+class EarlyExit extends Error {
+  constructor(
+    readonly code: number,
+    readonly text: string,
+  ) {
+    super(text)
+  }
+}
+
+/**
+ * Parses config, builds deps and the runtime. Throws {@link ConfigError} with a one-line message
+ * on bad configuration.
+ */
+export async function prepare<D, C>(
+  spec: ServerSpec<D, C>,
+  options: { argv?: string[]; env?: NodeJS.ProcessEnv; shutdownSignal?: AbortSignal; logger?: Logger } = {},
+): Promise<Runtime<D, C>> {
+  const outcome = parseConfig(spec, options.argv ?? process.argv.slice(2), options.env ?? process.env)
+  if (outcome.kind !== 'config') throw new EarlyExit(0, outcome.text)
+  const { config, secrets, warnings } = outcome
+  for (const secret of secrets) redactor.addSecret(secret)
+  const logger =
+    options.logger ?? createLogger({ level: config.logLevel, name: spec.name }, options.env ?? process.env)
+  for (const warning of warnings) logger.warn(warning)
+  let tools: ReturnType<typeof selectTools<D, C>>
+  try {
+    tools = selectTools(spec, config)
+  } catch (error) {
+    if (error instanceof ToolError) throw new ConfigError(error.message)
+    throw error
+  }
+  const deps = await spec.createDeps({
+    config: config as ParsedConfig<C>,
+    logger,
+    addSecret: (value) => redactor.addSecret(value),
+  })
+  return {
+    spec,
+    config,
+    deps,
+    logger,
+    tools,
+    shutdownSignal: options.shutdownSignal ?? new AbortController().signal,
+  }
+}
+
+/**
+ * Runs a server: parses the command line, serves stdio (default) or Streamable HTTP, and ends
+ * cleanly on stdin end, SIGINT or SIGTERM (exit 0) or a fatal error (exit 1), calling the
+ * server's `dispose` with a deadline on every path.
+ */
+export async function run<D, C>(
+  spec: ServerSpec<D, C>,
+  options: RunOptions = {},
+): Promise<RunningServer<D, C> | undefined> {
+  const manage = options.manageProcess ?? true
+  const bin = spec.bin ?? `mcp-server-${spec.name}`
+  const shutdownController = new AbortController()
+  let runtime: Runtime<D, C>
+  try {
+    runtime = await prepare(spec, { ...options, shutdownSignal: shutdownController.signal })
+  } catch (error) {
+    if (error instanceof EarlyExit) {
+      ;(options.print ?? ((text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`)))(
+        error.text,
+      )
+      if (manage) process.exit(error.code)
+      return undefined
+    }
+    const message =
+      error instanceof ConfigError || error instanceof ToolError ? error.message : (error as Error)?.message
+    process.stderr.write(`${bin}: ${redactor.redact(message ?? String(error))}\n`)
+    if (manage) process.exit(1)
+    throw error
+  }
+  const { config, logger } = runtime
+  let http: HttpEndpoint | undefined
+  let stdio: { close(): Promise<void> } | undefined
+  let closing: Promise<void> | undefined
+  let resolveClosed!: () => void
+  const closed = new Promise<void>((resolve) => {
+    resolveClosed = resolve
+  })
+  const deadline = options.disposeDeadlineMs ?? 5000
+
+  const close = (reason = 'shutdown'): Promise<void> => {
+    closing ??= (async () => {
+      logger.debug('shutting down', { reason })
+      shutdownController.abort(new Error('server shutting down'))
+      const stop = async () => {
+        await Promise.allSettled([http?.close(), stdio?.close()])
+        await spec.dispose?.(runtime.deps)
+      }
+      let timer: NodeJS.Timeout | undefined
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), deadline)
+      })
+      try {
+        const result = await Promise.race([stop().then(() => 'ok' as const), timedOut])
+        if (result === 'timeout') logger.warn(`dispose did not finish within ${deadline} ms; exiting anyway`)
+      } catch (error) {
+        logger.error('dispose failed', { error })
+      } finally {
+        clearTimeout(timer)
+        resolveClosed()
+      }
+    })()
+    return closing
+  }
+
+  const exitAfter = (reason: string, code: number) => {
+    void close(reason).finally(() => {
+      if (manage) process.exit(code)
+    })
+  }
+
+  if (manage) {
+    process.once('SIGINT', () => exitAfter('SIGINT', 0))
+    process.once('SIGTERM', () => exitAfter('SIGTERM', 0))
+    process.on('uncaughtException', (error) => {
+      logger.error('fatal: uncaught exception', { error })
+      exitAfter('uncaughtException', 1)
+    })
+    process.on('unhandledRejection', (reason) => {
+      logger.error('fatal: unhandled promise rejection', {
+        error: reason instanceof Error ? reason : String(reason),
+      })
+      exitAfter('unhandledRejection', 1)
+    })
+  }
+
+  try {
+    if (config.transport === 'http') {
+      http = await serveHttp(runtime)
+      logger.info(
+        `serving MCP over Streamable HTTP at ${http.url}${config.stateless ? ' (stateless)' : ''}`,
+        {
+          tools: runtime.tools.length,
+        },
+      )
+    } else {
+      const transport = new LineTransport({ onEnd: () => exitAfter('stdin closed', 0) })
+      stdio = serveStdio(() => createInstance(runtime, { forwardProcessLogs: true }), {
+        transport,
+        onerror: (error) => logger.debug('stdio error', { error: error.message }),
+      })
+      logger.debug('serving MCP over stdio', { tools: runtime.tools.length })
+    }
+  } catch (error) {
+    const message =
+      (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
+        ? `port ${config.port} is already in use`
+        : (error as Error).message
+    process.stderr.write(`${bin}: cannot start: ${redactor.redact(message)}\n`)
+    await close('startup failed')
+    if (manage) process.exit(1)
+    throw error
+  }
+  return { runtime, ...(http ? { http } : {}), close, closed }
+}

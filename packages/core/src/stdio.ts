@@ -1,0 +1,156 @@
+import type { Readable, Writable } from 'node:stream'
+import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server'
+import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
+
+/** Options of {@link LineTransport}. */
+export interface LineTransportOptions {
+  input?: Readable
+  output?: Writable
+  /** Largest accepted line in bytes; longer lines are answered with -32600 and discarded. */
+  maxLineBytes?: number
+  /** Called once when the input ends (the client closed stdin) or fails. */
+  onEnd?: () => void
+}
+
+/**
+ * Newline-delimited JSON-RPC over stdin/stdout. Unlike the SDK's stdio transport it answers
+ * malformed lines as JSON-RPC requires (-32700 with `id: null`; -32600 for a bad envelope)
+ * instead of dropping them, so a client is never left waiting.
+ */
+export class LineTransport implements Transport {
+  onclose?: () => void
+  onerror?: (error: Error) => void
+  onmessage?: <T extends JSONRPCMessage>(message: T) => void
+
+  readonly #input: Readable
+  readonly #output: Writable
+  readonly #maxLineBytes: number
+  readonly #onEnd: (() => void) | undefined
+  #chunks: Buffer[] = []
+  #pending = 0
+  #discarding = false
+  #closed = false
+  #ended = false
+
+  constructor(options: LineTransportOptions = {}) {
+    this.#input = options.input ?? process.stdin
+    this.#output = options.output ?? process.stdout
+    this.#maxLineBytes = options.maxLineBytes ?? 32 * 1024 * 1024
+    this.#onEnd = options.onEnd
+  }
+
+  async start(): Promise<void> {
+    this.#input.on('data', this.#onData)
+    this.#input.on('end', this.#onInputEnd)
+    this.#input.on('close', this.#onInputEnd)
+    this.#input.on('error', this.#onInputError)
+    this.#output.on('error', this.#onOutputError)
+    this.#input.resume()
+  }
+
+  #onData = (chunk: Buffer | string) => {
+    let data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
+    let newline = data.indexOf(0x0a)
+    while (newline !== -1) {
+      const tail = data.subarray(0, newline)
+      if (this.#discarding) {
+        this.#discarding = false
+      } else {
+        this.#chunks.push(tail)
+        const line = this.#chunks.length === 1 ? tail : Buffer.concat(this.#chunks)
+        this.#chunks = []
+        this.#pending = 0
+        this.#handleLine(line.toString('utf8'))
+      }
+      data = data.subarray(newline + 1)
+      newline = data.indexOf(0x0a)
+    }
+    if (data.length === 0 || this.#discarding) return
+    this.#pending += data.length
+    if (this.#pending > this.#maxLineBytes) {
+      this.#chunks = []
+      this.#pending = 0
+      this.#discarding = true
+      this.#reply(
+        errorResponse(
+          null,
+          INVALID_REQUEST,
+          `Invalid Request: message larger than ${this.#maxLineBytes} bytes`,
+        ),
+      )
+      return
+    }
+    this.#chunks.push(data)
+  }
+
+  #handleLine(raw: string) {
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw
+    if (line.trim() === '') return
+    let message: unknown
+    try {
+      message = JSON.parse(line)
+    } catch {
+      this.#reply(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid JSON'))
+      return
+    }
+    const check = checkEnvelope(message)
+    if (!check.ok) {
+      this.#reply(errorResponse(check.id, INVALID_REQUEST, check.message))
+      return
+    }
+    try {
+      this.onmessage?.(message as JSONRPCMessage)
+    } catch (error) {
+      this.onerror?.(error as Error)
+    }
+  }
+
+  #reply(message: unknown) {
+    void this.#write(message).catch((error: Error) => this.onerror?.(error))
+  }
+
+  #onInputEnd = () => {
+    if (this.#ended) return
+    this.#ended = true
+    void this.close()
+    this.#onEnd?.()
+  }
+
+  #onInputError = (error: Error) => {
+    this.onerror?.(error)
+    this.#onInputEnd()
+  }
+
+  #onOutputError = (error: Error) => {
+    // EPIPE: the client went away. Treat it like the end of input.
+    this.onerror?.(error)
+    this.#onInputEnd()
+  }
+
+  #write(message: unknown): Promise<void> {
+    if (this.#closed) return Promise.resolve()
+    const line = `${JSON.stringify(message)}\n`
+    return new Promise((resolve, reject) => {
+      const flushed = this.#output.write(line, (error) => {
+        if (error) reject(error)
+      })
+      if (flushed) resolve()
+      else this.#output.once('drain', resolve)
+    })
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return this.#write(message)
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    this.#input.off('data', this.#onData)
+    this.#input.off('error', this.#onInputError)
+    this.#output.off('error', this.#onOutputError)
+    // Stop reading so an open stdin does not keep the process alive after close.
+    this.#input.pause()
+    this.onclose?.()
+  }
+}

@@ -1,0 +1,274 @@
+import { Client, InMemoryTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
+import { createMcpHandler } from '@modelcontextprotocol/server'
+import { createInstance, type Runtime } from '../build-server.js'
+import type { ServerSpec } from '../define.js'
+import { createLogger } from '../logger.js'
+import { prepare } from '../run.js'
+
+/** The client calls tests use, the same for the v2 and the v1 SDK clients. */
+export interface TestClient {
+  /** `v2` (`@modelcontextprotocol/client`) or `v1` (`@modelcontextprotocol/sdk`). */
+  readonly generation: 'v1' | 'v2'
+  listTools(
+    params?: Record<string, unknown>,
+  ): Promise<{ tools: Array<Record<string, any>>; nextCursor?: string }>
+  callTool(
+    params: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },
+    options?: {
+      signal?: AbortSignal
+      onprogress?: (progress: Record<string, unknown>) => void
+      timeout?: number
+    },
+  ): Promise<Record<string, any>>
+  listResources(params?: Record<string, unknown>): Promise<Record<string, any>>
+  listResourceTemplates(params?: Record<string, unknown>): Promise<Record<string, any>>
+  readResource(params: { uri: string }): Promise<Record<string, any>>
+  listPrompts(params?: Record<string, unknown>): Promise<Record<string, any>>
+  getPrompt(params: { name: string; arguments?: Record<string, string> }): Promise<Record<string, any>>
+  complete(params: Record<string, unknown>): Promise<Record<string, any>>
+  subscribeResource(params: { uri: string }): Promise<unknown>
+  setLoggingLevel(level: string): Promise<unknown>
+  ping(): Promise<unknown>
+  getServerVersion(): { name: string; version: string } | undefined
+  getInstructions(): string | undefined
+  close(): Promise<void>
+}
+
+/** A connected client plus whatever must be closed with it. */
+export interface Connection {
+  client: TestClient
+  /** Closes the client and the server side. */
+  close(): Promise<void>
+}
+
+/** Options shared by the connect helpers. */
+export interface ClientOptions {
+  /** Which SDK generation's client to use (default `v2`). */
+  generation?: 'v1' | 'v2'
+  /** v2 only: negotiate the 2026-07-28 era (`modern`) or the 2025 handshake (`legacy`, default). */
+  era?: 'legacy' | 'modern'
+  /** Roots the client offers (enables the roots capability). */
+  roots?: Array<{ uri: string; name?: string }>
+  /** Called with every `notifications/message` the server sends. */
+  onLog?: (params: Record<string, unknown>) => void
+  /** Called with every `notifications/resources/updated`. */
+  onResourceUpdated?: (params: Record<string, unknown>) => void
+  /** Answers sampling requests (enables the sampling capability). */
+  onSample?: (params: Record<string, any>) => Promise<Record<string, unknown>> | Record<string, unknown>
+  /** Answers elicitation requests (enables the elicitation capability). */
+  onElicit?: (params: Record<string, any>) => Promise<Record<string, unknown>> | Record<string, unknown>
+}
+
+const CLIENT_INFO = { name: 'keel-test-client', version: '1.0.0' }
+
+function capabilitiesOf(options: ClientOptions): Record<string, unknown> {
+  return {
+    ...(options.roots ? { roots: { listChanged: true } } : {}),
+    ...(options.onSample ? { sampling: {} } : {}),
+    ...(options.onElicit ? { elicitation: { form: {} } } : {}),
+  }
+}
+
+function wireV2(client: Client, options: ClientOptions) {
+  const anyClient = client as any
+  if (options.roots) anyClient.setRequestHandler('roots/list', () => ({ roots: options.roots }))
+  if (options.onSample)
+    anyClient.setRequestHandler('sampling/createMessage', (request: any) => options.onSample!(request.params))
+  if (options.onElicit)
+    anyClient.setRequestHandler('elicitation/create', (request: any) => options.onElicit!(request.params))
+  if (options.onLog)
+    anyClient.setNotificationHandler('notifications/message', (n: any) => options.onLog!(n.params))
+  if (options.onResourceUpdated) {
+    anyClient.setNotificationHandler('notifications/resources/updated', (n: any) =>
+      options.onResourceUpdated!(n.params),
+    )
+  }
+}
+
+function adapt(client: any, generation: 'v1' | 'v2', extraClose?: () => Promise<void>): TestClient {
+  return {
+    generation,
+    listTools: (params) => client.listTools(params),
+    callTool: (params, options) => client.callTool(params, undefined, options),
+    listResources: (params) => client.listResources(params),
+    listResourceTemplates: (params) => client.listResourceTemplates(params),
+    readResource: (params) => client.readResource(params),
+    listPrompts: (params) => client.listPrompts(params),
+    getPrompt: (params) => client.getPrompt(params),
+    complete: (params) => client.complete(params),
+    subscribeResource: (params) => client.subscribeResource(params),
+    setLoggingLevel: (level) => client.setLoggingLevel(level),
+    ping: () => client.ping(),
+    getServerVersion: () => client.getServerVersion(),
+    getInstructions: () => client.getInstructions(),
+    async close() {
+      await client.close().catch(() => {})
+      await extraClose?.()
+    },
+  }
+}
+
+async function v1Client(options: ClientOptions) {
+  const { Client: V1Client } = await import('@modelcontextprotocol/sdk/client/index.js')
+  const types = await import('@modelcontextprotocol/sdk/types.js')
+  const client = new V1Client(CLIENT_INFO, { capabilities: capabilitiesOf(options) as never })
+  if (options.roots) client.setRequestHandler(types.ListRootsRequestSchema, () => ({ roots: options.roots! }))
+  if (options.onSample)
+    client.setRequestHandler(types.CreateMessageRequestSchema, (r) => options.onSample!(r.params) as never)
+  if (options.onElicit)
+    client.setRequestHandler(types.ElicitRequestSchema, (r) => options.onElicit!(r.params) as never)
+  if (options.onLog)
+    client.setNotificationHandler(types.LoggingMessageNotificationSchema, (n) => options.onLog!(n.params))
+  if (options.onResourceUpdated) {
+    client.setNotificationHandler(types.ResourceUpdatedNotificationSchema, (n) =>
+      options.onResourceUpdated!(n.params),
+    )
+  }
+  return client
+}
+
+function v2Client(options: ClientOptions) {
+  const client = new Client(CLIENT_INFO, {
+    capabilities: capabilitiesOf(options) as never,
+    ...(options.era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {}),
+  } as never)
+  wireV2(client, options)
+  return client
+}
+
+/** Options of {@link connectInMemory}. */
+export interface InMemoryOptions<D> extends ClientOptions {
+  argv?: string[]
+  env?: NodeJS.ProcessEnv
+  /** Replace the deps `createDeps` would build. */
+  deps?: D
+}
+
+/**
+ * Runs a server in this process and connects a real SDK client to it: the 2025 era over an
+ * in-memory pair, or (`era: 'modern'`) the 2026-07-28 era through the HTTP handler's `fetch`.
+ */
+export async function connectInMemory<D, C>(
+  spec: ServerSpec<D, C>,
+  options: InMemoryOptions<D> = {},
+): Promise<Connection & { runtime: Runtime<D, C> }> {
+  const shutdown = new AbortController()
+  const runtime = await prepare(spec, {
+    argv: options.argv ?? [],
+    env: options.env ?? {},
+    shutdownSignal: shutdown.signal,
+    logger: createLogger({ level: 'silent', name: spec.name }, {}),
+  })
+  if (options.deps !== undefined) runtime.deps = options.deps
+  const disposeAll = async () => {
+    shutdown.abort()
+    await spec.dispose?.(runtime.deps)
+  }
+  if (options.era === 'modern') {
+    const handler = createMcpHandler(() => createInstance(runtime))
+    const client = v2Client(options)
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL('http://in-memory.test/mcp'), {
+        fetch: (url: string | URL | Request, init?: RequestInit) => handler.fetch(new Request(url, init)),
+      } as never),
+    )
+    const adapted = adapt(client, 'v2', async () => {
+      await handler.close()
+      await disposeAll()
+    })
+    return { client: adapted, close: () => adapted.close(), runtime }
+  }
+  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair()
+  const server = createInstance(runtime, { forwardProcessLogs: true })
+  await server.connect(serverTransport)
+  let adapted: TestClient
+  if (options.generation === 'v1') {
+    const client = await v1Client(options)
+    await client.connect(clientTransport as never)
+    adapted = adapt(client, 'v1')
+  } else {
+    const client = v2Client(options)
+    await client.connect(clientTransport)
+    adapted = adapt(client, 'v2')
+  }
+  return {
+    client: adapted,
+    runtime,
+    async close() {
+      await adapted.close()
+      await server.close().catch(() => {})
+      await disposeAll()
+    },
+  }
+}
+
+/** Options of {@link connectStdio}. */
+export interface StdioOptions extends ClientOptions {
+  command: string
+  args?: string[]
+  env?: Record<string, string>
+  cwd?: string
+  /** Receives the server's stderr lines. */
+  onStderr?: (chunk: string) => void
+}
+
+/** Spawns a server bin and connects a real client over stdio. */
+export async function connectStdio(options: StdioOptions): Promise<Connection & { pid: number | null }> {
+  const env = { ...(process.env as Record<string, string>), ...options.env }
+  if (options.generation === 'v1') {
+    const { StdioClientTransport: V1Stdio } = await import('@modelcontextprotocol/sdk/client/stdio.js')
+    const transport = new V1Stdio({
+      command: options.command,
+      args: options.args ?? [],
+      env,
+      stderr: 'pipe',
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+    })
+    transport.stderr?.on('data', (chunk: Buffer) => options.onStderr?.(chunk.toString()))
+    const client = await v1Client(options)
+    await client.connect(transport)
+    const adapted = adapt(client, 'v1')
+    return { client: adapted, close: () => adapted.close(), pid: transport.pid }
+  }
+  const transport = new StdioClientTransport({
+    command: options.command,
+    args: options.args ?? [],
+    env,
+    stderr: 'pipe',
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+  })
+  transport.stderr?.on('data', (chunk: Buffer) => options.onStderr?.(chunk.toString()))
+  const client = v2Client(options)
+  await client.connect(transport)
+  const adapted = adapt(client, 'v2')
+  return { client: adapted, close: () => adapted.close(), pid: transport.pid }
+}
+
+/** Options of {@link connectHttp}. */
+export interface HttpOptions extends ClientOptions {
+  /** Bearer token to send. */
+  token?: string
+}
+
+/** Connects a real client to a Streamable HTTP endpoint. */
+export async function connectHttp(url: string, options: HttpOptions = {}): Promise<Connection> {
+  const requestInit = options.token ? { headers: { authorization: `Bearer ${options.token}` } } : undefined
+  if (options.generation === 'v1') {
+    const { StreamableHTTPClientTransport: V1Http } = await import(
+      '@modelcontextprotocol/sdk/client/streamableHttp.js'
+    )
+    const client = await v1Client(options)
+    const transport = new V1Http(new URL(url), requestInit ? { requestInit } : {})
+    await client.connect(transport as never)
+    const adapted = adapt(client, 'v1', async () => {
+      await transport.terminateSession().catch(() => {})
+    })
+    return { client: adapted, close: () => adapted.close() }
+  }
+  const client = v2Client(options)
+  const transport = new StreamableHTTPClientTransport(new URL(url), requestInit ? { requestInit } : {})
+  await client.connect(transport)
+  const adapted = adapt(client, 'v2')
+  return { client: adapted, close: () => adapted.close() }
+}

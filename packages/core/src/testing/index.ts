@@ -1,0 +1,20 @@
+/**
+ * `@keel-mcp/core/testing`: real SDK clients (v2 and v1) connected to a server in memory, over a
+ * spawned stdio process, or over HTTP; raw wire access for protocol tests; and the contract check
+ * every server's tool list must pass.
+ *
+ * @packageDocumentation
+ */
+export {
+  type ClientOptions,
+  type Connection,
+  connectHttp,
+  connectInMemory,
+  connectStdio,
+  type HttpOptions,
+  type InMemoryOptions,
+  type StdioOptions,
+  type TestClient,
+} from './clients.js'
+export { checkToolContract, TOOL_NAME_PATTERN, toolListSnapshot } from './contract.js'
+export { type RawStdio, spawnRaw } from './wire.js'

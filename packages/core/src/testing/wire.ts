@@ -1,0 +1,114 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+
+/** A raw newline-delimited JSON-RPC connection to a spawned server (for wire-level tests). */
+export interface RawStdio {
+  child: ChildProcessWithoutNullStreams
+  /** Every stdout line seen so far, raw. */
+  readonly lines: string[]
+  /** Every stderr chunk seen so far. */
+  readonly stderr: string[]
+  /** Writes one raw line (a newline is appended). */
+  send(line: string): void
+  /** Writes a JSON value as one line. */
+  sendJson(message: unknown): void
+  /** Resolves with the next stdout message that satisfies `predicate` (parsed), or rejects after `timeoutMs`. */
+  next(predicate?: (message: any) => boolean, timeoutMs?: number): Promise<any>
+  /** Sends a request and resolves with its response. */
+  request(method: string, params?: Record<string, unknown>, id?: number | string): Promise<any>
+  /** Performs the 2025 `initialize` handshake. */
+  initialize(protocolVersion?: string): Promise<any>
+  /** Closes stdin and resolves with the exit code (and the time it took, in ms). */
+  end(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }>
+}
+
+/** Spawns `command` and speaks raw JSON-RPC lines to it. */
+export function spawnRaw(
+  command: string,
+  args: string[] = [],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): RawStdio {
+  const child = spawn(command, args, {
+    env: { ...(process.env as Record<string, string>), ...options.env },
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  const lines: string[] = []
+  const stderr: string[] = []
+  const waiters: Array<{ predicate: (message: any) => boolean; resolve: (message: any) => void }> = []
+  const parsed: any[] = []
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    lines.push(line)
+    let message: unknown
+    try {
+      message = JSON.parse(line)
+    } catch {
+      return
+    }
+    const index = waiters.findIndex((waiter) => waiter.predicate(message))
+    if (index >= 0) waiters.splice(index, 1)[0]?.resolve(message)
+    else parsed.push(message)
+  })
+  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk.toString()))
+  let nextId = 1
+  const raw: RawStdio = {
+    child,
+    lines,
+    stderr,
+    send(line) {
+      child.stdin.write(`${line}\n`)
+    },
+    sendJson(message) {
+      child.stdin.write(`${JSON.stringify(message)}\n`)
+    },
+    next(predicate = () => true, timeoutMs = 10_000) {
+      const index = parsed.findIndex((message) => predicate(message))
+      if (index >= 0) return Promise.resolve(parsed.splice(index, 1)[0])
+      return new Promise((resolve, reject) => {
+        const waiter = {
+          predicate,
+          resolve: (message: any) => {
+            clearTimeout(timer)
+            resolve(message)
+          },
+        }
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(waiter), 1)
+          reject(
+            new Error(`no matching message within ${timeoutMs} ms; stderr: ${stderr.join('').slice(-2000)}`),
+          )
+        }, timeoutMs)
+        waiters.push(waiter)
+      })
+    },
+    request(method, params, id = `raw-${nextId++}`) {
+      raw.sendJson({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) })
+      return raw.next((message) => message?.id === id)
+    },
+    async initialize(protocolVersion = '2025-11-25') {
+      const result = await raw.request('initialize', {
+        protocolVersion,
+        capabilities: {},
+        clientInfo: { name: 'raw-wire-test', version: '1.0.0' },
+      })
+      raw.sendJson({ jsonrpc: '2.0', method: 'notifications/initialized' })
+      return result
+    },
+    end(timeoutMs = 5000) {
+      const started = performance.now()
+      return new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) {
+          resolve({ code: child.exitCode, signal: child.signalCode, ms: 0 })
+          return
+        }
+        const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+        child.once('exit', (code, signal) => {
+          clearTimeout(timer)
+          resolve({ code, signal, ms: performance.now() - started })
+        })
+        child.stdin.end()
+      })
+    },
+  }
+  return raw
+}
