@@ -16,6 +16,7 @@ import type {
   ClientRoot,
   ContentBlock,
   HandlerContext,
+  PromptSpec,
   ResourceContents,
   ServerSpec,
   ToolContext,
@@ -540,22 +541,13 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
 
   // ---- prompts
   for (const prompt of prompts) {
-    const shape: Record<string, z.ZodType> = {}
-    for (const [argument, schema] of Object.entries(prompt.args ?? {})) {
-      const completer = prompt.complete?.[argument]
-      shape[argument] = completer
-        ? (completable(
-            schema as never,
-            (async (value: string) => (await completer(value)).slice(0, 100)) as never,
-          ) as never)
-        : schema
-    }
+    const argsSchema = promptArgsSchema(prompt)
     mcp.registerPrompt(
       prompt.name,
       {
         ...(prompt.title ? { title: prompt.title } : {}),
         ...(prompt.description ? { description: prompt.description } : {}),
-        ...(prompt.args ? { argsSchema: z.object(shape) } : {}),
+        ...(argsSchema ? { argsSchema } : {}),
       } as never,
       (async (...callArgs: unknown[]) => {
         const ctx = callArgs[callArgs.length - 1] as { mcpReq: { signal: AbortSignal } }
@@ -575,6 +567,29 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     )
   }
   return mcp
+}
+
+const promptSchemas = new WeakMap<PromptSpec<unknown>, z.ZodObject>()
+
+// completable() marks a schema in place, so each prompt's argument schema is built once per process.
+function promptArgsSchema(prompt: PromptSpec<unknown>): z.ZodObject | undefined {
+  if (!prompt.args) return undefined
+  let schema = promptSchemas.get(prompt)
+  if (!schema) {
+    const shape: Record<string, z.ZodType> = {}
+    for (const [argument, argumentSchema] of Object.entries(prompt.args)) {
+      const completer = prompt.complete?.[argument]
+      shape[argument] = completer
+        ? (completable(
+            argumentSchema as never,
+            (async (value: string) => (await completer(value)).slice(0, 100)) as never,
+          ) as never)
+        : argumentSchema
+    }
+    schema = z.object(shape)
+    promptSchemas.set(prompt, schema)
+  }
+  return schema
 }
 
 function logData(record: LogRecord): unknown {

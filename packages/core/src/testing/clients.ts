@@ -90,7 +90,9 @@ function adapt(client: any, generation: 'v1' | 'v2', extraClose?: () => Promise<
   return {
     generation,
     listTools: (params) => client.listTools(params),
-    callTool: (params, options) => client.callTool(params, undefined, options),
+    // v1's callTool takes a result schema second; v2's takes the options there.
+    callTool: (params, options) =>
+      generation === 'v1' ? client.callTool(params, undefined, options) : client.callTool(params, options),
     listResources: (params) => client.listResources(params),
     listResourceTemplates: (params) => client.listResourceTemplates(params),
     readResource: (params) => client.readResource(params),

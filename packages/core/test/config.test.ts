@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError, parseConfig } from '../src/config.js'
+import { fixture } from './fixture.js'
+
+const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(fixture, argv, env)
+const config = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+  const outcome = parse(argv, env)
+  if (outcome.kind !== 'config') throw new Error(`expected a config, got ${outcome.kind}`)
+  return outcome
+}
+
+describe('parseConfig', () => {
+  it('gives every common flag its default', () => {
+    const { config: parsed } = config([])
+    expect(parsed).toMatchObject({
+      transport: 'stdio',
+      host: '127.0.0.1',
+      port: 3000,
+      stateless: false,
+      readOnly: false,
+      toolsets: [],
+      tools: [],
+      excludeTools: [],
+      toolTimeoutMs: 60_000,
+      logLevel: 'info',
+      maxBodyBytes: 4 * 1024 * 1024,
+      options: { apiUrl: 'https://api.example.com' },
+      positionals: [],
+    })
+  })
+
+  it('reads flags before env vars', () => {
+    const { config: parsed } = config(['--transport', 'http', '--port', '0'], { MCP_TRANSPORT: 'stdio', MCP_PORT: '7', FIXTURE_API_URL: 'http://127.0.0.1:1' })
+    expect(parsed.transport).toBe('http')
+    expect(parsed.port).toBe(0)
+    expect(parsed.options.apiUrl).toBe('http://127.0.0.1:1')
+  })
+
+  it('splits comma lists and repeated flags', () => {
+    const { config: parsed } = config(['--tools', 'echo,fail', '--tools', 'slow', '--read-only'], { MCP_EXCLUDE_TOOLS: 'hang, slow' })
+    expect(parsed.tools).toEqual(['echo', 'fail', 'slow'])
+    expect(parsed.excludeTools).toEqual(['hang', 'slow'])
+    expect(parsed.readOnly).toBe(true)
+  })
+
+  it('reads boolean env vars', () => {
+    expect(config([], { MCP_READ_ONLY: 'true' }).config.readOnly).toBe(true)
+    expect(config([], { MCP_READ_ONLY: '0' }).config.readOnly).toBe(false)
+  })
+
+  it.each([
+    [['--transport', 'carrier-pigeon'], {}, /Invalid --transport \(env MCP_TRANSPORT\): must be "stdio" or "http"/],
+    [['--port', 'eighty'], {}, /Invalid --port .*must be a number/],
+    [['--port', '70000'], {}, /Invalid --port/],
+    [[], { FIXTURE_API_URL: 'not a url' }, /Invalid env FIXTURE_API_URL: must be a URL/],
+    [['--frobnicate'], {}, /Unknown option '--frobnicate'.*--help/],
+    [['stray'], {}, /Unexpected argument "stray"/],
+    [['--log-level', 'loud'], {}, /Invalid --log-level .*"loud" is not one of/],
+    [['--toolsets', 'basic,nope'], {}, /unknown toolset "nope"; known: all, basic, faults/],
+    [['--auth-token', 'short'], {}, /Invalid --auth-token .*at least 16 characters/],
+  ])('refuses %j %j with a message naming the option', (argv, env, message) => {
+    expect(() => parse(argv, env)).toThrow(ConfigError)
+    expect(() => parse(argv, env)).toThrow(message)
+  })
+
+  it('returns help text listing server and common options', () => {
+    const outcome = parse(['--help'])
+    expect(outcome.kind).toBe('help')
+    const text = outcome.kind === 'help' ? outcome.text : ''
+    expect(text).toContain('Usage: mcp-server-fixture [options]')
+    expect(text).toContain('--api-url <value>')
+    expect(text).toContain('[env FIXTURE_API_URL]')
+    expect(text).toContain('--read-only')
+    expect(text).toContain('basic')
+  })
+
+  it('returns the version', () => {
+    expect(parse(['--version'])).toEqual({ kind: 'version', text: '9.9.9' })
+  })
+
+  it('collects secrets and warns when one is given on argv', () => {
+    const outcome = config(['--api-token', 'supersecretvalue', '--auth-token', '0123456789abcdef0'])
+    expect(outcome.secrets).toEqual(expect.arrayContaining(['supersecretvalue', '0123456789abcdef0']))
+    expect(outcome.warnings.join('\n')).toMatch(/--api-token on the command line is visible in process lists; prefer FIXTURE_TOKEN/)
+    expect(outcome.warnings.join('\n')).toMatch(/--auth-token .* prefer MCP_AUTH_TOKEN/)
+  })
+
+  it('does not warn about secrets from env vars', () => {
+    expect(config([], { FIXTURE_TOKEN: 'supersecretvalue' }).warnings).toEqual([])
+  })
+
+  it('warns when HTTP is bound beyond loopback without a token', () => {
+    expect(config(['--transport', 'http', '--host', '0.0.0.0']).warnings.join()).toMatch(/without --auth-token/)
+  })
+})
