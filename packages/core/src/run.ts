@@ -3,7 +3,7 @@ import { createInstance, type Runtime, selectTools } from './build-server.js'
 import { ConfigError, type ParsedConfig, parseConfig } from './config.js'
 import type { ServerSpec } from './define.js'
 import { ToolError } from './errors.js'
-import { type HttpEndpoint, serveHttp } from './http.js'
+import type { HttpEndpoint } from './http.js'
 import { createLogger, type Logger } from './logger.js'
 import { redactor } from './redact.js'
 import { LineTransport } from './stdio.js'
@@ -169,6 +169,8 @@ export async function run<D, C>(
 
   try {
     if (config.transport === 'http') {
+      // Loaded on demand: a stdio server never pays for the HTTP stack at start-up.
+      const { serveHttp } = await import('./http.js')
       http = await serveHttp(runtime)
       logger.info(
         `serving MCP over Streamable HTTP at ${http.url}${config.stateless ? ' (stateless)' : ''}`,
