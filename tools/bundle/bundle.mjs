@@ -2,11 +2,14 @@
 // Bundles src/index.ts of the package in the current directory into dist/index.js.
 //
 // Why: a user starts a server on every client launch. Resolving and compiling hundreds of SDK
-// modules costs ~60 ms more than one pre-linked file, so each bin ships as a single ESM file with
-// @keel-mcp/core, the MCP SDK and zod inlined. Runtime dependencies listed in the package's
-// `dependencies` stay external (they are loaded lazily, e.g. pg or puppeteer) unless the package
-// names them in `keel.bundle`.
-import { chmod, readFile, rm } from 'node:fs/promises'
+// modules costs far more than one pre-linked file, so each bin ships as a single file with
+// @keel-mcp/core, the MCP SDK and zod inlined. It is CommonJS on purpose: in a CJS bundle every
+// module, including the Node built-ins it requires, initialises only when first used, so a stdio
+// server never loads the HTTP stack (node:http, tls, http2) that it does not serve. Runtime
+// dependencies listed in the package's `dependencies` stay external (loaded lazily, e.g. pg or
+// puppeteer) unless the package names them in `keel.bundle`. Sources stay ESM; only the bin is CJS
+// (dist/package.json says so, so the bin path stays dist/index.js).
+import { chmod, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { build } from 'esbuild'
 
@@ -23,7 +26,7 @@ const result = await build({
   outdir: 'dist',
   bundle: true,
   platform: 'node',
-  format: 'esm',
+  format: 'cjs',
   target: 'node20',
   external,
   splitting: false,
@@ -32,11 +35,11 @@ const result = await build({
   legalComments: 'linked',
   metafile: true,
   logLevel: 'warning',
-  // Some inlined dependencies are CommonJS and call require(); give the ESM bundle one.
-  banner: {
-    js: "import { createRequire as __keelCreateRequire } from 'node:module';\nconst require = __keelCreateRequire(import.meta.url);",
-  },
+  // import.meta.url has no CJS counterpart; give the inlined ESM code one.
+  define: { 'import.meta.url': '__keelImportMetaUrl' },
+  banner: { js: "const __keelImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 })
+await writeFile(join(root, 'dist', 'package.json'), `${JSON.stringify({ type: 'commonjs' }, null, 2)}\n`)
 for (const file of Object.keys(result.metafile.outputs)) {
   if (file.endsWith('.js')) await chmod(join(root, file), 0o755)
 }

@@ -135,6 +135,13 @@ export function selectTools<D, C>(spec: ServerSpec<D, C>, config: ParsedConfig<C
   })
 }
 
+function notOffered(capability: 'sampling' | 'elicitation'): ToolError {
+  return new ToolError(
+    'unavailable',
+    `The client does not offer ${capability} (it did not declare the capability)`,
+  )
+}
+
 function mapError<D, C>(runtime: Runtime<D, C>, error: unknown): ToolError | undefined {
   if (ToolError.is(error)) return error
   return runtime.spec.mapError?.(error) ?? mapSystemError(error)
@@ -241,8 +248,17 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
       )
       return state.roots
     },
-    sample: (params) => server.createMessage(params as never),
-    elicit: (params) => server.elicitInput(params as never),
+    // MCP: no request for a capability the client did not declare. The SDK does not check sampling,
+    // and a stateless request has no declared capabilities and no way back for an answer: without
+    // these checks such a call waits for the tool timeout instead of failing at once.
+    sample: async (params) => {
+      if (!server.getClientCapabilities()?.sampling) throw notOffered('sampling')
+      return server.createMessage(params as never)
+    },
+    elicit: async (params) => {
+      if (!server.getClientCapabilities()?.elicitation) throw notOffered('elicitation')
+      return server.elicitInput(params as never)
+    },
   }
 
   const handlerContext = (signal: AbortSignal): HandlerContext<D> => ({

@@ -68,9 +68,15 @@ export interface ClientAccess {
   readonly capabilities: Record<string, unknown> | undefined
   /** The client's roots, or `undefined` when it offers none. Cached until the client says they changed. */
   roots(): Promise<ClientRoot[] | undefined>
-  /** Asks the client's model for a completion (sampling). */
+  /**
+   * Asks the client's model for a completion (sampling). Rejects with a `ToolError`
+   * (`unavailable`) when the client did not declare sampling.
+   */
   sample(params: Record<string, unknown>): Promise<unknown>
-  /** Asks the user for input through the client (elicitation). */
+  /**
+   * Asks the user for input through the client (elicitation). Rejects with a `ToolError`
+   * (`unavailable`) when the client did not declare elicitation.
+   */
   elicit(params: Record<string, unknown>): Promise<unknown>
 }
 

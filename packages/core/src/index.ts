@@ -59,7 +59,7 @@ export {
   type ToolErrorKind,
   type ToolErrorOptions,
 } from './errors.js'
-export { type HttpEndpoint, serveHttp } from './http.js'
+export type { HttpEndpoint } from './http.js'
 export {
   type CappedText,
   capText,
@@ -78,5 +78,5 @@ export {
   type LogRecord,
 } from './logger.js'
 export { Redactor, redactor } from './redact.js'
-export { prepare, type RunningServer, type RunOptions, run } from './run.js'
+export { prepare, type RunningServer, type RunOptions, run, serveHttp } from './run.js'
 export { LineTransport, type LineTransportOptions } from './stdio.js'

@@ -35,6 +35,15 @@ export interface RunningServer<D, C> {
   closed: Promise<void>
 }
 
+/**
+ * Serves a prepared runtime over Streamable HTTP. The HTTP stack is loaded on first use so that
+ * stdio servers never pay for it at start-up.
+ */
+export async function serveHttp<D, C>(runtime: Runtime<D, C>): Promise<HttpEndpoint> {
+  const http = await import('./http.js')
+  return http.serveHttp(runtime)
+}
+
 /** Thrown by {@link prepare} when the process should print and exit instead of serving. */
 class EarlyExit extends Error {
   constructor(
@@ -169,8 +178,6 @@ export async function run<D, C>(
 
   try {
     if (config.transport === 'http') {
-      // Loaded on demand: a stdio server never pays for the HTTP stack at start-up.
-      const { serveHttp } = await import('./http.js')
       http = await serveHttp(runtime)
       logger.info(
         `serving MCP over Streamable HTTP at ${http.url}${config.stateless ? ' (stateless)' : ''}`,

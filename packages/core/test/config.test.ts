@@ -30,14 +30,20 @@ describe('parseConfig', () => {
   })
 
   it('reads flags before env vars', () => {
-    const { config: parsed } = config(['--transport', 'http', '--port', '0'], { MCP_TRANSPORT: 'stdio', MCP_PORT: '7', FIXTURE_API_URL: 'http://127.0.0.1:1' })
+    const { config: parsed } = config(['--transport', 'http', '--port', '0'], {
+      MCP_TRANSPORT: 'stdio',
+      MCP_PORT: '7',
+      FIXTURE_API_URL: 'http://127.0.0.1:1',
+    })
     expect(parsed.transport).toBe('http')
     expect(parsed.port).toBe(0)
     expect(parsed.options.apiUrl).toBe('http://127.0.0.1:1')
   })
 
   it('splits comma lists and repeated flags', () => {
-    const { config: parsed } = config(['--tools', 'echo,fail', '--tools', 'slow', '--read-only'], { MCP_EXCLUDE_TOOLS: 'hang, slow' })
+    const { config: parsed } = config(['--tools', 'echo,fail', '--tools', 'slow', '--read-only'], {
+      MCP_EXCLUDE_TOOLS: 'hang, slow',
+    })
     expect(parsed.tools).toEqual(['echo', 'fail', 'slow'])
     expect(parsed.excludeTools).toEqual(['hang', 'slow'])
     expect(parsed.readOnly).toBe(true)
@@ -49,7 +55,11 @@ describe('parseConfig', () => {
   })
 
   it.each([
-    [['--transport', 'carrier-pigeon'], {}, /Invalid --transport \(env MCP_TRANSPORT\): must be "stdio" or "http"/],
+    [
+      ['--transport', 'carrier-pigeon'],
+      {},
+      /Invalid --transport \(env MCP_TRANSPORT\): must be "stdio" or "http"/,
+    ],
     [['--port', 'eighty'], {}, /Invalid --port .*must be a number/],
     [['--port', '70000'], {}, /Invalid --port/],
     [[], { FIXTURE_API_URL: 'not a url' }, /Invalid env FIXTURE_API_URL: must be a URL/],
@@ -81,7 +91,9 @@ describe('parseConfig', () => {
   it('collects secrets and warns when one is given on argv', () => {
     const outcome = config(['--api-token', 'supersecretvalue', '--auth-token', '0123456789abcdef0'])
     expect(outcome.secrets).toEqual(expect.arrayContaining(['supersecretvalue', '0123456789abcdef0']))
-    expect(outcome.warnings.join('\n')).toMatch(/--api-token on the command line is visible in process lists; prefer FIXTURE_TOKEN/)
+    expect(outcome.warnings.join('\n')).toMatch(
+      /--api-token on the command line is visible in process lists; prefer FIXTURE_TOKEN/,
+    )
     expect(outcome.warnings.join('\n')).toMatch(/--auth-token .* prefer MCP_AUTH_TOKEN/)
   })
 
@@ -90,6 +102,8 @@ describe('parseConfig', () => {
   })
 
   it('warns when HTTP is bound beyond loopback without a token', () => {
-    expect(config(['--transport', 'http', '--host', '0.0.0.0']).warnings.join()).toMatch(/without --auth-token/)
+    expect(config(['--transport', 'http', '--host', '0.0.0.0']).warnings.join()).toMatch(
+      /without --auth-token/,
+    )
   })
 })

@@ -19,7 +19,10 @@ export const echo = defineTool({
   name: 'echo',
   title: 'Echo',
   description: 'Echo a message back.',
-  input: { message: z.string().max(1000).describe('Text to echo'), times: z.number().int().min(1).max(3).default(1).describe('Repeats') },
+  input: {
+    message: z.string().max(1000).describe('Text to echo'),
+    times: z.number().int().min(1).max(3).default(1).describe('Repeats'),
+  },
   output: { echoed: z.string() },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   toolset: 'basic',
@@ -40,7 +43,9 @@ export const fail = defineTool({
   name: 'fail',
   title: 'Fail',
   description: 'Fail in a chosen way.',
-  input: { how: z.enum(['tool_error', 'crash', 'secret', 'mapped', 'bad_output', 'errno']).describe('Failure mode') },
+  input: {
+    how: z.enum(['tool_error', 'crash', 'secret', 'mapped', 'bad_output', 'errno']).describe('Failure mode'),
+  },
   output: { never: z.string() },
   annotations: { readOnlyHint: true, openWorldHint: false },
   toolset: 'faults',
@@ -49,9 +54,14 @@ export const fail = defineTool({
       case 'tool_error':
         throw new ToolError('not_found', 'No such widget', { hint: 'Call list_widgets first' })
       case 'crash':
-        throw new TypeError(`Cannot read properties of undefined at /srv/app/internal.js:10 token=${deps.secret}`)
+        throw new TypeError(
+          `Cannot read properties of undefined at /srv/app/internal.js:10 token=${deps.secret}`,
+        )
       case 'secret':
-        throw new ToolError('unavailable', `could not reach postgres://admin:hunter2hunter2@db.internal:5432/prod with ${deps.secret}`)
+        throw new ToolError(
+          'unavailable',
+          `could not reach postgres://admin:hunter2hunter2@db.internal:5432/prod with ${deps.secret}`,
+        )
       case 'mapped':
         throw Object.assign(new Error('upstream said 429'), { status: 429 })
       case 'errno':
@@ -66,7 +76,10 @@ export const slow = defineTool({
   name: 'slow',
   title: 'Slow',
   description: 'Wait, reporting progress; honours cancellation.',
-  input: { steps: z.number().int().min(1).max(100).describe('Steps'), step_ms: z.number().int().min(1).max(5000).describe('ms per step') },
+  input: {
+    steps: z.number().int().min(1).max(100).describe('Steps'),
+    step_ms: z.number().int().min(1).max(5000).describe('ms per step'),
+  },
   annotations: { readOnlyHint: true, openWorldHint: false },
   toolset: 'faults',
   timeoutMs: 2000,
@@ -101,7 +114,11 @@ export const picture = defineTool({
   annotations: { readOnlyHint: true, openWorldHint: false },
   run: () => ({
     content: [
-      { type: 'image', data: 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', mimeType: 'image/png' },
+      {
+        type: 'image',
+        data: 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=',
+        mimeType: 'image/png',
+      },
       { type: 'resource_link', uri: 'fixture://items/1', name: 'item 1' },
     ],
   }),
@@ -115,7 +132,14 @@ export const options: OptionSpecs<FixtureOptions> = {
     description: 'API base URL',
     schema: z.url({ error: 'must be a URL' }).default('https://api.example.com'),
   },
-  apiToken: { flag: 'api-token', env: 'FIXTURE_TOKEN', type: 'string', secret: true, description: 'API token', schema: z.string().optional() },
+  apiToken: {
+    flag: 'api-token',
+    env: 'FIXTURE_TOKEN',
+    type: 'string',
+    secret: true,
+    description: 'API token',
+    schema: z.string().optional(),
+  },
 }
 
 export const disposed: string[] = []
@@ -160,7 +184,9 @@ export const fixture = defineServer<FixtureDeps, FixtureOptions>({
       description: 'Greet someone',
       args: { name: z.string().describe('Who') },
       complete: { name: (value) => ['alice', 'albert', 'bob'].filter((name) => name.startsWith(value)) },
-      run: ({ name }) => ({ messages: [{ role: 'user', content: { type: 'text', text: `Say hello to ${name}` } }] }),
+      run: ({ name }) => ({
+        messages: [{ role: 'user', content: { type: 'text', text: `Say hello to ${name}` } }],
+      }),
     },
   ],
   createDeps: ({ config, addSecret }) => {
@@ -174,7 +200,8 @@ export const fixture = defineServer<FixtureDeps, FixtureOptions>({
   },
   mapError(error) {
     const status = (error as { status?: unknown }).status
-    if (status === 429) return new ToolError('rate_limited', 'The API is rate limiting us', { hint: 'Wait a minute.' })
+    if (status === 429)
+      return new ToolError('rate_limited', 'The API is rate limiting us', { hint: 'Wait a minute.' })
     return undefined
   },
 })

@@ -13,7 +13,9 @@ async function start(extra: string[] = []) {
     manageProcess: false,
   })
   if (!server?.http) throw new Error('no http endpoint')
-  return server as RunningServer<FixtureDeps, FixtureOptions> & { http: NonNullable<RunningServer<FixtureDeps, FixtureOptions>['http']> }
+  return server as RunningServer<FixtureDeps, FixtureOptions> & {
+    http: NonNullable<RunningServer<FixtureDeps, FixtureOptions>['http']>
+  }
 }
 
 interface RawResponse {
@@ -23,15 +25,26 @@ interface RawResponse {
 }
 
 /** node:http, because fetch cannot set a foreign Host header. */
-function raw(url: string, options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<RawResponse> {
+function raw(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const request = httpRequest(url, { method: options.method ?? 'POST', headers: options.headers }, (response) => {
-      const chunks: Buffer[] = []
-      response.on('data', (chunk: Buffer) => chunks.push(chunk))
-      response.on('end', () =>
-        resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString() }),
-      )
-    })
+    const request = httpRequest(
+      url,
+      { method: options.method ?? 'POST', headers: options.headers },
+      (response) => {
+        const chunks: Buffer[] = []
+        response.on('data', (chunk: Buffer) => chunks.push(chunk))
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: Buffer.concat(chunks).toString(),
+          }),
+        )
+      },
+    )
     request.on('error', reject)
     request.end(options.body)
   })
@@ -74,7 +87,10 @@ describe('Streamable HTTP (sessions)', () => {
     const connection = await connectHttp(server.http.url)
     try {
       const updates: unknown[] = []
-      await connection.client.callTool({ name: 'slow', arguments: { steps: 2, step_ms: 5 } }, { onprogress: (update) => updates.push(update) })
+      await connection.client.callTool(
+        { name: 'slow', arguments: { steps: 2, step_ms: 5 } },
+        { onprogress: (update) => updates.push(update) },
+      )
       expect(updates).toHaveLength(2)
     } finally {
       await connection.close()
@@ -94,26 +110,41 @@ describe('Streamable HTTP (sessions)', () => {
   })
 
   it('answers a request without jsonrpc with 400 and -32600', async () => {
-    const response = await raw(server.http.url, { headers: JSON_HEADERS, body: '{"id":1,"method":"initialize"}' })
+    const response = await raw(server.http.url, {
+      headers: JSON_HEADERS,
+      body: '{"id":1,"method":"initialize"}',
+    })
     expect(response.status).toBe(400)
     expect(JSON.parse(response.body)).toMatchObject({ id: 1, error: { code: -32600 } })
   })
 
   it('refuses an oversized body with 413 before reading it all', async () => {
-    const response = await raw(server.http.url, { headers: JSON_HEADERS, body: Buffer.alloc(5 * 1024 * 1024, 0x20) })
+    const response = await raw(server.http.url, {
+      headers: JSON_HEADERS,
+      body: Buffer.alloc(5 * 1024 * 1024, 0x20),
+    })
     expect(response.status).toBe(413)
   })
 
   it('refuses a foreign Host header (DNS rebinding) with 403', async () => {
-    const response = await raw(server.http.url, { headers: { ...JSON_HEADERS, host: 'evil.example:80' }, body: INITIALIZE })
+    const response = await raw(server.http.url, {
+      headers: { ...JSON_HEADERS, host: 'evil.example:80' },
+      body: INITIALIZE,
+    })
     expect(response.status).toBe(403)
     expect(response.body).toContain('Host not allowed')
   })
 
   it('refuses a foreign Origin with 403 and accepts a local one', async () => {
-    const foreign = await raw(server.http.url, { headers: { ...JSON_HEADERS, origin: 'https://evil.example' }, body: INITIALIZE })
+    const foreign = await raw(server.http.url, {
+      headers: { ...JSON_HEADERS, origin: 'https://evil.example' },
+      body: INITIALIZE,
+    })
     expect(foreign.status).toBe(403)
-    const local = await raw(server.http.url, { headers: { ...JSON_HEADERS, origin: 'http://localhost:5173' }, body: INITIALIZE })
+    const local = await raw(server.http.url, {
+      headers: { ...JSON_HEADERS, origin: 'http://localhost:5173' },
+      body: INITIALIZE,
+    })
     expect(local.status).toBe(200)
   })
 
@@ -138,7 +169,9 @@ describe('Streamable HTTP (sessions)', () => {
   it('keeps serving after bad requests', async () => {
     const connection = await connectHttp(server.http.url)
     try {
-      expect((await connection.client.callTool({ name: 'echo', arguments: { message: 'ok' } })).isError).toBeFalsy()
+      expect(
+        (await connection.client.callTool({ name: 'echo', arguments: { message: 'ok' } })).isError,
+      ).toBeFalsy()
     } finally {
       await connection.close()
     }
@@ -165,7 +198,10 @@ describe('Streamable HTTP with a bearer token', () => {
   })
 
   it('answers a wrong token with 401 and error="invalid_token"', async () => {
-    const response = await raw(server.http.url, { headers: { ...JSON_HEADERS, authorization: 'Bearer wrong-token' }, body: INITIALIZE })
+    const response = await raw(server.http.url, {
+      headers: { ...JSON_HEADERS, authorization: 'Bearer wrong-token' },
+      body: INITIALIZE,
+    })
     expect(response.status).toBe(401)
     expect(response.headers['www-authenticate']).toContain('error="invalid_token"')
   })
@@ -224,7 +260,11 @@ describe('start-up failures', () => {
     const first = await start()
     try {
       await expect(
-        run(fixture, { argv: ['--transport', 'http', '--port', String(first.http.port)], env: { LOG_LEVEL: 'silent' }, manageProcess: false }),
+        run(fixture, {
+          argv: ['--transport', 'http', '--port', String(first.http.port)],
+          env: { LOG_LEVEL: 'silent' },
+          manageProcess: false,
+        }),
       ).rejects.toThrow(/EADDRINUSE/)
     } finally {
       await first.close()

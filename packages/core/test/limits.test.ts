@@ -18,9 +18,14 @@ describe('capText', () => {
     const capped = capText(text, 100, { cursorFor: (consumed) => encodeCursor({ offset: consumed }) })
     expect(capped.truncated).toBe(true)
     expect(capped.totalBytes).toBe(Buffer.byteLength(text))
-    const [body, notice] = [capped.text.slice(0, capped.text.lastIndexOf('\n')), capped.text.slice(capped.text.lastIndexOf('\n') + 1)]
+    const [body, notice] = [
+      capped.text.slice(0, capped.text.lastIndexOf('\n')),
+      capped.text.slice(capped.text.lastIndexOf('\n') + 1),
+    ]
     expect(body.endsWith('\nline 12')).toBe(true)
-    expect(notice).toMatch(/^\[truncated: showed \d+ of \d+ bytes; call again with cursor ".+" to continue\]$/)
+    expect(notice).toMatch(
+      /^\[truncated: showed \d+ of \d+ bytes; call again with cursor ".+" to continue\]$/,
+    )
     expect(decodeCursor(capped.nextCursor!)).toEqual({ offset: Buffer.byteLength(`${body}\n`) })
   })
   it('asks for a narrower request when there is no cursor', () => {

@@ -11,7 +11,12 @@ function setup(maxLineBytes?: number) {
   })
   const received: unknown[] = []
   let ended = 0
-  const transport = new LineTransport({ input, output, ...(maxLineBytes ? { maxLineBytes } : {}), onEnd: () => ended++ })
+  const transport = new LineTransport({
+    input,
+    output,
+    ...(maxLineBytes ? { maxLineBytes } : {}),
+    onEnd: () => ended++,
+  })
   transport.onmessage = (message) => received.push(message)
   return { input, output, written, received, transport, ended: () => ended }
 }
@@ -43,7 +48,9 @@ describe('LineTransport', () => {
     await transport.start()
     input.write(`${line}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n`)
     await flush()
-    expect(written).toEqual([{ jsonrpc: '2.0', id: expected.id, error: { code: expected.code, message: expect.any(String) } }])
+    expect(written).toEqual([
+      { jsonrpc: '2.0', id: expected.id, error: { code: expected.code, message: expect.any(String) } },
+    ])
     expect(received).toEqual([{ jsonrpc: '2.0', id: 2, method: 'ping' }])
   })
 
@@ -53,7 +60,13 @@ describe('LineTransport', () => {
     input.write(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"${'x'.repeat(200)}`)
     input.write('"}}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
     await flush()
-    expect(written).toEqual([{ jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringContaining('larger than 64 bytes') } }])
+    expect(written).toEqual([
+      {
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: expect.stringContaining('larger than 64 bytes') },
+      },
+    ])
     expect(received).toEqual([{ jsonrpc: '2.0', id: 2, method: 'ping' }])
   })
 

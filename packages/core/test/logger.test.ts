@@ -54,13 +54,22 @@ describe('Logger', () => {
     const { logger, lines } = capture({ name: 'srv' }, { LOG_FORMAT: 'json', LOG_LEVEL: 'debug' })
     logger.child('tool', { tool: 'echo' }).debug('call', { durationMs: 3 })
     const record = JSON.parse(lines[0]!)
-    expect(record).toMatchObject({ level: 'debug', logger: 'srv:tool', msg: 'call', tool: 'echo', durationMs: 3 })
+    expect(record).toMatchObject({
+      level: 'debug',
+      logger: 'srv:tool',
+      msg: 'call',
+      tool: 'echo',
+      durationMs: 3,
+    })
   })
 
   it('redacts messages and fields', () => {
     redactor.addSecret('registered-secret-value')
     const { logger, lines } = capture({ format: 'json' })
-    logger.warn('connect to postgres://u:pw123456@h/db failed', { token: 'abc', detail: 'used registered-secret-value' })
+    logger.warn('connect to postgres://u:pw123456@h/db failed', {
+      token: 'abc',
+      detail: 'used registered-secret-value',
+    })
     const record = JSON.parse(lines[0]!)
     expect(record.msg).toBe('connect to postgres://u:[redacted]@h/db failed')
     expect(record.token).toBe('[redacted]')
@@ -70,7 +79,11 @@ describe('Logger', () => {
   it('serialises errors with their stack', () => {
     const { logger, lines } = capture({ format: 'json' })
     logger.error('boom', { error: new Error('bad') })
-    expect(JSON.parse(lines[0]!).error).toMatchObject({ name: 'Error', message: 'bad', stack: expect.stringContaining('Error: bad') })
+    expect(JSON.parse(lines[0]!).error).toMatchObject({
+      name: 'Error',
+      message: 'bad',
+      stack: expect.stringContaining('Error: bad'),
+    })
   })
 
   it('forwards records to forwarders, and a scoped forwarder only to itself', () => {

@@ -1,5 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Connection, connectInMemory, type InMemoryOptions, type TestClient } from '../src/testing/index.js'
+import {
+  type Connection,
+  connectInMemory,
+  type InMemoryOptions,
+  type TestClient,
+} from '../src/testing/index.js'
 import { type FixtureDeps, fixture } from './fixture.js'
 
 const open: Connection[] = []
@@ -13,7 +18,10 @@ async function connect(options: InMemoryOptions<FixtureDeps> = {}) {
   return connection
 }
 
-async function expectRpcError(promise: Promise<unknown>, code: number): Promise<Error & { code: number; data?: any }> {
+async function expectRpcError(
+  promise: Promise<unknown>,
+  code: number,
+): Promise<Error & { code: number; data?: any }> {
   const error = await promise.then(
     () => {
       throw new Error('expected a JSON-RPC error')
@@ -24,7 +32,10 @@ async function expectRpcError(promise: Promise<unknown>, code: number): Promise<
   return error
 }
 
-const generations: Array<{ label: string; options: { generation?: 'v1' | 'v2'; era?: 'legacy' | 'modern' } }> = [
+const generations: Array<{
+  label: string
+  options: { generation?: 'v1' | 'v2'; era?: 'legacy' | 'modern' }
+}> = [
   { label: 'v2 client, 2025 era', options: {} },
   { label: 'v2 client, 2026-07-28 era', options: { era: 'modern' } },
   { label: 'v1 client', options: { generation: 'v1' } },
@@ -39,7 +50,14 @@ describe.each(generations)('tool calls ($label)', ({ options }) => {
   it('lists every tool with its schema, annotations and output schema', async () => {
     await setup()
     const { tools } = await client.listTools()
-    expect(tools.map((tool) => tool.name)).toEqual(['echo', 'increment', 'fail', 'slow', 'hang', 'get_picture'])
+    expect(tools.map((tool) => tool.name)).toEqual([
+      'echo',
+      'increment',
+      'fail',
+      'slow',
+      'hang',
+      'get_picture',
+    ])
     const echo = tools.find((tool) => tool.name === 'echo')!
     expect(echo.annotations).toMatchObject({ readOnlyHint: true, idempotentHint: true, openWorldHint: false })
     expect(echo.inputSchema).toMatchObject({
@@ -67,7 +85,10 @@ describe.each(generations)('tool calls ($label)', ({ options }) => {
 
   it('refuses unknown arguments instead of ignoring them', async () => {
     await setup()
-    const error = await expectRpcError(client.callTool({ name: 'echo', arguments: { message: 'x', mesage: 'y' } }), -32602)
+    const error = await expectRpcError(
+      client.callTool({ name: 'echo', arguments: { message: 'x', mesage: 'y' } }),
+      -32602,
+    )
     expect(error.message).toContain('unknown argument(s): mesage')
   })
 
@@ -156,7 +177,10 @@ describe('long work', () => {
   it('aborts the signal the tool sees when the client cancels', async () => {
     const { client, runtime } = await connect()
     const controller = new AbortController()
-    const call = client.callTool({ name: 'slow', arguments: { steps: 50, step_ms: 50 } }, { signal: controller.signal })
+    const call = client.callTool(
+      { name: 'slow', arguments: { steps: 50, step_ms: 50 } },
+      { signal: controller.signal },
+    )
     await expect.poll(() => runtime.deps.seenSignals.length).toBe(1)
     controller.abort('user pressed stop')
     await expect(call).rejects.toThrow()
@@ -213,7 +237,12 @@ describe('tool selection', () => {
   })
 
   it('--exclude-tools hides tools', async () => {
-    expect(await names(['--exclude-tools', 'hang,fail'])).toEqual(['echo', 'increment', 'slow', 'get_picture'])
+    expect(await names(['--exclude-tools', 'hang,fail'])).toEqual([
+      'echo',
+      'increment',
+      'slow',
+      'get_picture',
+    ])
   })
 
   it('a hidden tool cannot be called', async () => {
@@ -222,7 +251,9 @@ describe('tool selection', () => {
   })
 
   it('an unknown name in --tools is a configuration error', async () => {
-    await expect(connectInMemory(fixture, { argv: ['--tools', 'ecko'] })).rejects.toThrow(/unknown tool "ecko"/)
+    await expect(connectInMemory(fixture, { argv: ['--tools', 'ecko'] })).rejects.toThrow(
+      /unknown tool "ecko"/,
+    )
   })
 })
 
@@ -230,9 +261,15 @@ describe('resources, prompts and completions', () => {
   it('lists and reads fixed and templated resources', async () => {
     const { client } = await connect()
     const { resources } = await client.listResources()
-    expect(resources.map((resource: { uri: string }) => resource.uri)).toEqual(['fixture://status', 'fixture://items/1'])
+    expect(resources.map((resource: { uri: string }) => resource.uri)).toEqual([
+      'fixture://status',
+      'fixture://items/1',
+    ])
     const templates = await client.listResourceTemplates()
-    expect(templates.resourceTemplates[0]).toMatchObject({ uriTemplate: 'fixture://items/{id}', name: 'item' })
+    expect(templates.resourceTemplates[0]).toMatchObject({
+      uriTemplate: 'fixture://items/{id}',
+      name: 'item',
+    })
     const read = await client.readResource({ uri: 'fixture://items/1' })
     expect(read.contents).toEqual([{ uri: 'fixture://items/1', text: 'item one' }])
   })
@@ -247,7 +284,10 @@ describe('resources, prompts and completions', () => {
     const { client } = await connect()
     const prompt = await client.getPrompt({ name: 'greet', arguments: { name: 'Ada' } })
     expect(prompt.messages[0].content.text).toBe('Say hello to Ada')
-    const completion = await client.complete({ ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'name', value: 'al' } })
+    const completion = await client.complete({
+      ref: { type: 'ref/prompt', name: 'greet' },
+      argument: { name: 'name', value: 'al' },
+    })
     expect(completion.completion.values).toEqual(['alice', 'albert'])
     const templateCompletion = await client.complete({
       ref: { type: 'ref/resource', uri: 'fixture://items/{id}' },

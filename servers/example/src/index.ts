@@ -2,4 +2,4 @@
 import { run } from '@keel-mcp/core'
 import { server } from './server.js'
 
-await run(server)
+void run(server)

@@ -21,9 +21,14 @@ describe('example contract', () => {
     const connection = await connectInMemory(server, { argv: ['--max-notes', '1'] })
     try {
       await connection.client.callTool({ name: 'add_note', arguments: { title: 'a', body: 'b' } })
-      const second = await connection.client.callTool({ name: 'add_note', arguments: { title: 'c', body: 'd' } })
+      const second = await connection.client.callTool({
+        name: 'add_note',
+        arguments: { title: 'c', body: 'd' },
+      })
       expect(second.isError).toBe(true)
-      expect(second.content[0].text).toBe('too_large: the store holds at most 1 notes\nHint: Restart the server with a larger --max-notes.')
+      expect(second.content[0].text).toBe(
+        'too_large: the store holds at most 1 notes\nHint: Restart the server with a larger --max-notes.',
+      )
     } finally {
       await connection.close()
     }
@@ -37,8 +42,14 @@ describe('example contract', () => {
       }
       const first = await connection.client.callTool({ name: 'search_notes', arguments: { limit: 3 } })
       expect(first.structuredContent.notes).toHaveLength(3)
-      const second = await connection.client.callTool({ name: 'search_notes', arguments: { limit: 3, cursor: first.structuredContent.nextCursor } })
-      expect(second.structuredContent.notes.map((note: { title: string }) => note.title)).toEqual(['n3', 'n4'])
+      const second = await connection.client.callTool({
+        name: 'search_notes',
+        arguments: { limit: 3, cursor: first.structuredContent.nextCursor },
+      })
+      expect(second.structuredContent.notes.map((note: { title: string }) => note.title)).toEqual([
+        'n3',
+        'n4',
+      ])
       expect(second.structuredContent.nextCursor).toBeUndefined()
     } finally {
       await connection.close()

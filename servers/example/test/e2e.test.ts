@@ -19,7 +19,9 @@ function expectOnlyJsonRpc(lines: string[]) {
 }
 
 function spawnHttp(args: string[] = []): Promise<{ url: string; close(): Promise<void> }> {
-  const child = spawn(process.execPath, [BIN, '--transport', 'http', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [BIN, '--transport', 'http', '--port', '0', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let stderr = ''
   let stdout = ''
   child.stdout.on('data', (chunk: Buffer) => {
@@ -53,8 +55,15 @@ describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s clien
     const connection: Connection = await connectStdio({ command: process.execPath, args: [BIN], generation })
     open.push(connection)
     const { client } = connection
-    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['add_note', 'search_notes', 'count_slowly'])
-    const added = await client.callTool({ name: 'add_note', arguments: { title: 'Groceries', body: 'milk', tags: ['home'] } })
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual([
+      'add_note',
+      'search_notes',
+      'count_slowly',
+    ])
+    const added = await client.callTool({
+      name: 'add_note',
+      arguments: { title: 'Groceries', body: 'milk', tags: ['home'] },
+    })
     expect(added.structuredContent).toMatchObject({ id: '1', title: 'Groceries', tags: ['home'] })
     const found = await client.callTool({ name: 'search_notes', arguments: { query: 'milk' } })
     expect(found.structuredContent.notes).toHaveLength(1)
@@ -86,7 +95,11 @@ describe('the wire, raw', () => {
     raw.send('{"id":2,"method":"tools/list"}')
     expect(await raw.next((message) => message.id === 2)).toMatchObject({ error: { code: -32600 } })
     expect(await raw.request('no/such/method', {}, 3)).toMatchObject({ error: { code: -32601 } })
-    const wrongTypes = await raw.request('tools/call', { name: 'add_note', arguments: { title: 7, body: 'x' } }, 4)
+    const wrongTypes = await raw.request(
+      'tools/call',
+      { name: 'add_note', arguments: { title: 7, body: 'x' } },
+      4,
+    )
     expect(wrongTypes.error.code).toBe(-32602)
     expect(wrongTypes.error.message).toContain('title')
     const missingName = await raw.request('tools/call', { arguments: {} }, 5)
@@ -118,9 +131,22 @@ describe('the wire, raw', () => {
     const raw = spawnRaw(process.execPath, [BIN])
     open.push({ close: async () => void (await raw.end()) })
     await raw.initialize()
-    raw.sendJson({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'count_slowly', arguments: { n: 1000, interval_ms: 100 }, _meta: { progressToken: 't' } } })
+    raw.sendJson({
+      jsonrpc: '2.0',
+      id: 9,
+      method: 'tools/call',
+      params: {
+        name: 'count_slowly',
+        arguments: { n: 1000, interval_ms: 100 },
+        _meta: { progressToken: 't' },
+      },
+    })
     await raw.next((message) => message.method === 'notifications/progress')
-    raw.sendJson({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 9, reason: 'test' } })
+    raw.sendJson({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 9, reason: 'test' },
+    })
     expect(await raw.request('ping', {}, 10)).toMatchObject({ result: {} })
     await expect(raw.next((message) => message.id === 9, 500)).rejects.toThrow(/no matching message/)
   })
@@ -129,7 +155,10 @@ describe('the wire, raw', () => {
 describe('the command line', () => {
   const runBin = (args: string[], env: Record<string, string> = {}) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+      const child = spawn(process.execPath, [BIN, ...args], {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
       let stdout = ''
       let stderr = ''
       child.stdout.on('data', (chunk: Buffer) => {
