@@ -211,12 +211,13 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     },
     {
       capabilities: {
-        tools: { listChanged: true },
+        // The lists are fixed for the life of the process, so no list-changed notifications are promised.
+        tools: {},
         logging: {},
         ...(resources.length || templates.length
-          ? { resources: { listChanged: true, ...(subscribable ? { subscribe: true } : {}) } }
+          ? { resources: subscribable ? { subscribe: true } : {} }
           : {}),
-        ...(prompts.length ? { prompts: { listChanged: true } } : {}),
+        ...(prompts.length ? { prompts: {} } : {}),
         ...(templates.some((template) => template.complete) || prompts.some((prompt) => prompt.complete)
           ? { completions: {} }
           : {}),

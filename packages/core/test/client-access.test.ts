@@ -1,0 +1,82 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { defineServer, defineTool } from '../src/index.js'
+import { type Connection, connectInMemory, type InMemoryOptions } from '../src/testing/index.js'
+
+const askModel = defineTool({
+  name: 'ask_model',
+  title: 'Ask model',
+  description: "Asks the client's model one question.",
+  input: {},
+  annotations: { readOnlyHint: true, openWorldHint: true },
+  async run(_args, { client }) {
+    const result = (await client.sample({
+      messages: [{ role: 'user', content: { type: 'text', text: 'Say hi' } }],
+      maxTokens: 10,
+    })) as { content: { text: string } }
+    return { text: `model said: ${result.content.text}` }
+  },
+})
+
+const askUser = defineTool({
+  name: 'ask_user',
+  title: 'Ask user',
+  description: 'Asks the user for a name.',
+  input: {},
+  annotations: { readOnlyHint: true, openWorldHint: true },
+  async run(_args, { client }) {
+    const result = (await client.elicit({
+      message: 'Your name?',
+      requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+    })) as { action: string; content?: { name?: string } }
+    return { text: `${result.action}: ${result.content?.name ?? ''}` }
+  },
+})
+
+const spec = defineServer({
+  name: 'client-access',
+  version: '0.0.0',
+  description: 'Tools that ask the client.',
+  tools: [askModel, askUser],
+  createDeps: () => ({}),
+})
+
+const open: Connection[] = []
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((connection) => connection.close()))
+})
+
+async function connect(options: InMemoryOptions<unknown> = {}) {
+  const connection = await connectInMemory(spec, options)
+  open.push(connection)
+  return connection.client
+}
+
+describe('ClientAccess', () => {
+  it('refuses sampling at once with an unavailable error when the client did not declare it', async () => {
+    const client = await connect()
+    const result = await client.callTool({ name: 'ask_model' }, { timeout: 5_000 })
+    expect(result.isError).toBe(true)
+    expect(result.content[0].text).toMatch(/^unavailable: The client does not offer sampling/)
+  })
+
+  it('refuses elicitation at once with an unavailable error when the client did not declare it', async () => {
+    const client = await connect()
+    const result = await client.callTool({ name: 'ask_user' }, { timeout: 5_000 })
+    expect(result.isError).toBe(true)
+    expect(result.content[0].text).toMatch(/^unavailable: The client does not offer elicitation/)
+  })
+
+  it('samples through a client that declared sampling', async () => {
+    const client = await connect({
+      onSample: () => ({ role: 'assistant', content: { type: 'text', text: 'hi' }, model: 'test' }),
+    })
+    const result = await client.callTool({ name: 'ask_model' })
+    expect(result.content[0].text).toBe('model said: hi')
+  })
+
+  it('elicits through a client that declared elicitation', async () => {
+    const client = await connect({ onElicit: () => ({ action: 'accept', content: { name: 'Ada' } }) })
+    const result = await client.callTool({ name: 'ask_user' })
+    expect(result.content[0].text).toBe('accept: Ada')
+  })
+})
