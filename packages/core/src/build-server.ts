@@ -1,5 +1,10 @@
+import { randomBytes } from 'node:crypto'
 import {
+  CLIENT_CAPABILITIES_META_KEY,
   completable,
+  createRequestStateCodec,
+  inputRequired,
+  inputResponse,
   LOG_LEVEL_META_KEY,
   McpServer,
   ProtocolError,
@@ -142,6 +147,83 @@ function notOffered(capability: 'sampling' | 'elicitation'): ToolError {
   )
 }
 
+/**
+ * Thrown inside a 2026-07-28 tool call when the tool needs an answer from the client: the call
+ * ends with an `input_required` result carrying the requests, the client answers and retries,
+ * and the tool runs again from the start with the answers available.
+ */
+class InputNeeded extends Error {
+  constructor(
+    readonly requests: Record<string, ReturnType<typeof inputRequired.elicit>>,
+    readonly answers: Record<string, unknown>,
+  ) {
+    super('input required')
+  }
+}
+
+/**
+ * Earlier rounds' answers ride along in `requestState` (the client only echoes the latest round's
+ * `inputResponses`). The state is HMAC-signed with a per-process key so it cannot be altered;
+ * it is not secret, and holds nothing the client did not send. Replicas behind a load balancer
+ * each have their own key: a multi-question tool call must return to the same process.
+ */
+let stateCodec: ReturnType<typeof createRequestStateCodec<{ answers: Record<string, unknown> }>> | undefined
+function requestStateCodec() {
+  stateCodec ??= createRequestStateCodec<{ answers: Record<string, unknown> }>({
+    key: randomBytes(32),
+    ttlSeconds: 900,
+  })
+  return stateCodec
+}
+
+/** True when the instance serves the 2026-07-28 (or later) revision: no server-to-client pushes. */
+function servesModernEra(server: McpServer['server']): boolean {
+  const version = server.getNegotiatedProtocolVersion()
+  return version !== undefined && version >= '2026-07-28'
+}
+
+/**
+ * The client access of one 2026-07-28 tool call. Sampling and elicitation become embedded
+ * requests of an `input_required` result; on the retry, the n-th `sample()`/`elicit()` call of
+ * the run reads the n-th answer. Tools therefore ask before they act: everything before the
+ * question runs again on the retry.
+ */
+function modernClientAccess(
+  base: ClientAccess,
+  mcpReq: {
+    envelope?: Record<string, unknown>
+    inputResponses?: Record<string, unknown>
+    requestState?: () => { answers?: Record<string, unknown> } | undefined
+  },
+): ClientAccess {
+  const capabilities = mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY] as Record<string, unknown> | undefined
+  const answers: Record<string, unknown> = { ...mcpReq.requestState?.()?.answers, ...mcpReq.inputResponses }
+  let asked = 0
+  return {
+    get info() {
+      return base.info
+    },
+    capabilities,
+    // Roots are not offered to servers on 2026-07-28 requests (SEP-2577): the configured roots apply.
+    roots: async () => undefined,
+    // A question for a capability the request did not declare still goes out as an embedded
+    // request: the SDK refuses it with -32021 (missing client capability), as 2026-07-28 requires.
+    async sample(params) {
+      const key = `keel_sample_${asked++}`
+      const view = inputResponse(answers, key)
+      if (view.kind === 'sampling') return view.result
+      throw new InputNeeded({ [key]: inputRequired.createMessage(params as never) }, answers)
+    },
+    async elicit(params) {
+      const key = `keel_elicit_${asked++}`
+      const view = inputResponse(answers, key)
+      if (view.kind === 'elicit')
+        return { action: view.action, ...(view.content ? { content: view.content } : {}) }
+      throw new InputNeeded({ [key]: inputRequired.elicit(params as never) }, answers)
+    },
+  }
+}
+
 function mapError<D, C>(runtime: Runtime<D, C>, error: unknown): ToolError | undefined {
   if (ToolError.is(error)) return error
   return runtime.spec.mapError?.(error) ?? mapSystemError(error)
@@ -223,6 +305,7 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
           : {}),
       },
       ...(instructions ? { instructions } : {}),
+      requestState: { verify: requestStateCodec().verify },
     },
   )
   const server = mcp.server
@@ -348,7 +431,7 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
       deps: runtime.deps,
       signal: controller.signal,
       log: callLogger,
-      client,
+      client: servesModernEra(server) ? modernClientAccess(client, ctx.mcpReq as never) : client,
       requestId: ctx.mcpReq.id,
       async progress(progress, total, message) {
         // Progress must increase for one token; late or repeated values are dropped, not sent.
@@ -391,6 +474,16 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
       if (structured !== undefined) result.structuredContent = structured
       return server.projectCallToolResult(result as never, plan.outputJson as never) as never
     } catch (error) {
+      if (error instanceof InputNeeded) {
+        outcome = 'input_required'
+        const requestState = Object.keys(error.answers).length
+          ? await requestStateCodec().mint({ answers: error.answers })
+          : undefined
+        return inputRequired({
+          inputRequests: error.requests,
+          ...(requestState ? { requestState } : {}),
+        }) as never
+      }
       let toolError: ToolError
       if (controller.signal.aborted && (isAbortError(error) || error === controller.signal.reason)) {
         const reason = controller.signal.reason

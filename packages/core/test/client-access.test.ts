@@ -80,3 +80,73 @@ describe('ClientAccess', () => {
     expect(result.content[0].text).toBe('accept: Ada')
   })
 })
+
+const askBoth = defineTool({
+  name: 'ask_both',
+  title: 'Ask both',
+  description: 'Asks the user, then the model, and counts its runs.',
+  input: {},
+  annotations: { readOnlyHint: true, openWorldHint: true },
+  async run(_args, { client }) {
+    runs++
+    const answer = (await client.elicit({
+      message: 'Topic?',
+      requestedSchema: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] },
+    })) as { action: string; content?: { topic?: string } }
+    const model = (await client.sample({
+      messages: [{ role: 'user', content: { type: 'text', text: `Write about ${answer.content?.topic}` } }],
+      maxTokens: 10,
+    })) as { content: { text: string } }
+    return { text: `${answer.content?.topic}: ${model.content.text}` }
+  },
+})
+let runs = 0
+
+const modernSpec = defineServer({
+  name: 'client-access-modern',
+  version: '0.0.0',
+  description: 'Tools that ask the client, on 2026-07-28.',
+  tools: [askModel, askUser, askBoth],
+  createDeps: () => ({}),
+})
+
+describe('ClientAccess on 2026-07-28 requests (input_required rounds)', () => {
+  const connectModern = async (options: InMemoryOptions<unknown>) => {
+    const connection = await connectInMemory(modernSpec, { ...options, era: 'modern' })
+    open.push(connection)
+    return connection.client
+  }
+
+  it('elicits through an input_required round and the retried call', async () => {
+    const prompts: string[] = []
+    const client = await connectModern({
+      onElicit: (params) => {
+        prompts.push(params.message)
+        return { action: 'accept', content: { name: 'Grace' } }
+      },
+    })
+    const result = await client.callTool({ name: 'ask_user' })
+    expect(prompts).toEqual(['Your name?'])
+    expect(result.content[0].text).toBe('accept: Grace')
+  })
+
+  it('answers several questions in order, one round each', async () => {
+    runs = 0
+    const client = await connectModern({
+      onElicit: () => ({ action: 'accept', content: { topic: 'tides' } }),
+      onSample: (params) => ({
+        role: 'assistant',
+        content: { type: 'text', text: `ok (${params.messages[0].content.text})` },
+        model: 'test',
+      }),
+    })
+    const result = await client.callTool({ name: 'ask_both' })
+    expect(result.content[0].text).toBe('tides: ok (Write about tides)')
+    expect(runs).toBe(3)
+  })
+
+  it('refuses with -32021 when the request declares no sampling capability', async () => {
+    const client = await connectModern({})
+    await expect(client.callTool({ name: 'ask_model' })).rejects.toMatchObject({ code: -32021 })
+  })
+})
