@@ -1,0 +1,6 @@
+import { defineProject } from 'vitest/config'
+
+// Unit tests only; the end-to-end run itself is `pnpm --filter @keel-mcp/registry-e2e run e2e`.
+export default defineProject({
+  test: { name: 'registry-e2e', include: ['test/**/*.test.ts'], testTimeout: 30_000 },
+})
