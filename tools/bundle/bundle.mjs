@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Bundles src/index.ts of the package in the current directory into dist/index.js.
+// Bundles src/index.ts of the package in the current directory into dist/server.js, with the
+// launcher dist/index.js (the bin) in front of it.
 //
 // Why: a user starts a server on every client launch. Resolving and compiling hundreds of SDK
 // modules costs far more than one pre-linked file, so each bin ships as a single file with
@@ -17,7 +18,10 @@ const root = process.cwd()
 const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'))
 const inline = new Set(['@keel-mcp/core', 'zod', ...(pkg.keel?.bundle ?? [])])
 const external = Object.keys(pkg.dependencies ?? {}).filter((name) => !inline.has(name))
-const entries = pkg.keel?.entries ?? { index: 'src/index.ts' }
+// The bin's entry is bundled as dist/server.js; dist/index.js is the launcher that runs it with a
+// V8 code cache (launcher.cjs). Other entries (keel.entries) are bundled as they are named.
+const { index: binEntry = 'src/index.ts', ...otherEntries } = pkg.keel?.entries ?? {}
+const entries = { server: binEntry, ...otherEntries }
 
 await rm(join(root, 'dist'), { recursive: true, force: true })
 const result = await build({
@@ -40,6 +44,17 @@ const result = await build({
   banner: { js: "const __keelImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 })
 await writeFile(join(root, 'dist', 'package.json'), `${JSON.stringify({ type: 'commonjs' }, null, 2)}\n`)
+// A hashbang is only valid at the very start of a script; the launcher wraps server.js in a function.
+const serverFile = join(root, 'dist', 'server.js')
+let server = await readFile(serverFile, 'utf8')
+if (server.startsWith('#!')) server = server.slice(server.indexOf('\n') + 1)
+// Lazy dependencies are loaded with import(). Code that V8 restores from a code cache loses the
+// dynamic-import hook on Node 20, so the bundle calls the launcher's import() instead: a global
+// the launcher defines (and Node's own resolution from dist/ applies, as before).
+server = server.replace(/\bimport\((?=["'`])/g, '__keelImport(')
+await writeFile(serverFile, server)
+const launcher = await readFile(new URL('./launcher.cjs', import.meta.url), 'utf8')
+await writeFile(join(root, 'dist', 'index.js'), `#!/usr/bin/env node\n${launcher}`, { mode: 0o755 })
 for (const file of Object.keys(result.metafile.outputs)) {
   if (file.endsWith('.js')) await chmod(join(root, file), 0o755)
 }

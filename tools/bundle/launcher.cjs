@@ -1,0 +1,94 @@
+'use strict'
+// The bin of a Keel server: runs the bundled server (./server.js) with a V8 code cache.
+//
+// Why: compiling the ~0.9 MB bundle is a large share of every start, and clients start servers
+// often. The first run compiles normally and, on exit, stores V8's code cache in a per-user cache
+// directory; later runs skip most of the compilation. The cache is keyed by the bundle's content
+// hash and the V8 version, V8 itself rejects a cache that does not match, and any problem falls
+// back to a plain require(). KEEL_COMPILE_CACHE=0 turns it off; KEEL_COMPILE_CACHE_DIR moves it.
+const fs = require('node:fs')
+const path = require('node:path')
+
+const bundle = path.join(__dirname, 'server.js')
+// The bundle's dynamic imports (lazy dependencies) go through this: see tools/bundle/bundle.mjs.
+globalThis.__keelImport = (specifier) => import(specifier)
+
+function cacheDirectory() {
+  if (process.env.KEEL_COMPILE_CACHE === '0') return undefined
+  if (process.env.KEEL_COMPILE_CACHE_DIR) return process.env.KEEL_COMPILE_CACHE_DIR
+  const os = require('node:os')
+  const base =
+    process.platform === 'win32'
+      ? process.env.LOCALAPPDATA || path.join(os.homedir(), 'AppData', 'Local')
+      : process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache')
+  return path.join(base, 'keel-mcp', 'v8')
+}
+
+// Only a directory that this user owns and no one else can write to may feed code to V8.
+function privateDirectory(directory) {
+  try {
+    fs.mkdirSync(directory, { recursive: true, mode: 0o700 })
+    const stat = fs.statSync(directory)
+    if (process.platform === 'win32') return stat.isDirectory()
+    return stat.isDirectory() && stat.uid === process.getuid() && (stat.mode & 0o022) === 0
+  } catch {
+    return false
+  }
+}
+
+/** Compiles the bundle with the code cache; returns a function that runs it, or undefined. */
+function prepare() {
+  const vm = require('node:vm')
+  const directory = cacheDirectory()
+  if (!directory || !privateDirectory(directory)) return undefined
+  const Module = require('node:module')
+  const crypto = require('node:crypto')
+  const source = fs.readFileSync(bundle, 'utf8')
+  const key = crypto
+    .createHash('sha256')
+    .update(process.versions.v8)
+    .update(process.arch)
+    .update(source)
+    .digest('hex')
+  const cacheFile = path.join(directory, `${key.slice(0, 32)}.bin`)
+  let cachedData
+  try {
+    cachedData = fs.readFileSync(cacheFile)
+  } catch {}
+  const script = new vm.Script(Module.wrap(source), { filename: bundle, cachedData })
+  // --help and --version compile little of the server: a cache from them would be a poor one.
+  const serving = !process.argv.some((argument) => argument === '--help' || argument === '--version')
+  if (serving && (cachedData === undefined || script.cachedDataRejected)) {
+    // Written at exit, so the cache also holds the functions compiled while serving.
+    process.once('exit', () => {
+      try {
+        const temporary = `${cacheFile}.${process.pid}.tmp`
+        fs.writeFileSync(temporary, script.createCachedData(), { mode: 0o600 })
+        fs.renameSync(temporary, cacheFile)
+      } catch {}
+    })
+  }
+  if (process.env.KEEL_COMPILE_CACHE_DEBUG === '1') {
+    const state = cachedData === undefined ? 'miss' : script.cachedDataRejected ? 'rejected' : 'hit'
+    process.stderr.write(`keel compile cache: ${state}\n`)
+  }
+  const compiled = script.runInThisContext()
+  return () => {
+    const module = new Module(bundle, null)
+    module.filename = bundle
+    module.paths = Module._nodeModulePaths(__dirname)
+    compiled.call(module.exports, module.exports, Module.createRequire(bundle), module, bundle, __dirname)
+  }
+}
+
+let start
+try {
+  start = prepare()
+} catch {
+  // Anything unexpected while preparing the cache: run the bundle the ordinary way.
+}
+if (start) start()
+else {
+  if (process.env.KEEL_COMPILE_CACHE_DEBUG === '1') process.stderr.write('keel compile cache: off\n')
+  require(bundle)
+}

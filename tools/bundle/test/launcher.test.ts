@@ -1,0 +1,94 @@
+import { spawnSync } from 'node:child_process'
+import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+const BUNDLE = fileURLToPath(new URL('../bundle.mjs', import.meta.url))
+let work: string
+let cacheDir: string
+
+function runBin(env: Record<string, string> = {}, args: string[] = []) {
+  const result = spawnSync(process.execPath, [join(work, 'dist/index.js'), ...args], {
+    env: { ...process.env, KEEL_COMPILE_CACHE_DIR: cacheDir, KEEL_COMPILE_CACHE_DEBUG: '1', ...env },
+    encoding: 'utf8',
+  })
+  const state = /keel compile cache: (\w+)/.exec(result.stderr)?.[1]
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr, state }
+}
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'keel-bundle-test-'))
+  cacheDir = join(work, 'cache')
+  await mkdir(join(work, 'src'))
+  // A tiny "server": ESM source with a hashbang, top-level code, and a lazy dynamic import.
+  await writeFile(
+    join(work, 'package.json'),
+    JSON.stringify({ name: 'fixture', version: '1.0.0', type: 'module', dependencies: {} }),
+  )
+  await writeFile(
+    join(work, 'src/index.ts'),
+    [
+      '#!/usr/bin/env node',
+      'const answer: number = 6 * 7',
+      "void import('node:os').then((os) => process.stdout.write(`answer=${answer} platform=${os.platform()} file=${typeof __filename}\\n`))",
+      'export {}',
+    ].join('\n'),
+  )
+  const built = spawnSync(process.execPath, [BUNDLE], { cwd: work, encoding: 'utf8' })
+  expect(built.status, built.stderr).toBe(0)
+})
+
+afterAll(async () => {
+  await rm(work, { recursive: true, force: true })
+})
+
+describe('the launcher', () => {
+  it('runs the bundle, compiling it on the first start and from the cache afterwards', async () => {
+    const first = runBin()
+    expect(first.status).toBe(0)
+    expect(first.stdout).toBe(`answer=42 platform=${process.platform} file=string\n`)
+    expect(first.state).toBe('miss')
+    const files = await readdir(cacheDir)
+    expect(files).toHaveLength(1)
+    const second = runBin()
+    expect(second.stdout).toBe(first.stdout)
+    expect(second.state).toBe('hit')
+    expect(second.stderr).not.toContain('ExperimentalWarning')
+  })
+
+  it('recovers from a corrupt cache file', async () => {
+    runBin()
+    const [file] = await readdir(cacheDir)
+    await writeFile(join(cacheDir, file!), 'garbage')
+    const rejected = runBin()
+    expect(rejected.status).toBe(0)
+    expect(rejected.stdout).toContain('answer=42')
+    expect(rejected.state).toBe('rejected')
+    expect(runBin().state).toBe('hit')
+  })
+
+  it('does not trust a cache directory that others can write to', async () => {
+    const shared = join(work, 'shared-cache')
+    await mkdir(shared, { mode: 0o777 })
+    await chmod(shared, 0o777)
+    const result = runBin({ KEEL_COMPILE_CACHE_DIR: shared })
+    expect(result.status).toBe(0)
+    expect(result.stdout).toContain('answer=42')
+    expect(result.state).toBe('off')
+    expect(await readdir(shared)).toEqual([])
+  })
+
+  it('can be turned off', () => {
+    const result = runBin({ KEEL_COMPILE_CACHE: '0' })
+    expect(result.stdout).toContain('answer=42')
+    expect(result.state).toBe('off')
+  })
+
+  it('writes no cache for --version runs', async () => {
+    const isolated = join(work, 'version-cache')
+    runBin({ KEEL_COMPILE_CACHE_DIR: isolated }, ['--version'])
+    expect(await readdir(isolated)).toEqual([])
+  })
+})
