@@ -32,6 +32,7 @@ beforeAll(async () => {
     [
       '#!/usr/bin/env node',
       'const answer: number = 6 * 7',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: this is source code for the fixture
       "void import('node:os').then((os) => process.stdout.write(`answer=${answer} platform=${os.platform()} file=${typeof __filename}\\n`))",
       'export {}',
     ].join('\n'),
