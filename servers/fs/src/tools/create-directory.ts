@@ -1,0 +1,16 @@
+import { createDirectory } from '../lib/index.js'
+import { defineTool, directoryPath, displayPath, guardOf } from './shared.js'
+
+export const createDirectoryTool = defineTool({
+  name: 'create_directory',
+  title: 'Create directory',
+  description: 'Create a directory and any missing parents. Succeeds if it already exists.',
+  input: { path: directoryPath },
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  async run({ path }, context) {
+    const guard = await guardOf(context)
+    const directory = await guard.resolveSafe(path, { forWrite: true })
+    const { created } = await createDirectory(directory, { signal: context.signal })
+    return { text: `${created ? 'Created' : 'Already exists:'} ${displayPath(guard, directory.path)}/` }
+  },
+})

@@ -1,0 +1,55 @@
+import { z } from '@keel-mcp/core'
+import { directoryTree } from '../lib/index.js'
+import {
+  defineTool,
+  directoryPath,
+  displayPath,
+  gitignoreArgument,
+  globsArgument,
+  guardOf,
+  limits,
+  skippedNotice,
+  withNotices,
+} from './shared.js'
+
+export const directoryTreeTool = defineTool({
+  name: 'directory_tree',
+  title: 'Directory tree',
+  description:
+    'Compact recursive tree, two spaces per level (name/ directory, name@ symlink). Too big: whole levels shown, cut directories marked (+N entries). Honours .gitignore.',
+  input: {
+    path: directoryPath,
+    max_depth: z.number().int().min(1).optional().describe('Levels (1: this directory only)'),
+    exclude: globsArgument('Globs to skip, e.g. ["dist", "*.log"]'),
+    gitignore: gitignoreArgument,
+    max_entries: z.number().int().min(1).max(5000).default(500).describe('Most lines'),
+  },
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  async run({ path, max_depth, exclude, gitignore, max_entries }, context) {
+    const guard = await guardOf(context)
+    const root = await guard.resolveSafe(path)
+    const tree = await directoryTree(root, {
+      maxDepth: max_depth,
+      exclude,
+      respectGitignore: gitignore,
+      maxEntries: max_entries,
+      maxBytes: limits.treeBytes,
+      signal: context.signal,
+      fileSystem: context.deps.walkFileSystem,
+    })
+    const notices: string[] = []
+    if (tree.truncated) {
+      const levels = tree.shownDepth
+        ? `, ${tree.shownDepth} level${tree.shownDepth === 1 ? '' : 's'} complete`
+        : ''
+      notices.push(
+        `[truncated: ${tree.shownEntries} of ${tree.totalEntries} entries shown${levels}. Narrow it: a subdirectory, max_depth, exclude, or a larger max_entries]`,
+      )
+    }
+    if (tree.depthLimited) notices.push(`[max_depth ${max_depth} reached: deeper levels not listed]`)
+    if (tree.scanLimited)
+      notices.push('[the walk stopped at its entry limit: narrow the path or exclude more]')
+    notices.push(skippedNotice(tree.problems, displayPath(guard, root.path)))
+    return { text: withNotices(tree.text === '' ? '[empty directory]' : tree.text, ...notices) }
+  },
+})

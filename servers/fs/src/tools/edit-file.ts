@@ -1,0 +1,54 @@
+import { capText, z } from '@keel-mcp/core'
+import { editFile } from '../lib/index.js'
+import { defineTool, displayPath, filePath, guardOf, limits } from './shared.js'
+
+const strategies: Record<string, string> = {
+  'line-endings': 'after matching line endings',
+  indentation: 'ignoring indentation',
+  whitespace: 'ignoring whitespace',
+}
+
+export const editFileTool = defineTool({
+  name: 'edit_file',
+  title: 'Edit file',
+  description:
+    'Replace text in a file: edits apply in order, all or none; line endings and indentation may differ. Returns a diff (dry_run: preview only); a miss shows the closest text.',
+  input: {
+    path: filePath,
+    edits: z
+      .array(
+        z.object({
+          old_text: z.string().min(1).describe('Text to find, unique unless replace_all'),
+          new_text: z.string().describe('Replacement'),
+          replace_all: z.boolean().optional().describe('Replace every occurrence'),
+        }),
+      )
+      .min(1)
+      .describe('Replacements, applied in order'),
+    dry_run: z.boolean().default(false).describe('Only show the diff'),
+  },
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  async run({ path, edits, dry_run }, context) {
+    const guard = await guardOf(context)
+    const file = await guard.resolveSafe(path, { forWrite: true, mustExist: true })
+    const result = await editFile(
+      file,
+      edits.map((edit) => ({ oldText: edit.old_text, newText: edit.new_text, replaceAll: edit.replace_all })),
+      { dryRun: dry_run, signal: context.signal },
+    )
+    const name = displayPath(guard, file.path)
+    if (!result.changed) return { text: `No change: the edits leave ${name} as it was.` }
+    const notes = result.applied
+      .filter((applied) => applied.strategy !== 'exact' || applied.replacements > 1)
+      .map(
+        (applied) =>
+          `edit ${applied.index + 1}: ${applied.replacements} replacement${applied.replacements === 1 ? '' : 's'}${strategies[applied.strategy] ? `, matched ${strategies[applied.strategy]}` : ''}`,
+      )
+    const summary = dry_run
+      ? `Dry run: ${name} not written. The edits would change it as follows.`
+      : `Edited ${name} (${edits.length} edit${edits.length === 1 ? '' : 's'}).`
+    // The diff's Index/=== preamble repeats the path: tokens for nothing.
+    const diff = capText(result.diff.replace(/^Index: .*\n=+\n/, ''), limits.diffBytes).text
+    return { text: [summary, ...notes, diff].join('\n') }
+  },
+})

@@ -1,0 +1,27 @@
+import { pathToFileURL } from 'node:url'
+import type { ContentBlock } from '@keel-mcp/core'
+import { readMediaFile } from '../lib/index.js'
+import { defineTool, filePath, formatBytes, guardOf, limits } from './shared.js'
+
+export const readMediaFileTool = defineTool({
+  name: 'read_media_file',
+  title: 'Read media file',
+  description: `Read an image or audio file (up to ${formatBytes(limits.mediaBytes)}) as image/audio content, MIME type from its bytes. Other binaries come as an embedded resource.`,
+  input: { path: filePath },
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  async run({ path }, context) {
+    const guard = await guardOf(context)
+    const file = await guard.resolveSafe(path)
+    const media = await readMediaFile(file, { maxBytes: limits.mediaBytes, signal: context.signal })
+    const data = media.data.toString('base64')
+    const kind = media.mimeType.split('/')[0]
+    const block: ContentBlock =
+      kind === 'image' || kind === 'audio'
+        ? { type: kind, data, mimeType: media.mimeType }
+        : {
+            type: 'resource',
+            resource: { uri: pathToFileURL(file.path).href, mimeType: media.mimeType, blob: data },
+          }
+    return { content: [block] }
+  },
+})

@@ -1,0 +1,89 @@
+import { stat } from 'node:fs/promises'
+import { z } from '@keel-mcp/core'
+import { describeError } from '../errors.js'
+import { readTextFile, type SafePath } from '../lib/index.js'
+import { defineTool, formatBytes, guardOf, limits } from './shared.js'
+
+interface Planned {
+  path: string
+  file?: SafePath
+  size?: number
+  error?: string
+}
+
+export const readMultipleFilesTool = defineTool({
+  name: 'read_multiple_files',
+  title: 'Read multiple files',
+  description: `Read several text files at once; each succeeds or fails on its own. The files share ${formatBytes(limits.multipleBytes)}; a cut file says where to continue.`,
+  input: {
+    paths: z.array(z.string()).min(1).max(50).describe('File paths'),
+  },
+  output: {
+    files: z.array(
+      z.object({
+        path: z.string(),
+        content: z.string().optional(),
+        truncated: z.boolean().optional(),
+        nextLine: z.number().int().optional(),
+        error: z.string().optional(),
+      }),
+    ),
+  },
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  async run({ paths }, context) {
+    const guard = await guardOf(context)
+    const planned: Planned[] = await Promise.all(
+      paths.map(async (path): Promise<Planned> => {
+        try {
+          const file = await guard.resolveSafe(path)
+          return { path, file, size: (await stat(file.path)).size }
+        } catch (error) {
+          context.signal.throwIfAborted()
+          return { path, error: describeError(error, context.log) }
+        }
+      }),
+    )
+    // Water-filling: the smallest files are read whole, the rest share what is left equally.
+    const budgets = new Map<Planned, number>()
+    const readable = planned.filter((item) => item.file).sort((left, right) => left.size! - right.size!)
+    let remaining = limits.multipleBytes
+    readable.forEach((item, index) => {
+      const share = Math.floor(remaining / (readable.length - index))
+      const budget = Math.max(1, Math.min(item.size!, share))
+      budgets.set(item, budget)
+      remaining = Math.max(0, remaining - budget)
+    })
+    const files = await Promise.all(
+      planned.map(async (item) => {
+        if (!item.file) return { path: item.path, error: item.error! }
+        try {
+          const result = await readTextFile(item.file, {
+            maxBytes: budgets.get(item)!,
+            signal: context.signal,
+          })
+          return {
+            path: item.path,
+            content: result.text,
+            ...(result.truncated ? { truncated: true } : {}),
+            ...(result.truncated && result.nextLine ? { nextLine: result.nextLine } : {}),
+          }
+        } catch (error) {
+          context.signal.throwIfAborted()
+          return { path: item.path, error: describeError(error, context.log) }
+        }
+      }),
+    )
+    const text = files
+      .map((file) => {
+        const head = `==> ${file.path} <==\n`
+        if (file.error !== undefined) return `${head}${file.error}`
+        const body = file.content ?? ''
+        const notice = file.truncated
+          ? `${body.endsWith('\n') || body === '' ? '' : '\n'}[truncated: the shared ${formatBytes(limits.multipleBytes)} budget ran out${file.nextLine ? `; continue with read_text_file start_line=${file.nextLine}` : ''}]`
+          : ''
+        return `${head}${body}${notice}`
+      })
+      .join('\n')
+    return { data: { files }, text }
+  },
+})

@@ -1,0 +1,50 @@
+import { ToolError, z } from '@keel-mcp/core'
+import { readTextFile } from '../lib/index.js'
+import { defineTool, filePath, formatBytes, guardOf, limits, withNotices } from './shared.js'
+
+const lineCount = (what: string) => z.number().int().min(1).optional().describe(what)
+
+export const readTextFileTool = defineTool({
+  name: 'read_text_file',
+  title: 'Read text file',
+  description: `Read a UTF-8 text file: whole, first/last N lines, or a line range. Stops at ${formatBytes(limits.textBytes)} with a notice saying where to continue. For images and audio use read_media_file.`,
+  input: {
+    path: filePath,
+    head: lineCount('Only the first N lines'),
+    tail: lineCount('Only the last N lines'),
+    start_line: lineCount('First line (1-based)'),
+    end_line: lineCount('Last line (inclusive)'),
+  },
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  async run({ path, head, tail, start_line, end_line }, context) {
+    const ranged = start_line !== undefined || end_line !== undefined
+    if ([head !== undefined, tail !== undefined, ranged].filter(Boolean).length > 1) {
+      throw new ToolError('invalid_argument', 'Give only one of head, tail, or start_line/end_line.')
+    }
+    if (start_line !== undefined && end_line !== undefined && end_line < start_line) {
+      throw new ToolError('invalid_argument', `end_line (${end_line}) is before start_line (${start_line}).`)
+    }
+    const guard = await guardOf(context)
+    const file = await guard.resolveSafe(path)
+    const result = await readTextFile(file, {
+      head,
+      tail,
+      startLine: start_line,
+      endLine: end_line,
+      maxBytes: limits.textBytes,
+      signal: context.signal,
+    })
+    const cap = formatBytes(limits.textBytes)
+    let notice = ''
+    if (result.truncated && tail !== undefined) {
+      notice = `[truncated at ${cap}: only the last ${result.lineCount} lines fit; read earlier lines with start_line/end_line]`
+    } else if (result.lineCut) {
+      notice = `[line ${result.startLine} is longer than ${cap} and was cut${result.nextLine ? `; continue with start_line=${result.nextLine}` : ''}]`
+    } else if (result.truncated) {
+      const first = result.startLine ?? 1
+      notice = `[truncated at ${cap}: lines ${first}-${first + result.lineCount - 1} of a ${formatBytes(result.totalBytes)} file shown; continue with start_line=${result.nextLine}]`
+    }
+    if (result.text === '' && !notice) return { text: '[empty file]' }
+    return { text: withNotices(result.text, notice) }
+  },
+})

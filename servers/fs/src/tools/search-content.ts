@@ -1,0 +1,113 @@
+import { stat } from 'node:fs/promises'
+import { z } from '@keel-mcp/core'
+import { searchContent } from '../lib/index.js'
+import {
+  cursorArgument,
+  defineTool,
+  displayJoin,
+  displayPath,
+  gitignoreArgument,
+  globsArgument,
+  guardOf,
+  limits,
+  skippedNotice,
+  skippedOf,
+  skippedShape,
+  withNotices,
+} from './shared.js'
+
+export const searchContentTool = defineTool({
+  name: 'search_content',
+  title: 'Search file contents',
+  description:
+    "Search text in files like grep -rn: literal or regex, per line; skips binary and .gitignore'd files. Returns path:line:text, paged. File names: search_files.",
+  input: {
+    pattern: z.string().describe('Text, or a JavaScript regex with regex: true'),
+    path: z.string().describe('Directory or file'),
+    regex: z.boolean().default(false).describe('pattern is a regex'),
+    case_sensitive: z.boolean().default(true).describe('Match case'),
+    include: globsArgument('Only files matching, e.g. ["*.ts"]'),
+    exclude: globsArgument('Globs to skip'),
+    gitignore: gitignoreArgument,
+    context: z.number().int().min(0).max(20).default(0).describe('Lines around each match'),
+    max_matches: z.number().int().min(1).max(500).default(100).describe('Matching lines per page'),
+    cursor: cursorArgument,
+  },
+  output: {
+    matches: z.array(
+      z.object({
+        path: z.string(),
+        line: z.number().int(),
+        text: z.string(),
+        before: z.array(z.string()).optional(),
+        after: z.array(z.string()).optional(),
+      }),
+    ),
+    filesSearched: z.number().int(),
+    nextCursor: z.string().optional(),
+    skipped: skippedShape,
+  },
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  async run(args, context) {
+    const guard = await guardOf(context)
+    const root = await guard.resolveSafe(args.path)
+    const result = await searchContent(root, args.pattern, {
+      regex: args.regex,
+      caseSensitive: args.case_sensitive,
+      include: args.include,
+      exclude: args.exclude,
+      respectGitignore: args.gitignore,
+      contextBefore: args.context,
+      contextAfter: args.context,
+      maxMatches: args.max_matches,
+      maxBytes: limits.matchBytes,
+      cursor: args.cursor,
+      signal: context.signal,
+      fileSystem: context.deps.walkFileSystem,
+    })
+    // Walk results are relative to the directory searched; a file searched on its own is reported by name.
+    const base = displayPath(guard, root.path)
+    const searchedFile = (await stat(root.path)).isFile()
+    const shown = (relative: string) => (searchedFile ? base : displayJoin(base, relative))
+    const matches = result.matches.map((match) => ({
+      path: shown(match.path),
+      line: match.line,
+      text: match.text,
+      ...(match.before.length ? { before: match.before } : {}),
+      ...(match.after.length ? { after: match.after } : {}),
+    }))
+    const lines: string[] = []
+    for (const match of matches) {
+      if (args.context > 0 && lines.length) lines.push('--')
+      const first = match.line - (match.before?.length ?? 0)
+      match.before?.forEach((line, offset) => {
+        lines.push(`${match.path}-${first + offset}-${line}`)
+      })
+      lines.push(`${match.path}:${match.line}:${match.text}`)
+      match.after?.forEach((line, offset) => {
+        lines.push(`${match.path}-${match.line + 1 + offset}-${line}`)
+      })
+    }
+    const notices: string[] = []
+    if (result.nextCursor)
+      notices.push(`[${matches.length} matches on this page; more: cursor "${result.nextCursor}"]`)
+    if (result.skipped.tooLarge) notices.push(`[skipped ${result.skipped.tooLarge} files over 10 MiB]`)
+    if (result.longLinesTruncated)
+      notices.push(
+        `[${result.longLinesTruncated} lines longer than 10,000 characters were searched in their first 10,000 only]`,
+      )
+    if (result.scanLimited)
+      notices.push('[the walk stopped at its entry limit: some files were not searched]')
+    notices.push(skippedNotice(result.problems, base))
+    const none = `No matches in ${result.filesSearched} file${result.filesSearched === 1 ? '' : 's'}${args.gitignore ? " (.gitignore'd files skipped)" : ''}.`
+    return {
+      data: {
+        matches,
+        filesSearched: result.filesSearched,
+        ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}),
+        ...skippedOf(result.problems),
+      },
+      text: withNotices(lines.length ? lines.join('\n') : none, ...notices),
+    }
+  },
+})

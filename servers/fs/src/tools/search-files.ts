@@ -1,0 +1,71 @@
+import { z } from '@keel-mcp/core'
+import { searchFiles } from '../lib/index.js'
+import {
+  cursorArgument,
+  defineTool,
+  directoryPath,
+  displayJoin,
+  displayPath,
+  gitignoreArgument,
+  globsArgument,
+  guardOf,
+  skippedNotice,
+  skippedOf,
+  skippedShape,
+  withNotices,
+} from './shared.js'
+
+export const searchFilesTool = defineTool({
+  name: 'search_files',
+  title: 'Search files',
+  description:
+    'Find files and directories by glob, recursively: "*.ts" matches names at any depth, "src/**/*.ts" paths. Sorted, paged. Text inside files: search_content.',
+  input: {
+    path: directoryPath,
+    pattern: z.string().min(1).describe('Glob'),
+    exclude: globsArgument('Globs to skip'),
+    gitignore: gitignoreArgument,
+    case_sensitive: z.boolean().default(true).describe('Match case'),
+    limit: z.number().int().min(1).max(500).default(200).describe('Results per page'),
+    cursor: cursorArgument,
+  },
+  output: {
+    paths: z.array(z.string()),
+    total: z.number().int(),
+    nextCursor: z.string().optional(),
+    skipped: skippedShape,
+  },
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  async run({ path, pattern, exclude, gitignore, case_sensitive, limit, cursor }, context) {
+    const guard = await guardOf(context)
+    const root = await guard.resolveSafe(path)
+    const result = await searchFiles(root, pattern, {
+      exclude,
+      respectGitignore: gitignore,
+      caseSensitive: case_sensitive,
+      limit,
+      cursor,
+      signal: context.signal,
+      fileSystem: context.deps.walkFileSystem,
+    })
+    const base = displayPath(guard, root.path)
+    const paths = result.paths.map((entry) => displayJoin(base, entry))
+    const notices: string[] = []
+    if (result.nextCursor)
+      notices.push(`[${paths.length} of ${result.total} matches; more: cursor "${result.nextCursor}"]`)
+    if (result.scanLimited) notices.push('[the walk stopped at its entry limit: some matches may be missing]')
+    notices.push(skippedNotice(result.problems, base))
+    const none = gitignore
+      ? "No matches (.gitignore'd paths skipped; gitignore: false includes them)."
+      : 'No matches.'
+    return {
+      data: {
+        paths,
+        total: result.total,
+        ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}),
+        ...skippedOf(result.problems),
+      },
+      text: withNotices(paths.length ? paths.join('\n') : none, ...notices),
+    }
+  },
+})

@@ -1,0 +1,97 @@
+import path from 'node:path'
+import { type ToolContext, toolFactory, z } from '@keel-mcp/core'
+import type { AllowedDirectories } from '../directories.js'
+import {
+  isWithin,
+  type PathGuard,
+  type WalkFileSystem,
+  type WalkProblems,
+  type WatchHub,
+} from '../lib/index.js'
+
+/** What the filesystem tools get as `deps`. */
+export interface FsDeps {
+  directories: AllowedDirectories
+  watchers: WatchHub
+  /** The file system walks use (tests inject failures through it); default `node:fs`. */
+  walkFileSystem?: WalkFileSystem | undefined
+}
+
+/** `defineTool` with the filesystem deps typed. */
+export const defineTool = toolFactory<FsDeps>()
+
+/** Response budgets. Every default answer stays well under 256 KiB on the wire (JSON escaping included). */
+export const limits = {
+  /** read_text_file: text only, no structured copy. */
+  textBytes: 192 * 1024,
+  /** read_multiple_files, shared by all files (the structured result repeats the text). */
+  multipleBytes: 96 * 1024,
+  /** read_media_file: base64 grows it by a third; far below the clients' 10 MiB message limit. */
+  mediaBytes: 5 * 1024 * 1024,
+  /** directory_tree: hard cap whatever max_entries says. */
+  treeBytes: 200 * 1024,
+  /** search_content page (repeated in the structured result). */
+  matchBytes: 64 * 1024,
+  /** edit_file diff. */
+  diffBytes: 64 * 1024,
+} as const
+
+/** The guard for this call: configured directories narrowed by the calling client's roots. */
+export function guardOf(context: ToolContext<FsDeps>): Promise<PathGuard> {
+  return context.deps.directories.guardFor(context.client)
+}
+
+/**
+ * How results name a path: relative to the first allowed directory when inside it (that is how a relative path
+ * argument resolves, so the model can pass it straight back), absolute otherwise.
+ */
+export function displayPath(guard: PathGuard, absolute: string): string {
+  const first = guard.roots[0]
+  if (first === undefined || !isWithin(first, absolute)) return absolute
+  const relative = path.relative(first, absolute)
+  return relative === '' ? '.' : relative.split(path.sep).join('/')
+}
+
+/** Joins a walk result (relative to `base`, `/`-separated) to the display form of `base`. */
+export function displayJoin(baseDisplay: string, relative: string): string {
+  if (baseDisplay === '.') return relative
+  return baseDisplay.endsWith('/') ? baseDisplay + relative : `${baseDisplay}/${relative}`
+}
+
+// Argument texts are short on purpose: every word is repeated in every conversation. The server instructions
+// and list_allowed_directories say how relative paths resolve.
+export const filePath = z.string().describe('File path')
+export const directoryPath = z.string().describe('Directory')
+export const cursorArgument = z.string().optional().describe('nextCursor of the previous page')
+export const globsArgument = (what: string) => z.array(z.string()).optional().describe(what)
+export const gitignoreArgument = z.boolean().default(true).describe("Skip .gitignore'd paths")
+
+/** Entries a walk could not read (the text names a few). */
+export const skippedShape = z.number().int().optional()
+
+/** Structured `skipped` count, only when something was. */
+export function skippedOf(problems: WalkProblems): { skipped?: number } {
+  return problems.count ? { skipped: problems.count } : {}
+}
+
+/** A notice line for entries a walk could not read; empty when there were none. */
+export function skippedNotice(problems: WalkProblems, baseDisplay: string): string {
+  if (!problems.count) return ''
+  const samples = problems.samples.map(
+    (sample) => `${displayJoin(baseDisplay, sample.path)} (${sample.code})`,
+  )
+  return `[skipped ${problems.count} unreadable or vanished ${problems.count === 1 ? 'entry' : 'entries'}: ${samples.join(', ')}${problems.count > samples.length ? ', …' : ''}]`
+}
+
+/** `text` plus notice lines (each on its own line; empty ones dropped). */
+export function withNotices(text: string, ...notices: string[]): string {
+  const present = notices.filter(Boolean)
+  if (!present.length) return text
+  return `${text}${text === '' || text.endsWith('\n') ? '' : '\n'}${present.join('\n')}`
+}
+
+export function formatBytes(bytes: number): string {
+  const [value, unit] =
+    bytes >= 1024 * 1024 ? [bytes / 1024 / 1024, 'MiB'] : bytes >= 1024 ? [bytes / 1024, 'KiB'] : [bytes, 'B']
+  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${unit}`
+}
