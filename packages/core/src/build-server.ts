@@ -607,7 +607,7 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     const matchers = templates
       .filter((template) => template.subscribe)
       .map((template) => ({ template, matcher: new UriTemplate(template.uriTemplate) }))
-    server.setRequestHandler('resources/subscribe', (request) => {
+    server.setRequestHandler('resources/subscribe', async (request) => {
       const uri = request.params.uri
       if (state.subscriptions.has(uri)) return {}
       const fixed = resources.find((resource) => resource.uri === uri && resource.subscribe)
@@ -627,13 +627,22 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
       const notify = () => {
         if (mcp.isConnected()) void server.sendResourceUpdated({ uri }).catch(() => {})
       }
-      const dispose = subscribe.call(
-        fixed ?? matched?.template,
-        url,
-        notify,
-        handlerContext(runtime.shutdownSignal),
-      )
-      state.subscriptions.set(uri, dispose ?? (() => {}))
+      // Reserve the slot first so a second subscribe while this one resolves is not doubled.
+      state.subscriptions.set(uri, () => {})
+      let dispose: (() => void) | undefined
+      try {
+        dispose = await subscribe.call(
+          fixed ?? matched?.template,
+          url,
+          notify,
+          handlerContext(runtime.shutdownSignal),
+        )
+      } catch (error) {
+        state.subscriptions.delete(uri)
+        return readErrors(error, uri)
+      }
+      if (state.subscriptions.has(uri)) state.subscriptions.set(uri, dispose ?? (() => {}))
+      else dispose?.()
       return {}
     })
     server.setRequestHandler('resources/unsubscribe', (request) => {

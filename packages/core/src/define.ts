@@ -159,6 +159,9 @@ export interface ListedResource {
   mimeType?: string
 }
 
+/** What a subscription hook returns: a function that stops watching, or nothing. */
+export type Unsubscribe = (() => void) | undefined
+
 /** A fixed resource. */
 export interface ResourceSpec<D> {
   name: string
@@ -167,8 +170,11 @@ export interface ResourceSpec<D> {
   description?: string
   mimeType?: string
   read(uri: URL, context: HandlerContext<D>): Promise<ResourceContents[]> | ResourceContents[]
-  /** Called when a client subscribes; call `notify()` when the resource changes; return a disposer. */
-  subscribe?(uri: URL, notify: () => void, context: HandlerContext<D>): (() => void) | undefined
+  /**
+   * Called when a client subscribes; call `notify()` when the resource changes; return a disposer.
+   * Throw (a `ToolError`) to refuse the subscription: the client gets a JSON-RPC error.
+   */
+  subscribe?(uri: URL, notify: () => void, context: HandlerContext<D>): Unsubscribe | Promise<Unsubscribe>
 }
 
 /** A family of resources addressed by an RFC 6570 URI template. */
@@ -187,7 +193,8 @@ export interface ResourceTemplateSpec<D> {
     variables: Record<string, string | string[]>,
     context: HandlerContext<D>,
   ): Promise<ResourceContents[]> | ResourceContents[]
-  subscribe?(uri: URL, notify: () => void, context: HandlerContext<D>): (() => void) | undefined
+  /** As {@link ResourceSpec.subscribe}. */
+  subscribe?(uri: URL, notify: () => void, context: HandlerContext<D>): Unsubscribe | Promise<Unsubscribe>
 }
 
 /** A message of a prompt. */

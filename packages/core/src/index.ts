@@ -47,6 +47,7 @@ export {
   type ToolOutput,
   type ToolSpec,
   toolFactory,
+  type Unsubscribe,
 } from './define.js'
 export {
   type ErrorMapper,

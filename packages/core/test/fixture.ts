@@ -176,6 +176,11 @@ export const fixture = defineServer<FixtureDeps, FixtureOptions>({
         if (id !== '1') throw new ToolError('not_found', `no item ${String(id)}`)
         return [{ uri: uri.href, text: 'item one' }]
       },
+      async subscribe(uri) {
+        await Promise.resolve()
+        if (!uri.href.endsWith('/1')) throw new ToolError('permission_denied', `cannot watch ${uri.href}`)
+        return () => {}
+      },
     },
   ],
   prompts: [

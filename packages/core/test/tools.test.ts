@@ -296,6 +296,13 @@ describe('resources, prompts and completions', () => {
     expect(templateCompletion.completion.values).toEqual(['1', '10'])
   })
 
+  it('refuses a subscription the server declines with a JSON-RPC error', async () => {
+    const { client } = await connect()
+    await client.subscribeResource({ uri: 'fixture://items/1' })
+    const error = await expectRpcError(client.subscribeResource({ uri: 'fixture://items/2' }), -32602)
+    expect(error.message).toContain('permission_denied: cannot watch fixture://items/2')
+  })
+
   it('sends resource updates to a subscribed client', async () => {
     const updates: Array<Record<string, unknown>> = []
     const { client } = await connect({ onResourceUpdated: (params) => updates.push(params) })

@@ -2,7 +2,6 @@ import { stat } from 'node:fs/promises'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { ResourceContents, ResourceTemplateSpec } from '@keel-mcp/core'
-import { describeError } from './errors.js'
 import { FsError, listDirectory, readMediaFile, readTextFile } from './lib/index.js'
 import { type FsDeps, formatBytes, limits } from './tools/shared.js'
 
@@ -54,24 +53,12 @@ export const fileResource: ResourceTemplateSpec<FsDeps> = {
     const media = await readMediaFile(target, { maxBytes: limits.mediaBytes, signal })
     return [{ uri: uri.href, mimeType: media.mimeType, blob: media.data.toString('base64') }]
   },
-  subscribe(uri, notify, { deps, client, log }) {
-    let dispose: (() => void) | undefined
-    let cancelled = false
-    // Resolving the path is asynchronous and subscribe() is not: the watch starts a moment later. A path
-    // outside the allowed directories is never watched (the subscription then never fires).
-    deps.watchers
-      .track(
-        (async () => {
-          const guard = await deps.directories.guardFor(client)
-          const target = await guard.resolveSafe(uri.href)
-          const kind = (await stat(target.path)).isDirectory() ? 'directory' : 'file'
-          if (!cancelled) dispose = deps.watchers.watch(target.path, kind, notify)
-        })(),
-      )
-      .catch((error: unknown) => log.warn(`not watching ${uri.href}: ${describeError(error, log)}`))
-    return () => {
-      cancelled = true
-      dispose?.()
-    }
+  // The path is checked before the subscription is accepted: a path outside the allowed
+  // directories (or one that does not exist) is refused with an error, never silently unwatched.
+  async subscribe(uri, notify, { deps, client }) {
+    const guard = await deps.directories.guardFor(client)
+    const target = await guard.resolveSafe(uri.href, { mustExist: true })
+    const kind = (await stat(target.path)).isDirectory() ? 'directory' : 'file'
+    return deps.watchers.watch(target.path, kind, notify)
   },
 }

@@ -106,11 +106,22 @@ describe('file resources', () => {
     expect(await next).toBe(uri)
   })
 
-  it('never watch a path outside the allowed directories, and stop watching when the client goes', async () => {
+  it('refuse to watch a path outside the allowed directories, and stop watching when the client goes', async () => {
     const { root, outside, connection } = await setup()
     const { watchers } = connection.runtime.deps
-    await connection.client.subscribeResource({ uri: `file://${outside}/s.txt` })
-    await connection.client.subscribeResource({ uri: `file://${root}/out-link` })
+    for (const uri of [`file://${outside}/s.txt`, `file://${root}/out-link`]) {
+      const refused = await connection.client.subscribeResource({ uri }).then(
+        () => undefined,
+        (error: { code: number; message: string }) => error,
+      )
+      expect(refused?.code).toBe(-32602)
+      expect(refused?.message).toContain('permission_denied')
+    }
+    // A link's target outside the roots is never revealed.
+    const viaLink = await connection.client
+      .subscribeResource({ uri: `file://${root}/out-link` })
+      .catch((error: Error) => error)
+    expect((viaLink as Error).message).not.toContain(outside)
     await watchers.settled()
     expect(watchers.size).toBe(0)
     await connection.client.subscribeResource({ uri: `file://${root}/sub/b.txt` })
