@@ -1,0 +1,192 @@
+import { ToolError, z } from '@keel-mcp/core'
+import type { TableDescription } from '../lib/index.js'
+import { defineTool, type PostgresDeps, readOnly } from './shared.js'
+
+const kinds = z.enum(['table', 'view', 'materialized_view', 'foreign_table'])
+const names = z.array(z.string())
+const referentialAction = z.enum(['no_action', 'restrict', 'cascade', 'set_null', 'set_default'])
+
+/** The structured description; also what the table resources return. */
+export const tableDescriptionShape = {
+  schema: z.string(),
+  name: z.string(),
+  kind: kinds,
+  comment: z.string().nullable(),
+  estimatedRows: z.number().nullable().describe('Planner estimate; null if never analyzed'),
+  totalBytes: z.number().describe('Table, indexes and TOAST'),
+  viewDefinition: z.string().nullable(),
+  columns: z.array(
+    z.object({
+      name: z.string(),
+      type: z.string(),
+      nullable: z.boolean(),
+      default: z.string().nullable(),
+      comment: z.string().nullable(),
+      identity: z.enum(['always', 'by_default']).nullable(),
+      generated: z.enum(['stored', 'virtual']).nullable(),
+    }),
+  ),
+  primaryKey: z.object({ name: z.string(), columns: names }).nullable(),
+  foreignKeys: z.array(
+    z.object({
+      name: z.string(),
+      columns: names,
+      referencedSchema: z.string(),
+      referencedTable: z.string(),
+      referencedColumns: names,
+      onUpdate: referentialAction,
+      onDelete: referentialAction,
+      definition: z.string(),
+    }),
+  ),
+  referencedBy: z.array(
+    z.object({
+      name: z.string(),
+      schema: z.string(),
+      table: z.string(),
+      columns: names,
+      referencedColumns: names,
+      definition: z.string(),
+    }),
+  ),
+  constraints: z.array(
+    z.object({
+      name: z.string(),
+      type: z.enum(['unique', 'check', 'exclusion']),
+      columns: names,
+      definition: z.string(),
+    }),
+  ),
+  indexes: z.array(
+    z.object({
+      name: z.string(),
+      definition: z.string(),
+      method: z.string(),
+      unique: z.boolean(),
+      primary: z.boolean(),
+      valid: z.boolean(),
+    }),
+  ),
+}
+
+const quoted = (name: string) => (/^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`)
+
+function bytes(value: number): string {
+  if (value >= 1024 ** 3) return `${(value / 1024 ** 3).toFixed(1)} GiB`
+  if (value >= 1024 ** 2) return `${(value / 1024 ** 2).toFixed(1)} MiB`
+  if (value >= 1024) return `${Math.round(value / 1024)} KiB`
+  return `${value} B`
+}
+
+/** A compact, psql \d-like rendering. */
+export function describeText(table: TableDescription): string {
+  const title = `${table.kind.replace('_', ' ')} ${quoted(table.schema)}.${quoted(table.name)}`
+  const size = [
+    table.estimatedRows === null ? undefined : `~${table.estimatedRows} rows`,
+    table.kind === 'view' ? undefined : bytes(table.totalBytes),
+  ].filter(Boolean)
+  const lines = [
+    `${title[0]?.toUpperCase()}${title.slice(1)}${size.length ? ` (${size.join(', ')})` : ''}${table.comment ? `: ${table.comment}` : ''}`,
+    'Columns:',
+  ]
+  for (const column of table.columns) {
+    const parts = [`  ${quoted(column.name)} ${column.type}`]
+    if (!column.nullable) parts.push('not null')
+    if (column.identity) parts.push(`identity ${column.identity.replace('_', ' ')}`)
+    if (column.generated) parts.push(`generated (${column.default ?? ''}) ${column.generated}`)
+    else if (column.default !== null) parts.push(`default ${column.default}`)
+    if (column.comment) parts.push(`-- ${column.comment}`)
+    lines.push(parts.join(' '))
+  }
+  if (table.primaryKey) lines.push(`Primary key: (${table.primaryKey.columns.map(quoted).join(', ')})`)
+  if (table.foreignKeys.length) {
+    lines.push('Foreign keys:')
+    for (const key of table.foreignKeys) lines.push(`  ${key.definition}`)
+  }
+  if (table.referencedBy.length) {
+    lines.push('Referenced by:')
+    for (const key of table.referencedBy)
+      lines.push(
+        `  ${quoted(key.schema)}.${quoted(key.table)}(${key.columns.map(quoted).join(', ')}) → (${key.referencedColumns.map(quoted).join(', ')})`,
+      )
+  }
+  if (table.constraints.length) {
+    lines.push('Constraints:')
+    for (const constraint of table.constraints) lines.push(`  ${constraint.name}: ${constraint.definition}`)
+  }
+  if (table.indexes.length) {
+    lines.push('Indexes:')
+    for (const index of table.indexes) {
+      const using = / USING (.*)$/.exec(index.definition)?.[1] ?? index.definition
+      const flags = [
+        index.primary ? 'primary key' : index.unique ? 'unique' : '',
+        index.valid ? '' : 'INVALID',
+      ]
+        .filter(Boolean)
+        .join(', ')
+      lines.push(`  ${index.name}${flags ? ` (${flags})` : ''}: ${using}`)
+    }
+  }
+  if (table.viewDefinition !== null) lines.push('Definition:', table.viewDefinition.trim())
+  return `${lines.join('\n')}\n`
+}
+
+/** Finds a table given only its name: exactly as stored, else case-insensitively. */
+async function findTable(
+  deps: PostgresDeps,
+  table: string,
+  signal: AbortSignal,
+): Promise<{ schema: string; name: string }> {
+  const page = await deps.db.listTables({ pattern: table, limit: 1000, signal })
+  const exact = page.tables.filter((candidate) => candidate.name === table)
+  const matches = exact.length
+    ? exact
+    : page.tables.filter((candidate) => candidate.name.toLowerCase() === table.toLowerCase())
+  const [first] = matches
+  if (first !== undefined && matches.length === 1) return first
+  if (matches.length > 1) {
+    throw new ToolError(
+      'invalid_argument',
+      `Several tables are named ${table}: ${matches.map((match) => `${match.schema}.${match.name}`).join(', ')}.`,
+      { hint: 'Pass schema as well.' },
+    )
+  }
+  throw notFound(table)
+}
+
+function notFound(table: string, schema?: string): ToolError {
+  const dotted = schema === undefined && table.includes('.')
+  return new ToolError(
+    'not_found',
+    `No table or view ${schema === undefined ? table : `${schema}.${table}`}.`,
+    {
+      hint: dotted
+        ? `Pass the schema separately: schema "${table.slice(0, table.indexOf('.'))}", table "${table.slice(table.indexOf('.') + 1)}".`
+        : 'Call list_tables to see the tables that exist (names are case-sensitive as stored).',
+    },
+  )
+}
+
+export const describeTable = defineTool({
+  name: 'describe_table',
+  title: 'Describe table',
+  description:
+    'Columns (type, nullability, default, comment), primary key, foreign keys both ways, constraints, indexes, ' +
+    'estimated rows and size of one table or view. Use it before writing SQL against a table.',
+  input: {
+    schema: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Schema of the table (default: the one schema that has it)'),
+    table: z.string().min(1).describe('Table or view name as stored (unquoted names are lower case)'),
+  },
+  output: tableDescriptionShape,
+  annotations: readOnly,
+  async run({ schema, table }, { deps, signal }) {
+    const found = schema === undefined ? await findTable(deps, table, signal) : { schema, name: table }
+    const description = await deps.db.describeTable(found.schema, found.name, { signal })
+    if (description === null) throw notFound(table, schema)
+    return { data: description, text: describeText(description) }
+  },
+})

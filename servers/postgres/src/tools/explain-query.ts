@@ -1,0 +1,34 @@
+import { z } from '@keel-mcp/core'
+import { withSql } from '../errors.js'
+import { summarizePlan } from '../lib/index.js'
+import { defineTool, paramsShape, readOnly, sqlShape } from './shared.js'
+
+export const explainQuery = defineTool({
+  name: 'explain_query',
+  title: 'Explain a query',
+  description:
+    "Show PostgreSQL's plan for one read-only query (pass the query without EXPLAIN): a short summary, the plan tree, " +
+    'and the JSON plan. analyze=true runs the query (read-only, rolled back) for real timings and row counts.',
+  input: {
+    sql: sqlShape.describe('The query to explain, without EXPLAIN'),
+    params: paramsShape,
+    analyze: z
+      .boolean()
+      .default(false)
+      .describe('Run the query to measure it (read-only and rolled back; bounded by the statement timeout)'),
+  },
+  output: {
+    summary: z.string(),
+    analyzed: z.boolean(),
+    plan: z.record(z.string(), z.unknown()).describe('EXPLAIN (FORMAT JSON) output: Plan, Planning Time, …'),
+  },
+  annotations: readOnly,
+  async run({ sql, params, analyze }, { deps, signal }) {
+    const result = await withSql(sql, () => deps.db.explain(sql, { analyze, params: params ?? [], signal }))
+    const { summary, tree } = summarizePlan(result.plan)
+    return {
+      data: { summary, analyzed: result.analyzed, plan: result.plan },
+      text: `${summary}\n\n${tree}`,
+    }
+  },
+})

@@ -1,0 +1,44 @@
+import { z } from '@keel-mcp/core'
+import { defineTool, readOnly } from './shared.js'
+
+export const listSchemas = defineTool({
+  name: 'list_schemas',
+  title: 'List schemas',
+  description:
+    'List the schemas of the database with owner, comment and number of tables. Start here, then list_tables.',
+  input: {
+    include_system: z
+      .boolean()
+      .default(false)
+      .describe('Also list pg_catalog, information_schema and other system schemas'),
+  },
+  output: {
+    database: z.string(),
+    schemas: z.array(
+      z.object({
+        name: z.string(),
+        owner: z.string(),
+        comment: z.string().nullable(),
+        system: z.boolean(),
+        accessible: z.boolean().describe('The current role has USAGE on it'),
+        tableCount: z.number().int(),
+      }),
+    ),
+  },
+  annotations: readOnly,
+  async run({ include_system }, { deps, signal }) {
+    const [database, all] = await Promise.all([
+      deps.currentDatabase({ signal }),
+      deps.db.listSchemas({ signal }),
+    ])
+    const schemas = include_system ? all : all.filter((schema) => !schema.system)
+    const lines = schemas.map(
+      (schema) =>
+        `${schema.name} (${schema.tableCount} table${schema.tableCount === 1 ? '' : 's'}${schema.accessible ? '' : ', no access'})${schema.comment ? `: ${schema.comment}` : ''}`,
+    )
+    const text = lines.length
+      ? `Schemas of database ${database}:\n${lines.join('\n')}`
+      : `No schemas visible in database ${database}.`
+    return { data: { database, schemas }, text }
+  },
+})

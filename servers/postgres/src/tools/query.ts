@@ -1,0 +1,133 @@
+import { z } from '@keel-mcp/core'
+import { HARD_MAX_ROWS } from '../config.js'
+import { withSql } from '../errors.js'
+import { formatCsv, formatTable, type JsonValue, toJsonValue } from '../lib/index.js'
+import { defineTool, paramsShape, readOnly, sqlShape, untrusted } from './shared.js'
+
+/** Longer strings are cut (with a notice of how much) in the structured rows too. */
+const MAX_STRING_LENGTH = 10_000
+/** The text the model reads is capped; the structured rows carry the rest. */
+export const QUERY_TEXT_MAX_BYTES = 64 * 1024
+/**
+ * Structured rows stop at this JSON size, well below the 10 MiB message limit of the official
+ * clients: a result they cannot receive helps nobody.
+ */
+export const QUERY_STRUCTURED_MAX_BYTES = 8 * 1024 * 1024
+
+const columnShape = z.object({ name: z.string(), type: z.string().describe('PostgreSQL type') })
+
+/** Characters of a JSON number: exact for integers, an upper bound (18) for the rest. */
+function numberLength(value: number): number {
+  if (!Number.isInteger(value) || Math.abs(value) >= 1e15) return 18
+  let length = value < 0 ? 2 : 1
+  for (let rest = Math.abs(value); rest >= 10; rest /= 10) length++
+  return length
+}
+
+/**
+ * Makes rows JSON-safe in place (pg's row arrays are ours to change) and stops once their JSON
+ * would pass `budget` bytes. Most cells are strings, finite numbers, booleans or null and are
+ * left alone; the size is counted per cell (UTF-8 bytes of strings, digits of numbers), not by
+ * serialising each row, which at 100,000 rows would cost as much as the query.
+ */
+function jsonRows(rows: unknown[][], budget: number): { rows: JsonValue[][]; complete: boolean } {
+  let used = 2
+  for (let index = 0; index < rows.length; index++) {
+    const row = rows[index] as unknown[]
+    used += row.length + 2
+    for (let cell = 0; cell < row.length; cell++) {
+      const value = row[cell]
+      if (typeof value === 'string') {
+        if (value.length > MAX_STRING_LENGTH) row[cell] = toJsonValue(value)
+        used += Buffer.byteLength(row[cell] as string) + 2
+      } else if (typeof value === 'number' && Number.isFinite(value)) {
+        used += numberLength(value)
+      } else if (value === null || typeof value === 'boolean') {
+        used += 5
+      } else {
+        const converted = toJsonValue(value)
+        row[cell] = converted
+        used +=
+          typeof converted === 'string' ? Buffer.byteLength(converted) + 2 : JSON.stringify(converted).length
+      }
+    }
+    if (used > budget) return { rows: rows.slice(0, index) as JsonValue[][], complete: false }
+  }
+  return { rows: rows as JsonValue[][], complete: true }
+}
+
+export const query = defineTool({
+  name: 'query',
+  title: 'Run a read-only SQL query',
+  description:
+    'Run one read-only SQL statement (SELECT, WITH … SELECT, VALUES, TABLE, SHOW) and return its rows. ' +
+    'Look up tables with list_tables and describe_table first. Put values in params ($1, $2, …), not in the SQL. ' +
+    'Returns at most max_rows rows and says when there were more: aggregate or filter instead of paging through data. ' +
+    'For query plans use explain_query.',
+  input: {
+    sql: sqlShape.describe('Exactly one read-only statement'),
+    params: paramsShape,
+    max_rows: z
+      .number()
+      .int()
+      .min(1)
+      .max(HARD_MAX_ROWS)
+      .optional()
+      .describe("Most rows to return (default: the server's --max-rows, 200)"),
+    format: z.enum(['table', 'csv']).default('table').describe('Text rendering of the rows'),
+  },
+  output: {
+    columns: z.array(columnShape),
+    // Advertised as an array of arrays; only the outer array is checked at run time (checking
+    // every row again cost as much as fetching it, at 100,000 rows).
+    rows: z.array(z.unknown().meta({ type: 'array', items: {} })).describe('Values in column order'),
+    rowCount: z.number().int().describe('Rows returned'),
+    truncated: z.boolean().describe('The query had more rows than were returned'),
+    truncatedBy: z
+      .enum(['max_rows', 'size'])
+      .optional()
+      .describe('Why rows are missing: the row limit, or the size limit of one result'),
+  },
+  annotations: readOnly,
+  async run({ sql, params, max_rows, format }, { deps, signal }) {
+    const maxRows = max_rows ?? deps.maxRows
+    const result = await withSql(sql, () => deps.db.query(sql, params ?? [], { maxRows, signal }))
+    const structured = jsonRows(result.rows as unknown[][], QUERY_STRUCTURED_MAX_BYTES)
+    const truncatedBy: 'size' | 'max_rows' | undefined = !structured.complete
+      ? 'size'
+      : result.truncated
+        ? 'max_rows'
+        : undefined
+    const rows = structured.rows
+    const render = format === 'csv' ? formatCsv : formatTable
+    const rendered = render(
+      { fields: result.fields, rows },
+      { maxBytes: QUERY_TEXT_MAX_BYTES, footer: false },
+    )
+    const status: string[] = [`${rows.length} row${rows.length === 1 ? '' : 's'}.`]
+    if (truncatedBy === 'max_rows') {
+      status.push(
+        `Truncated: the query has more rows than max_rows=${maxRows}. Aggregate or add WHERE/LIMIT; raise max_rows (≤ ${HARD_MAX_ROWS}) only if you need the rows themselves.`,
+      )
+    } else if (truncatedBy === 'size') {
+      status.push(
+        `Truncated: the result reached the ${QUERY_STRUCTURED_MAX_BYTES / 1024 / 1024} MiB size limit after ${rows.length} rows. Select fewer or narrower columns.`,
+      )
+    }
+    if (rendered.omittedRows > 0) {
+      status.push(
+        `This text shows the first ${rendered.shownRows} (${QUERY_TEXT_MAX_BYTES / 1024} KiB limit); the structured result has all ${rows.length}.`,
+      )
+    }
+    return {
+      data: {
+        columns: result.fields.map((field) => ({ name: field.name, type: field.type })),
+        rows,
+        rowCount: rows.length,
+        truncated: truncatedBy !== undefined,
+        ...(truncatedBy === undefined ? {} : { truncatedBy }),
+      },
+      text: `${untrusted(rendered.text)}${status.join(' ')}`,
+    }
+  },
+})

@@ -1,0 +1,287 @@
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { type Connection, connectHttp, connectStdio, type RawStdio, spawnRaw } from '@keel-mcp/core/testing'
+import { afterEach, describe, expect, it } from 'vitest'
+import { postgresUrl, sharedPostgres, waitFor } from './harness/index.js'
+import { activeBackends, SLOW_QUERY, withApplicationName } from './helpers.js'
+
+/** The built bin (`pnpm run build` first): core, SDK and zod inlined; pg, pg-cursor and libpg-query external. */
+const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
+const shared = sharedPostgres()
+const database = new URL(shared.url).pathname.slice(1)
+const password = decodeURIComponent(new URL(shared.url).password)
+
+const open: Array<{ close(): Promise<void> }> = []
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((item) => item.close()))
+})
+
+function rawServer(
+  args: string[] = [],
+  env: Record<string, string> = { DATABASE_URL: shared.url },
+): RawStdio {
+  const raw = spawnRaw(process.execPath, [BIN, ...args], { env })
+  open.push({ close: async () => void (await raw.end()) })
+  return raw
+}
+
+/** Every stdout line must be a JSON-RPC message: stdout belongs to the protocol. */
+function expectOnlyJsonRpc(lines: string[]) {
+  expect(lines.length).toBeGreaterThan(0)
+  for (const line of lines) expect(JSON.parse(line).jsonrpc).toBe('2.0')
+}
+
+/** Neither the connection string nor its password may appear anywhere. */
+function expectNoSecrets(text: string) {
+  expect(text).not.toContain(shared.url)
+  expect(text).not.toContain(password)
+  expect(text).not.toContain(encodeURIComponent(password))
+}
+
+function spawnHttp(
+  env: Record<string, string>,
+): Promise<{ url: string; output(): string; close(): Promise<void> }> {
+  const child = spawn(process.execPath, [BIN, '--transport', 'http', '--port', '0'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stderr = ''
+  let stdout = ''
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk
+  })
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no URL on stderr: ${stderr}`)), 10_000)
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk
+      const match = /at (http:\/\/\S+\/mcp)/.exec(stderr)
+      if (match?.[1]) {
+        clearTimeout(timer)
+        resolve({
+          url: match[1],
+          output: () => stdout + stderr,
+          close: () =>
+            new Promise((done) => {
+              child.once('exit', () => {
+                expect(stdout).toBe('')
+                done()
+              })
+              child.kill('SIGTERM')
+            }),
+        })
+      }
+    })
+  })
+}
+
+describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s client', (generation) => {
+  it('lists tools, queries through the parser gate, describes and reads a resource', async () => {
+    let stderr = ''
+    const connection: Connection = await connectStdio({
+      command: process.execPath,
+      args: [BIN, '--log-level', 'debug'],
+      env: { DATABASE_URL: shared.url },
+      generation,
+      onStderr: (chunk) => {
+        stderr += chunk
+      },
+    })
+    open.push(connection)
+    const { client } = connection
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual([
+      'list_schemas',
+      'list_tables',
+      'describe_table',
+      'query',
+      'explain_query',
+    ])
+    const rows = await client.callTool({
+      name: 'query',
+      arguments: { sql: 'SELECT email FROM shop.customers WHERE id = $1', params: [3] },
+    })
+    expect(rows.structuredContent.rows).toEqual([['grace@example.com']])
+    const refused = await client.callTool({
+      name: 'query',
+      arguments: { sql: 'SELECT 1; COMMIT; DROP TABLE shop.orders' },
+    })
+    expect(refused.isError).toBe(true)
+    const described = await client.callTool({ name: 'describe_table', arguments: { table: 'customers' } })
+    expect(described.structuredContent.primaryKey.columns).toEqual(['id'])
+    const resource = await client.readResource({ uri: `postgres://${database}/shop/products` })
+    expect(JSON.parse(resource.contents[0].text).name).toBe('products')
+    await connection.close()
+    expect(stderr).toContain('tool call')
+    expectNoSecrets(stderr)
+  })
+})
+
+describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client', (generation) => {
+  it('serves the tools over Streamable HTTP', async () => {
+    const server = await spawnHttp({ DATABASE_URL: shared.url })
+    open.push(server)
+    const connection = await connectHttp(server.url, { generation })
+    open.unshift(connection)
+    const result = await connection.client.callTool({
+      name: 'query',
+      arguments: { sql: 'SELECT count(*) AS n FROM shop.orders' },
+    })
+    expect(result.structuredContent.rows).toEqual([['8']])
+    expectNoSecrets(server.output())
+  })
+})
+
+describe('the process', () => {
+  it('starts and lists tools without reaching the database, then reports it unavailable', async () => {
+    const raw = rawServer([], { DATABASE_URL: 'postgres://nobody:pw-123456@127.0.0.1:1/nothing' })
+    await raw.initialize()
+    const tools = await raw.request('tools/list', {})
+    expect(tools.result.tools).toHaveLength(5)
+    const call = await raw.request('tools/call', { name: 'query', arguments: { sql: 'SELECT 1' } })
+    expect(call.result.isError).toBe(true)
+    expect(call.result.content[0].text).toMatch(/^unavailable: Cannot reach PostgreSQL/)
+    expect(raw.lines.join('\n') + raw.stderr.join('')).not.toContain('pw-123456')
+  })
+
+  it('exits with 0 within a second when stdin closes, with connections open', async () => {
+    const raw = spawnRaw(process.execPath, [BIN], { env: { DATABASE_URL: shared.url } })
+    await raw.initialize()
+    const call = await raw.request('tools/call', { name: 'list_schemas', arguments: {} })
+    expect(call.result.isError).toBeFalsy()
+    const { code, ms } = await raw.end()
+    expect(code).toBe(0)
+    expect(ms).toBeLessThan(1000)
+  })
+
+  it('exits within a second when stdin closes mid-query, and the statement stops on the server', async () => {
+    const applicationName = 'keel-mcp-e2e-exit'
+    const raw = spawnRaw(process.execPath, [BIN], {
+      env: { DATABASE_URL: withApplicationName(shared.url, applicationName) },
+    })
+    await raw.initialize()
+    raw.sendJson({
+      jsonrpc: '2.0',
+      id: 'slow',
+      method: 'tools/call',
+      params: { name: 'query', arguments: { sql: SLOW_QUERY } },
+    })
+    await waitFor(async () =>
+      (await activeBackends(shared.superuserUrl, applicationName)).length > 0 ? true : undefined,
+    )
+    const { code, ms } = await raw.end()
+    expect(code).toBe(0)
+    expect(ms).toBeLessThan(1000)
+    await waitFor(async () =>
+      (await activeBackends(shared.superuserUrl, applicationName)).length === 0 ? true : undefined,
+    )
+  })
+
+  it('stops a running statement on the server when the client cancels the call', async () => {
+    const applicationName = 'keel-mcp-e2e-cancel'
+    const raw = rawServer([], { DATABASE_URL: withApplicationName(shared.url, applicationName) })
+    await raw.initialize()
+    raw.sendJson({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'query', arguments: { sql: SLOW_QUERY } },
+    })
+    await waitFor(async () =>
+      (await activeBackends(shared.superuserUrl, applicationName)).length > 0 ? true : undefined,
+    )
+    raw.sendJson({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 7, reason: 'test' },
+    })
+    await waitFor(async () =>
+      (await activeBackends(shared.superuserUrl, applicationName)).length === 0 ? true : undefined,
+    )
+    const next = await raw.request('tools/call', { name: 'query', arguments: { sql: 'SELECT 42' } })
+    expect(next.result.structuredContent.rows).toEqual([[42]])
+  })
+
+  it('writes only JSON-RPC to stdout and never the connection string anywhere, even at debug level', async () => {
+    // The URL on argv (warned about), failures that carry connection details, and debug logging.
+    const raw = rawServer([shared.url, '--log-level', 'debug'], {})
+    await raw.initialize()
+    for (const [id, sql] of [
+      [1, 'SELECT current_user'],
+      [2, 'SELECT * FROM nope'],
+      [3, 'SELECT 1; COMMIT; DROP TABLE shop.orders'],
+      [4, "SELECT current_setting('application_name')"],
+    ] as const) {
+      await raw.request('tools/call', { name: 'query', arguments: { sql } }, id)
+    }
+    await raw.request('resources/list', {}, 5)
+    const wrong = postgresUrl({
+      user: shared.passwordRole?.user ?? shared.appRole,
+      password: 'wrong-password-123',
+      host: new URL(shared.url).hostname,
+      port: Number(new URL(shared.url).port),
+      database,
+    })
+    const failing = rawServer(['--log-level', 'debug'], { DATABASE_URL: wrong })
+    await failing.initialize()
+    const denied = await failing.request('tools/call', { name: 'query', arguments: { sql: 'SELECT 1' } })
+    expect(denied.result.content[0].text).toMatch(/^unauthenticated:/)
+    await raw.end()
+    await failing.end()
+    expectOnlyJsonRpc(raw.lines)
+    expectOnlyJsonRpc(failing.lines)
+    const everything = [...raw.lines, ...raw.stderr, ...failing.lines, ...failing.stderr].join('\n')
+    expectNoSecrets(everything)
+    expect(everything).not.toContain('wrong-password-123')
+    expect(raw.stderr.join('')).toContain('visible in process lists; prefer DATABASE_URL')
+  })
+})
+
+describe('the command line', () => {
+  const runBin = (args: string[], env: Record<string, string> = {}) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [BIN, ...args], {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let stdout = ''
+      let stderr = ''
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk
+      })
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk
+      })
+      child.on('exit', (code) => resolve({ code, stdout, stderr }))
+    })
+
+  it('prints help with the server options and exits 0', async () => {
+    const { code, stdout } = await runBin(['--help'])
+    expect(code).toBe(0)
+    expect(stdout).toContain('Usage: mcp-server-postgres [database-url...] [options]')
+    for (const flag of [
+      '--ssl-mode',
+      '--ssl-ca',
+      '--pool-size',
+      '--max-rows',
+      '--statement-timeout',
+      '--role',
+      '--schemas',
+    ])
+      expect(stdout).toContain(flag)
+    expect(stdout).toContain('DATABASE_URL')
+  })
+
+  it('prints the version from package.json', async () => {
+    const { code, stdout } = await runBin(['--version'])
+    expect(code).toBe(0)
+    expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/)
+  })
+
+  it('refuses bad config with one line on stderr that does not echo the URL', async () => {
+    const { code, stdout, stderr } = await runBin([], { DATABASE_URL: 'mysql://root:hunter22@db/x' })
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr.trim()).toBe(
+      'mcp-server-postgres: Invalid env DATABASE_URL: must be a postgres:// or postgresql:// URL',
+    )
+  })
+})
