@@ -685,6 +685,13 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
       }) as never,
     )
   }
+  // The SDK promises list-changed notifications when resources or prompts are registered; Keel's
+  // lists are fixed for the life of the process, so it promises none.
+  server.registerCapabilities({
+    tools: { listChanged: false },
+    ...(resources.length || templates.length ? { resources: { listChanged: false } } : {}),
+    ...(prompts.length ? { prompts: { listChanged: false } } : {}),
+  })
   return mcp
 }
 

@@ -319,6 +319,17 @@ describe('server identity', () => {
     expect(client.getInstructions()).toBe('Fixture talking to http://127.0.0.1:9/api')
   })
 
+  it('promises no list-changed notifications: the lists are fixed for the life of the process', async () => {
+    const { client } = await connect()
+    expect(client.getServerCapabilities()).toMatchObject({
+      tools: { listChanged: false },
+      resources: { subscribe: true, listChanged: false },
+      prompts: { listChanged: false },
+      logging: {},
+      completions: {},
+    })
+  })
+
   it('disposes dependencies when closed', async () => {
     const connection = await connectInMemory(fixture)
     await connection.close()

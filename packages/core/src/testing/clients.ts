@@ -31,6 +31,7 @@ export interface TestClient {
   setLoggingLevel(level: string): Promise<unknown>
   ping(): Promise<unknown>
   getServerVersion(): { name: string; version: string } | undefined
+  getServerCapabilities(): Record<string, any> | undefined
   getInstructions(): string | undefined
   close(): Promise<void>
 }
@@ -103,6 +104,7 @@ function adapt(client: any, generation: 'v1' | 'v2', extraClose?: () => Promise<
     setLoggingLevel: (level) => client.setLoggingLevel(level),
     ping: () => client.ping(),
     getServerVersion: () => client.getServerVersion(),
+    getServerCapabilities: () => client.getServerCapabilities(),
     getInstructions: () => client.getInstructions(),
     async close() {
       await client.close().catch(() => {})
