@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { type Connection, connectHttp, connectStdio, spawnRaw } from '@keel-mcp/core/testing'
+import { type Connection, connectHttp, connectStdio, spawnHttp, spawnRaw } from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
-const open: Array<{ close(): Promise<void> }> = []
+const open: Array<{ close(): Promise<unknown> }> = []
 afterEach(async () => {
   await Promise.all(open.splice(0).map((item) => item.close()))
 })
@@ -16,38 +16,6 @@ function expectOnlyJsonRpc(lines: string[]) {
     const message = JSON.parse(line)
     expect(message.jsonrpc).toBe('2.0')
   }
-}
-
-function spawnHttp(args: string[] = []): Promise<{ url: string; close(): Promise<void> }> {
-  const child = spawn(process.execPath, [BIN, '--transport', 'http', '--port', '0', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stderr = ''
-  let stdout = ''
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk
-  })
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL on stderr: ${stderr}`)), 10_000)
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk
-      const match = /at (http:\/\/\S+\/mcp)/.exec(stderr)
-      if (match?.[1]) {
-        clearTimeout(timer)
-        resolve({
-          url: match[1],
-          close: () =>
-            new Promise((done) => {
-              child.once('exit', () => {
-                expect(stdout).toBe('')
-                done()
-              })
-              child.kill('SIGTERM')
-            }),
-        })
-      }
-    })
-  })
 }
 
 describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s client', (generation) => {
@@ -76,7 +44,7 @@ describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s clien
 
 describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client', (generation) => {
   it('serves tools over Streamable HTTP', async () => {
-    const server = await spawnHttp()
+    const server = await spawnHttp(process.execPath, [BIN])
     open.push(server)
     const connection = await connectHttp(server.url, { generation })
     open.unshift(connection)

@@ -2,14 +2,14 @@ import { spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type Connection, connectHttp, connectStdio, spawnRaw } from '@keel-mcp/core/testing'
+import { type Connection, connectHttp, connectStdio, spawnHttp, spawnRaw } from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { call, ok } from './helpers.js'
 import { makeTree, useTempDirectories } from './temp-tree.js'
 
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
 const tempDirectory = useTempDirectories()
-const open: Array<{ close(): Promise<void> }> = []
+const open: Array<{ close(): Promise<unknown> }> = []
 afterEach(async () => {
   await Promise.all(open.splice(0).map((item) => item.close()))
 })
@@ -36,38 +36,6 @@ async function workspace() {
 function expectOnlyJsonRpc(lines: string[]) {
   expect(lines.length).toBeGreaterThan(0)
   for (const line of lines) expect(JSON.parse(line).jsonrpc).toBe('2.0')
-}
-
-function spawnHttp(args: string[]): Promise<{ url: string; close(): Promise<void> }> {
-  const child = spawn(process.execPath, [BIN, '--transport', 'http', '--port', '0', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stderr = ''
-  let stdout = ''
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk
-  })
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL on stderr: ${stderr}`)), 10_000)
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk
-      const match = /at (http:\/\/\S+\/mcp)/.exec(stderr)
-      if (match?.[1]) {
-        clearTimeout(timer)
-        resolve({
-          url: match[1],
-          close: () =>
-            new Promise((done) => {
-              child.once('exit', () => {
-                expect(stdout).toBe('')
-                done()
-              })
-              child.kill('SIGTERM')
-            }),
-        })
-      }
-    })
-  })
 }
 
 function runBin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -156,7 +124,7 @@ describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s clien
 describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client', (generation) => {
   it('serves every tool over Streamable HTTP', async () => {
     const { root } = await workspace()
-    const server = await spawnHttp([root])
+    const server = await spawnHttp(process.execPath, [BIN, root])
     open.push(server)
     const connection = await connectHttp(server.url, { generation })
     open.unshift(connection)
@@ -167,7 +135,7 @@ describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client
 describe('HTTP sessions', () => {
   it('narrow each session by its own client roots, without leaking into the others', async () => {
     const { base, root, other } = await workspace()
-    const server = await spawnHttp([base])
+    const server = await spawnHttp(process.execPath, [BIN, base])
     open.push(server)
     const first = await connectHttp(server.url, { roots: [{ uri: `file://${root}` }] })
     const second = await connectHttp(server.url, { roots: [{ uri: `file://${other}` }] })

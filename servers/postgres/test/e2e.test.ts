@@ -1,6 +1,13 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { type Connection, connectHttp, connectStdio, type RawStdio, spawnRaw } from '@keel-mcp/core/testing'
+import {
+  type Connection,
+  connectHttp,
+  connectStdio,
+  type RawStdio,
+  spawnHttp,
+  spawnRaw,
+} from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { postgresUrl, sharedPostgres, waitFor } from './harness/index.js'
 import { activeBackends, SLOW_QUERY, withApplicationName } from './helpers.js'
@@ -11,7 +18,7 @@ const shared = sharedPostgres()
 const database = new URL(shared.url).pathname.slice(1)
 const password = decodeURIComponent(new URL(shared.url).password)
 
-const open: Array<{ close(): Promise<void> }> = []
+const open: Array<{ close(): Promise<unknown> }> = []
 afterEach(async () => {
   await Promise.all(open.splice(0).map((item) => item.close()))
 })
@@ -36,42 +43,6 @@ function expectNoSecrets(text: string) {
   expect(text).not.toContain(shared.url)
   expect(text).not.toContain(password)
   expect(text).not.toContain(encodeURIComponent(password))
-}
-
-function spawnHttp(
-  env: Record<string, string>,
-): Promise<{ url: string; output(): string; close(): Promise<void> }> {
-  const child = spawn(process.execPath, [BIN, '--transport', 'http', '--port', '0'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stderr = ''
-  let stdout = ''
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk
-  })
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL on stderr: ${stderr}`)), 10_000)
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk
-      const match = /at (http:\/\/\S+\/mcp)/.exec(stderr)
-      if (match?.[1]) {
-        clearTimeout(timer)
-        resolve({
-          url: match[1],
-          output: () => stdout + stderr,
-          close: () =>
-            new Promise((done) => {
-              child.once('exit', () => {
-                expect(stdout).toBe('')
-                done()
-              })
-              child.kill('SIGTERM')
-            }),
-        })
-      }
-    })
-  })
 }
 
 describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s client', (generation) => {
@@ -117,7 +88,7 @@ describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s clien
 
 describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client', (generation) => {
   it('serves the tools over Streamable HTTP', async () => {
-    const server = await spawnHttp({ DATABASE_URL: shared.url })
+    const server = await spawnHttp(process.execPath, [BIN], { env: { DATABASE_URL: shared.url } })
     open.push(server)
     const connection = await connectHttp(server.url, { generation })
     open.unshift(connection)
@@ -126,7 +97,7 @@ describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client
       arguments: { sql: 'SELECT count(*) AS n FROM shop.orders' },
     })
     expect(result.structuredContent.rows).toEqual([['8']])
-    expectNoSecrets(server.output())
+    expectNoSecrets(server.stdout() + server.stderr())
   })
 })
 

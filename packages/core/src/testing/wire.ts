@@ -112,3 +112,76 @@ export function spawnRaw(
   }
   return raw
 }
+
+/** A server bin spawned with `--transport http --port 0`. */
+export interface SpawnedHttpServer {
+  /** The endpoint the server announced on stderr (`http://127.0.0.1:PORT/mcp`). */
+  url: string
+  child: ChildProcessWithoutNullStreams
+  /** Everything written to stdout so far (an HTTP server writes nothing there). */
+  stdout(): string
+  stderr(): string
+  /**
+   * SIGTERM, then resolves with how the process ended. Rejects when the server wrote anything to
+   * stdout: over HTTP stdout must stay empty (on stdio it carries only the protocol).
+   */
+  close(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+}
+
+/**
+ * Spawns a server bin serving Streamable HTTP on a free port and resolves once it has announced
+ * its URL (or rejects after `timeoutMs` with its stderr).
+ */
+export function spawnHttp(
+  command: string,
+  args: string[] = [],
+  options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+): Promise<SpawnedHttpServer> {
+  const child = spawn(command, [...args, '--transport', 'http', '--port', '0'], {
+    env: { ...(process.env as Record<string, string>), ...options.env },
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk
+  })
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  )
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(
+        new Error(
+          `no URL announced within ${options.timeoutMs ?? 10_000} ms; stderr: ${stderr.slice(-2000)}`,
+        ),
+      )
+    }, options.timeoutMs ?? 10_000)
+    void exited.then(({ code }) => {
+      clearTimeout(timer)
+      reject(
+        new Error(`the server exited (code ${code}) before announcing a URL; stderr: ${stderr.slice(-2000)}`),
+      )
+    })
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk
+      const match = /at (http:\/\/\S+\/mcp)/.exec(stderr)
+      if (!match?.[1]) return
+      clearTimeout(timer)
+      resolve({
+        url: match[1],
+        child,
+        stdout: () => stdout,
+        stderr: () => stderr,
+        async close() {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+          const ended = await exited
+          if (stdout !== '') throw new Error(`the HTTP server wrote to stdout: ${stdout.slice(0, 500)}`)
+          return ended
+        },
+      })
+    })
+  })
+}
