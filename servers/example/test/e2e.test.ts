@@ -1,6 +1,12 @@
-import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { type Connection, connectHttp, connectStdio, spawnHttp, spawnRaw } from '@keel-mcp/core/testing'
+import {
+  type Connection,
+  connectHttp,
+  connectStdio,
+  runProcess,
+  spawnHttp,
+  spawnRaw,
+} from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
@@ -122,21 +128,7 @@ describe('the wire, raw', () => {
 
 describe('the command line', () => {
   const runBin = (args: string[], env: Record<string, string> = {}) =>
-    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [BIN, ...args], {
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
-      let stdout = ''
-      let stderr = ''
-      child.stdout.on('data', (chunk: Buffer) => {
-        stdout += chunk
-      })
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr += chunk
-      })
-      child.on('exit', (code) => resolve({ code, stdout, stderr }))
-    })
+    runProcess(process.execPath, [BIN, ...args], { env })
 
   it('prints help and exits 0', async () => {
     const { code, stdout } = await runBin(['--help'])

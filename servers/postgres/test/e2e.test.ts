@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import {
   type Connection,
   connectHttp,
   connectStdio,
   type RawStdio,
+  runProcess,
   spawnHttp,
   spawnRaw,
 } from '@keel-mcp/core/testing'
@@ -208,21 +208,7 @@ describe('the process', () => {
 
 describe('the command line', () => {
   const runBin = (args: string[], env: Record<string, string> = {}) =>
-    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [BIN, ...args], {
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
-      let stdout = ''
-      let stderr = ''
-      child.stdout.on('data', (chunk: Buffer) => {
-        stdout += chunk
-      })
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr += chunk
-      })
-      child.on('exit', (code) => resolve({ code, stdout, stderr }))
-    })
+    runProcess(process.execPath, [BIN, ...args], { env })
 
   it('prints help with the server options and exits 0', async () => {
     const { code, stdout } = await runBin(['--help'])

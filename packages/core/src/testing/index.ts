@@ -17,4 +17,4 @@ export {
   type TestClient,
 } from './clients.js'
 export { checkToolContract, TOOL_NAME_PATTERN, toolListSnapshot } from './contract.js'
-export { type RawStdio, type SpawnedHttpServer, spawnHttp, spawnRaw } from './wire.js'
+export { type RawStdio, runProcess, type SpawnedHttpServer, spawnHttp, spawnRaw } from './wire.js'

@@ -185,3 +185,38 @@ export function spawnHttp(
     })
   })
 }
+
+/** Runs a command to completion (stdin closed) and collects its output: for `--help`, bad config, scripts. */
+export function runProcess(
+  command: string,
+  args: string[] = [],
+  options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      env: { ...(process.env as Record<string, string>), ...options.env },
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk
+    })
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk
+    })
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`${command} did not finish within ${options.timeoutMs ?? 30_000} ms; stderr: ${stderr.slice(-2000)}`))
+    }, options.timeoutMs ?? 30_000)
+    child.once('error', (error) => {
+      clearTimeout(timer)
+      reject(error)
+    })
+    child.once('close', (code, signal) => {
+      clearTimeout(timer)
+      resolve({ code, signal, stdout, stderr })
+    })
+  })
+}
