@@ -208,7 +208,11 @@ export function runProcess(
     })
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
-      reject(new Error(`${command} did not finish within ${options.timeoutMs ?? 30_000} ms; stderr: ${stderr.slice(-2000)}`))
+      reject(
+        new Error(
+          `${command} did not finish within ${options.timeoutMs ?? 30_000} ms; stderr: ${stderr.slice(-2000)}`,
+        ),
+      )
     }, options.timeoutMs ?? 30_000)
     child.once('error', (error) => {
       clearTimeout(timer)
