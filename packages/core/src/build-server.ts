@@ -564,11 +564,18 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     )
   }
   for (const template of templates) {
-    const complete: Record<string, (value: string) => Promise<string[]>> = {}
+    const complete: Record<
+      string,
+      (value: string, completionContext?: { arguments?: Record<string, string> }) => Promise<string[]>
+    > = {}
     for (const [variable, completer] of Object.entries(template.complete ?? {})) {
-      complete[variable] = async (value) => {
+      complete[variable] = async (value, completionContext) => {
         try {
-          return (await completer(value, handlerContext(runtime.shutdownSignal))).slice(0, 100)
+          const context = {
+            ...handlerContext(runtime.shutdownSignal),
+            arguments: completionContext?.arguments ?? {},
+          }
+          return (await completer(value, context)).slice(0, 100)
         } catch {
           return []
         }

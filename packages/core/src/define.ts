@@ -186,8 +186,17 @@ export interface ResourceTemplateSpec<D> {
   mimeType?: string
   /** Lists concrete resources (paginated by the server as it sees fit). */
   list?(context: HandlerContext<D>): Promise<ListedResource[]> | ListedResource[]
-  /** Completions for template variables. */
-  complete?: Record<string, (value: string, context: HandlerContext<D>) => Promise<string[]> | string[]>
+  /**
+   * Completions for template variables. `context.arguments` holds the values the client already
+   * chose for the other variables (e.g. the schema when completing a table name).
+   */
+  complete?: Record<
+    string,
+    (
+      value: string,
+      context: HandlerContext<D> & { arguments: Record<string, string> },
+    ) => Promise<string[]> | string[]
+  >
   read(
     uri: URL,
     variables: Record<string, string | string[]>,

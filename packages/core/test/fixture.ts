@@ -182,6 +182,19 @@ export const fixture = defineServer<FixtureDeps, FixtureOptions>({
         return () => {}
       },
     },
+    {
+      name: 'shelf-item',
+      uriTemplate: 'fixture://shelves/{shelf}/{item}',
+      description: 'An item on a shelf',
+      complete: {
+        shelf: (value) => ['a', 'b'].filter((shelf) => shelf.startsWith(value)),
+        item: (value, { arguments: chosen }) =>
+          (chosen.shelf === 'b' ? ['bolt', 'bracket'] : ['anchor', 'axle', 'bolt']).filter((item) =>
+            item.startsWith(value),
+          ),
+      },
+      read: (uri) => [{ uri: uri.href, text: 'on the shelf' }],
+    },
   ],
   prompts: [
     {

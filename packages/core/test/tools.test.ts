@@ -296,6 +296,18 @@ describe('resources, prompts and completions', () => {
     expect(templateCompletion.completion.values).toEqual(['1', '10'])
   })
 
+  it('completes a template variable using the values already chosen for the others', async () => {
+    const { client } = await connect()
+    const complete = (shelf: string | undefined) =>
+      client.complete({
+        ref: { type: 'ref/resource', uri: 'fixture://shelves/{shelf}/{item}' },
+        argument: { name: 'item', value: 'b' },
+        ...(shelf ? { context: { arguments: { shelf } } } : {}),
+      })
+    expect((await complete('b')).completion.values).toEqual(['bolt', 'bracket'])
+    expect((await complete(undefined)).completion.values).toEqual(['bolt'])
+  })
+
   it('refuses a subscription the server declines with a JSON-RPC error', async () => {
     const { client } = await connect()
     await client.subscribeResource({ uri: 'fixture://items/1' })

@@ -49,9 +49,13 @@ export const tableResource: ResourceTemplateSpec<PostgresDeps> = {
         .filter((schema) => !schema.system)
         .map((schema) => schema.name)
         .filter(startsWith(value)),
-    table: async (value, { deps }) => {
-      // Completion gets only this variable's value, so names come from every visible schema.
-      const page = await deps.db.listTables({ pattern: `${value}*`, limit: 100 })
+    table: async (value, { deps, arguments: chosen }) => {
+      // Names come from the schema the client already chose, or from every visible schema.
+      const page = await deps.db.listTables({
+        pattern: `${value}*`,
+        limit: 100,
+        ...(chosen.schema ? { schema: chosen.schema } : {}),
+      })
       return [...new Set(page.tables.map((table) => table.name))]
     },
   },

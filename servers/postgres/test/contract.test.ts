@@ -570,6 +570,17 @@ describe('resources', () => {
     expect(await complete('schema', 'an')).toEqual(['analytics'])
     expect(await complete('table', 'order')).toEqual(['order_items', 'order_totals', 'orders'])
   })
+
+  it('completes table names within the schema the client already chose', async () => {
+    const c = await client()
+    const ref = { type: 'ref/resource', uri: 'postgres://{database}/{schema}/{table}' }
+    const tables = async (schema: string) =>
+      (await c.complete({ ref, argument: { name: 'table', value: '' }, context: { arguments: { schema } } }))
+        .completion.values
+    expect(await tables('shop')).toEqual(expect.arrayContaining(['orders', 'order_items', 'order_totals']))
+    expect(await tables('analytics')).toEqual(expect.arrayContaining(['events', 'daily_revenue']))
+    expect(await tables('analytics')).not.toContain('orders')
+  })
 })
 
 describe('client generations and eras', () => {
