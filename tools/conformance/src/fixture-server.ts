@@ -307,6 +307,126 @@ const missingCapability = defineTool({
   },
 })
 
+// Tools of the 2026-07-28 `input-required-result-*` scenarios (SEP-2322, multi round-trip
+// requests). On 2026-07-28 requests core turns ctx.client.elicit()/sample() into input_required
+// rounds: the embedded request keys are core's own (`keel_elicit_<n>`, `keel_sample_<n>`), one
+// question per round, and requestState appears only once there are earlier answers to carry.
+
+const nameSchema = {
+  type: 'object',
+  properties: { name: { type: 'string' } },
+  required: ['name'],
+} as const
+
+type ElicitAnswer = { action: string; content?: Record<string, unknown> }
+type SampleAnswer = { content?: { type?: string; text?: string } }
+
+const inputRequiredElicitation = defineTool({
+  name: 'test_input_required_result_elicitation',
+  title: 'Input required: elicitation',
+  description: 'Asks the user for a name through one input_required round, then greets them.',
+  input: {},
+  annotations: { readOnlyHint: true, openWorldHint: true },
+  async run(_args, { client }) {
+    const result = (await client.elicit({
+      message: 'What is your name?',
+      requestedSchema: nameSchema,
+    })) as ElicitAnswer
+    return { text: `Hello, ${String(result.content?.name ?? 'stranger')}!` }
+  },
+})
+
+const inputRequiredSampling = defineTool({
+  name: 'test_input_required_result_sampling',
+  title: 'Input required: sampling',
+  description: "Asks the client's model a question through one input_required round.",
+  input: {},
+  annotations: { readOnlyHint: true, openWorldHint: true },
+  async run(_args, { client }) {
+    const result = (await client.sample({
+      messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
+      maxTokens: 100,
+    })) as SampleAnswer
+    const text = result.content?.type === 'text' ? result.content.text : JSON.stringify(result.content)
+    return { text: `Model answered: ${text}` }
+  },
+})
+
+const inputRequiredRequestState = defineTool({
+  name: 'test_input_required_result_request_state',
+  title: 'Input required: request state',
+  description: 'Asks for a confirmation; the retry must echo the requestState of the round.',
+  input: {},
+  annotations: { readOnlyHint: true, openWorldHint: true },
+  async run(_args, { client }) {
+    const result = (await client.elicit({
+      message: 'Please confirm',
+      requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+    })) as ElicitAnswer
+    return { text: `state-ok: action=${result.action}, ok=${String(result.content?.ok)}` }
+  },
+})
+
+const inputRequiredMultiRound = defineTool({
+  name: 'test_input_required_result_multi_round',
+  title: 'Input required: multi round',
+  description: 'Asks for a name, then a favourite colour, one input_required round each.',
+  input: {},
+  annotations: { readOnlyHint: true, openWorldHint: true },
+  async run(_args, { client }) {
+    const step1 = (await client.elicit({
+      message: 'Step 1: What is your name?',
+      requestedSchema: nameSchema,
+    })) as ElicitAnswer
+    const step2 = (await client.elicit({
+      message: 'Step 2: What is your favorite color?',
+      requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
+    })) as ElicitAnswer
+    return { text: `${String(step1.content?.name)} likes ${String(step2.content?.color)}` }
+  },
+})
+
+const inputRequiredTamperedState = defineTool({
+  name: 'test_input_required_result_tampered_state',
+  title: 'Input required: tampered state',
+  description: 'Asks for a confirmation; a retry with an altered requestState must be rejected.',
+  input: {},
+  annotations: { readOnlyHint: true, openWorldHint: true },
+  async run(_args, { client }) {
+    const result = (await client.elicit({
+      message: 'Please confirm',
+      requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+    })) as ElicitAnswer
+    return { text: `confirmed: action=${result.action}` }
+  },
+})
+
+const inputRequiredCapabilities = defineTool({
+  name: 'test_input_required_result_capabilities',
+  title: 'Input required: capabilities',
+  description: 'Asks only through what the request declared: sampling, else elicitation, else nothing.',
+  input: {},
+  annotations: { readOnlyHint: true, openWorldHint: true },
+  async run(_args, { client }) {
+    const declared = client.capabilities ?? {}
+    if (declared.sampling) {
+      const result = (await client.sample({
+        messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }],
+        maxTokens: 50,
+      })) as SampleAnswer
+      return { text: `sampled: ${result.content?.text ?? ''}` }
+    }
+    if (declared.elicitation) {
+      const result = (await client.elicit({
+        message: 'What is your name?',
+        requestedSchema: nameSchema,
+      })) as ElicitAnswer
+      return { text: `elicited: action=${result.action}` }
+    }
+    return { text: 'The client declared neither sampling nor elicitation; nothing to ask.' }
+  },
+})
+
 const streamingElicitation = defineTool({
   name: 'test_streaming_elicitation',
   title: 'Streaming elicitation',
@@ -363,6 +483,12 @@ export const server = defineServer({
     missingCapability,
     streamingElicitation,
     loggingTool,
+    inputRequiredElicitation,
+    inputRequiredSampling,
+    inputRequiredRequestState,
+    inputRequiredMultiRound,
+    inputRequiredTamperedState,
+    inputRequiredCapabilities,
   ],
   resources: [
     {
