@@ -17,6 +17,7 @@ import { z } from 'zod'
 import type { ParsedConfig } from './config.js'
 import type {
   AnyTool,
+  AskOptions,
   ClientAccess,
   ClientRoot,
   ContentBlock,
@@ -184,9 +185,11 @@ function servesModernEra(server: McpServer['server']): boolean {
 
 /**
  * The client access of one 2026-07-28 tool call. Sampling and elicitation become embedded
- * requests of an `input_required` result; on the retry, the n-th `sample()`/`elicit()` call of
- * the run reads the n-th answer. Tools therefore ask before they act: everything before the
- * question runs again on the retry.
+ * requests of an `input_required` result; on the retry the tool runs again from the start and
+ * each question finds its answer by key (the n-th question of the run by default). Tools therefore
+ * ask before they act: everything before the question runs again on the retry. Every
+ * `input_required` result carries a signed `requestState` holding the answers to the questions
+ * asked so far, and only those: keys the tool never asked for are not carried.
  */
 function modernClientAccess(
   base: ClientAccess,
@@ -198,7 +201,19 @@ function modernClientAccess(
 ): ClientAccess {
   const capabilities = mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY] as Record<string, unknown> | undefined
   const answers: Record<string, unknown> = { ...mcpReq.requestState?.()?.answers, ...mcpReq.inputResponses }
+  const carried: Record<string, unknown> = {}
+  const used = new Set<string>()
   let asked = 0
+  const keyFor = (kind: 'sample' | 'elicit', options: AskOptions | undefined): string => {
+    const key = options?.key ?? `keel_${kind}_${asked}`
+    asked++
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(key)) {
+      throw new ToolError('internal', `invalid question key "${key.slice(0, 80)}"`)
+    }
+    if (used.has(key)) throw new ToolError('internal', `question key "${key}" used twice in one call`)
+    used.add(key)
+    return key
+  }
   return {
     get info() {
       return base.info
@@ -208,18 +223,23 @@ function modernClientAccess(
     roots: async () => undefined,
     // A question for a capability the request did not declare still goes out as an embedded
     // request: the SDK refuses it with -32021 (missing client capability), as 2026-07-28 requires.
-    async sample(params) {
-      const key = `keel_sample_${asked++}`
+    async sample(params, options) {
+      const key = keyFor('sample', options)
       const view = inputResponse(answers, key)
-      if (view.kind === 'sampling') return view.result
-      throw new InputNeeded({ [key]: inputRequired.createMessage(params as never) }, answers)
+      if (view.kind === 'sampling') {
+        carried[key] = answers[key]
+        return view.result
+      }
+      throw new InputNeeded({ [key]: inputRequired.createMessage(params as never) }, carried)
     },
-    async elicit(params) {
-      const key = `keel_elicit_${asked++}`
+    async elicit(params, options) {
+      const key = keyFor('elicit', options)
       const view = inputResponse(answers, key)
-      if (view.kind === 'elicit')
+      if (view.kind === 'elicit') {
+        carried[key] = answers[key]
         return { action: view.action, ...(view.content ? { content: view.content } : {}) }
-      throw new InputNeeded({ [key]: inputRequired.elicit(params as never) }, answers)
+      }
+      throw new InputNeeded({ [key]: inputRequired.elicit(params as never) }, carried)
     },
   }
 }
@@ -476,12 +496,10 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     } catch (error) {
       if (error instanceof InputNeeded) {
         outcome = 'input_required'
-        const requestState = Object.keys(error.answers).length
-          ? await requestStateCodec().mint({ answers: error.answers })
-          : undefined
+        const requestState = await requestStateCodec().mint({ answers: error.answers })
         return inputRequired({
           inputRequests: error.requests,
-          ...(requestState ? { requestState } : {}),
+          requestState,
         }) as never
       }
       let toolError: ToolError

@@ -70,14 +70,24 @@ export interface ClientAccess {
   roots(): Promise<ClientRoot[] | undefined>
   /**
    * Asks the client's model for a completion (sampling). Rejects with a `ToolError`
-   * (`unavailable`) when the client did not declare sampling.
+   * (`unavailable`) when a 2025-era client did not declare sampling.
    */
-  sample(params: Record<string, unknown>): Promise<unknown>
+  sample(params: Record<string, unknown>, options?: AskOptions): Promise<unknown>
   /**
    * Asks the user for input through the client (elicitation). Rejects with a `ToolError`
-   * (`unavailable`) when the client did not declare elicitation.
+   * (`unavailable`) when a 2025-era client did not declare elicitation.
    */
-  elicit(params: Record<string, unknown>): Promise<unknown>
+  elicit(params: Record<string, unknown>, options?: AskOptions): Promise<unknown>
+}
+
+/** Options of {@link ClientAccess.sample} and {@link ClientAccess.elicit}. */
+export interface AskOptions {
+  /**
+   * On 2026-07-28 requests, the name of the embedded request in the `input_required` result
+   * (`[A-Za-z0-9_.-]`, at most 64 characters). Default: `keel_elicit_<n>` / `keel_sample_<n>`
+   * for the n-th question of the call. Ignored on 2025-era connections.
+   */
+  key?: string
 }
 
 /** The per-call context a tool receives. */

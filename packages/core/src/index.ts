@@ -26,6 +26,7 @@ export {
 } from './config.js'
 export {
   type AnyTool,
+  type AskOptions,
   type ClientAccess,
   type ClientRoot,
   type ContentBlock,

@@ -102,11 +102,26 @@ const askBoth = defineTool({
 })
 let runs = 0
 
+const askNamed = defineTool({
+  name: 'ask_named',
+  title: 'Ask named',
+  description: 'Asks under a key of its choosing.',
+  input: {},
+  annotations: { readOnlyHint: true, openWorldHint: true },
+  async run(_args, { client }) {
+    const answer = (await client.elicit(
+      { message: 'Name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } },
+      { key: 'user_name' },
+    )) as { content?: { name?: string } }
+    return { text: `hello ${answer.content?.name}` }
+  },
+})
+
 const modernSpec = defineServer({
   name: 'client-access-modern',
   version: '0.0.0',
   description: 'Tools that ask the client, on 2026-07-28.',
-  tools: [askModel, askUser, askBoth],
+  tools: [askModel, askUser, askBoth, askNamed],
   createDeps: () => ({}),
 })
 
@@ -143,6 +158,12 @@ describe('ClientAccess on 2026-07-28 requests (input_required rounds)', () => {
     const result = await client.callTool({ name: 'ask_both' })
     expect(result.content[0].text).toBe('tides: ok (Write about tides)')
     expect(runs).toBe(3)
+  })
+
+  it('asks under the key the tool chose', async () => {
+    const client = await connectModern({ onElicit: () => ({ action: 'accept', content: { name: 'Lin' } }) })
+    const result = await client.callTool({ name: 'ask_named' })
+    expect(result.content[0].text).toBe('hello Lin')
   })
 
   it('refuses with -32021 when the request declares no sampling capability', async () => {

@@ -328,10 +328,11 @@ const inputRequiredElicitation = defineTool({
   input: {},
   annotations: { readOnlyHint: true, openWorldHint: true },
   async run(_args, { client }) {
-    const result = (await client.elicit({
-      message: 'What is your name?',
-      requestedSchema: nameSchema,
-    })) as ElicitAnswer
+    // The suite names this question "user_name".
+    const result = (await client.elicit(
+      { message: 'What is your name?', requestedSchema: nameSchema },
+      { key: 'user_name' },
+    )) as ElicitAnswer
     return { text: `Hello, ${String(result.content?.name ?? 'stranger')}!` }
   },
 })
