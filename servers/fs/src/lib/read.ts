@@ -6,6 +6,7 @@ import {
   looksBinary,
   openForRead,
   readFileBounded,
+  readRange,
   sniffLength,
   sniffMimeType,
 } from './safe-io.js'
@@ -171,15 +172,7 @@ async function readForward(
   }
 
   // Phase 2: read the range in one go.
-  let data = Buffer.allocUnsafe(end - start)
-  let filled = 0
-  while (filled < data.length) {
-    signal?.throwIfAborted()
-    const { bytesRead } = await handle.read(data, filled, data.length - filled, start + filled)
-    if (bytesRead === 0) break
-    filled += bytesRead
-  }
-  data = data.subarray(0, filled)
+  let data = await readRange(handle, start, end - start, signal)
   if (lineCut) data = data.subarray(0, completeUtf8Length(data))
   const text = data.toString('utf8')
 
@@ -251,15 +244,7 @@ async function readTail(
       lineCut = true
     }
   }
-  let data = Buffer.allocUnsafe(size - start)
-  let filled = 0
-  while (filled < data.length) {
-    signal?.throwIfAborted()
-    const { bytesRead } = await handle.read(data, filled, data.length - filled, start + filled)
-    if (bytesRead === 0) break
-    filled += bytesRead
-  }
-  data = data.subarray(0, filled)
+  let data = await readRange(handle, start, size - start, signal)
   if (lineCut) {
     // Do not start in the middle of a multi-byte character.
     let skip = 0

@@ -144,15 +144,7 @@ export async function readFileBounded(
         `File is ${stats.size} bytes, over the limit of ${options.maxBytes} bytes: ${file.path}`,
       )
     }
-    const data = Buffer.allocUnsafe(stats.size)
-    let filled = 0
-    while (filled < data.length) {
-      options.signal?.throwIfAborted()
-      const { bytesRead } = await handle.read(data, filled, Math.min(data.length - filled, 1 << 20), filled)
-      if (bytesRead === 0) break
-      filled += bytesRead
-    }
-    return { data: filled === data.length ? data : data.subarray(0, filled), stats }
+    return { data: await readRange(handle, 0, stats.size, options.signal), stats }
   } finally {
     await handle.close().catch(() => {})
   }
@@ -401,4 +393,25 @@ function isSvg(head: Uint8Array): boolean {
     text = text.slice(prolog[0].length)
   }
   return /^<svg[\s>]/i.test(text)
+}
+
+/**
+ * Reads `length` bytes at `start` from an open file, in chunks of at most 1 MiB, checking the signal
+ * between chunks. Returns fewer bytes when the file is shorter than expected (it shrank meanwhile).
+ */
+export async function readRange(
+  handle: FileHandle,
+  start: number,
+  length: number,
+  signal?: AbortSignal,
+): Promise<Buffer> {
+  const data = Buffer.allocUnsafe(length)
+  let filled = 0
+  while (filled < length) {
+    signal?.throwIfAborted()
+    const { bytesRead } = await handle.read(data, filled, Math.min(length - filled, 1 << 20), start + filled)
+    if (bytesRead === 0) break
+    filled += bytesRead
+  }
+  return filled === length ? data : data.subarray(0, filled)
 }
