@@ -108,6 +108,7 @@ export async function run<D, C>(
     runtime = await prepare(spec, { ...options, shutdownSignal: shutdownController.signal })
   } catch (error) {
     if (error instanceof EarlyExit) {
+      // --help and --version: the process serves no protocol, so their text goes to stdout as CLIs expect.
       ;(options.print ?? ((text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`)))(
         error.text,
       )
