@@ -25,6 +25,7 @@ import type {
   PromptSpec,
   ResourceContents,
   ServerSpec,
+  SessionAccess,
   ToolContext,
 } from './define.js'
 import { errorReference, formatToolError, isAbortError, mapSystemError, ToolError } from './errors.js'
@@ -51,6 +52,13 @@ export interface Runtime<D, C> {
 export interface InstanceOptions {
   /** Forward process-wide warnings and errors to this client (stdio: there is only one). */
   forwardProcessLogs?: boolean
+  /**
+   * What one instance serves: the stdio connection, a 2025-era HTTP session, or a single HTTP
+   * request (2026-07-28 or stateless). Decides `ToolContext.session.id`. Default `request`.
+   */
+  connection?: 'stdio' | 'session' | 'request'
+  /** The id of a `stdio` connection (default `stdio`); in-memory test connections set their own. */
+  connectionId?: string
 }
 
 interface ToolPlan {
@@ -330,6 +338,28 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
   )
   const server = mcp.server
   const state: InstanceState = { clientLevel: undefined, roots: undefined, subscriptions: new Map() }
+  const connection = options.connection ?? 'request'
+  const closers: Array<() => void | Promise<void>> = []
+  const closedBefore = server.onclose
+  server.onclose = () => {
+    closedBefore?.()
+    for (const closer of closers.splice(0)) {
+      Promise.resolve()
+        .then(closer)
+        .catch((error: unknown) => logger.warn('a connection cleanup failed', { error }))
+    }
+  }
+  const sessionFor = (sessionId: string | undefined): SessionAccess => ({
+    id:
+      connection === 'stdio'
+        ? (options.connectionId ?? 'stdio')
+        : connection === 'session'
+          ? sessionId
+          : undefined,
+    onClose(callback) {
+      closers.push(callback)
+    },
+  })
 
   const client: ClientAccess = {
     get info() {
@@ -453,6 +483,8 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
       log: callLogger,
       client: servesModernEra(server) ? modernClientAccess(client, ctx.mcpReq as never) : client,
       requestId: ctx.mcpReq.id,
+      session: sessionFor(ctx.sessionId),
+      auth: ctx.http?.authInfo?.token ? { token: ctx.http.authInfo.token } : undefined,
       async progress(progress, total, message) {
         // Progress must increase for one token; late or repeated values are dropped, not sent.
         if (progressToken === undefined || progress <= lastProgress || controller.signal.aborted) return

@@ -104,6 +104,34 @@ export interface ToolContext<D> {
   readonly client: ClientAccess
   /** The JSON-RPC id of this call. */
   readonly requestId: string | number
+  /** The client connection this call belongs to (for per-client state such as a browser context). */
+  readonly session: SessionAccess
+  /**
+   * The bearer credential presented with this HTTP request, if any. Used by servers that act with
+   * each caller's own credential (e.g. a GitHub token per request); never log it.
+   */
+  readonly auth: RequestAuth | undefined
+}
+
+/** The client connection a call belongs to. */
+export interface SessionAccess {
+  /**
+   * A stable id for the connection: `stdio` on stdio, the `Mcp-Session-Id` of a 2025-era HTTP
+   * session, and `undefined` for a request served on its own (2026-07-28 or `--stateless` HTTP),
+   * which belongs to no connection.
+   */
+  readonly id: string | undefined
+  /**
+   * Runs `callback` once when the connection ends (session closed or reaped, stdin closed, the
+   * request answered for a request served on its own, or process shutdown). Errors are logged.
+   */
+  onClose(callback: () => void | Promise<void>): void
+}
+
+/** A bearer credential presented on an HTTP request. */
+export interface RequestAuth {
+  /** The raw token, exactly as presented after `Bearer `. */
+  readonly token: string
 }
 
 /** A tool definition. Create with {@link defineTool} or a {@link toolFactory}. */

@@ -56,6 +56,18 @@ function digest(value: string): Buffer {
 
 class BodyTooLarge extends Error {}
 
+/**
+ * Hands the request's bearer credential to the SDK (`req.auth` becomes the handler's `authInfo`),
+ * so a tool can act with the caller's own credential (`ToolContext.auth`). It is never logged.
+ */
+function attachBearer(req: IncomingMessage): void {
+  const header = req.headers.authorization
+  const token = typeof header === 'string' ? /^bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined
+  ;(req as IncomingMessage & { auth?: { token: string; clientId: string; scopes: string[] } }).auth = token
+    ? { token, clientId: 'bearer', scopes: [] }
+    : undefined
+}
+
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'])
   if (Number.isFinite(declared) && declared > limit) throw new BodyTooLarge()
@@ -93,7 +105,7 @@ export async function serveHttp<D, C>(
   )
   const expectedToken = config.authToken ? digest(config.authToken) : undefined
   const onerror = (error: Error) => logger.debug('http transport error', { error: error.message })
-  const factory = () => createInstance(runtime)
+  const factory = () => createInstance(runtime, { connection: 'request' })
   const perRequest = createMcpHandler(factory, {
     legacy: config.stateless ? 'stateless' : 'reject',
     onerror,
@@ -235,7 +247,7 @@ export async function serveHttp<D, C>(
       })
       return
     }
-    const server = createInstance(runtime, { forwardProcessLogs: false })
+    const server = createInstance(runtime, { forwardProcessLogs: false, connection: 'session' })
     const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       eventStore: new BoundedEventStore(),
@@ -244,7 +256,8 @@ export async function serveHttp<D, C>(
         logger.debug('session opened', { session: id })
       },
       onsessionclosed: (id) => {
-        sessions.delete(id)
+        // DELETE ends the session: close its server too, so its per-connection cleanups run.
+        if (sessions.delete(id)) void server.close().catch(() => {})
         logger.debug('session closed', { session: id })
       },
     })
@@ -289,6 +302,7 @@ export async function serveHttp<D, C>(
       })
       return
     }
+    attachBearer(req)
     handleMcp(req, res).catch((error: unknown) => {
       logger.error('http request failed', { error })
       if (!res.headersSent) sendJson(res, 500, errorResponse(null, -32603, 'Internal error'))

@@ -188,7 +188,7 @@ export async function run<D, C>(
       )
     } else {
       const transport = new LineTransport({ onEnd: () => exitAfter('stdin closed', 0) })
-      stdio = serveStdio(() => createInstance(runtime, { forwardProcessLogs: true }), {
+      stdio = serveStdio(() => createInstance(runtime, { forwardProcessLogs: true, connection: 'stdio' }), {
         transport,
         onerror: (error) => logger.debug('stdio error', { error: error.message }),
       })

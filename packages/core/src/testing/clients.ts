@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { Client, InMemoryTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
 import { createMcpHandler } from '@modelcontextprotocol/server'
@@ -170,7 +171,7 @@ export async function connectInMemory<D, C>(
     await spec.dispose?.(runtime.deps)
   }
   if (options.era === 'modern') {
-    const handler = createMcpHandler(() => createInstance(runtime))
+    const handler = createMcpHandler(() => createInstance(runtime, { connection: 'request' }))
     const client = v2Client(options)
     await client.connect(
       new StreamableHTTPClientTransport(new URL('http://in-memory.test/mcp'), {
@@ -184,7 +185,11 @@ export async function connectInMemory<D, C>(
     return { client: adapted, close: () => adapted.close(), runtime }
   }
   const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair()
-  const server = createInstance(runtime, { forwardProcessLogs: true })
+  const server = createInstance(runtime, {
+    forwardProcessLogs: true,
+    connection: 'stdio',
+    connectionId: `memory-${randomUUID()}`,
+  })
   await server.connect(serverTransport)
   let adapted: TestClient
   if (options.generation === 'v1') {
@@ -265,10 +270,15 @@ export async function connectHttp(url: string, options: HttpOptions = {}): Promi
     const client = await v1Client(options)
     const transport = new V1Http(new URL(url), requestInit ? { requestInit } : {})
     await client.connect(transport as never)
-    const adapted = adapt(client, 'v1', async () => {
-      await transport.terminateSession().catch(() => {})
-    })
-    return { client: adapted, close: () => adapted.close() }
+    const adapted = adapt(client, 'v1')
+    return {
+      client: adapted,
+      // End the session (DELETE) while the transport still knows its id, then close.
+      async close() {
+        await transport.terminateSession().catch(() => {})
+        await adapted.close()
+      },
+    }
   }
   const client = v2Client(options)
   const transport = new StreamableHTTPClientTransport(new URL(url), requestInit ? { requestInit } : {})
