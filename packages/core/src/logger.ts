@@ -219,3 +219,18 @@ export function createLogger(options: LoggerOptions = {}, env: NodeJS.ProcessEnv
 }
 
 export { parseLevel as parseLogLevel }
+
+/** A log record as the data of an MCP `notifications/message`: stacks stay on stderr. */
+export function logData(record: LogRecord): unknown {
+  const { time: _time, level: _level, logger: _logger, msg, ...fields } = record
+  for (const [key, value] of Object.entries(fields)) {
+    // Stacks stay on stderr: the client gets the message only.
+    if (value && typeof value === 'object' && 'stack' in value) {
+      fields[key] = {
+        name: (value as { name?: unknown }).name,
+        message: (value as { message?: unknown }).message,
+      }
+    }
+  }
+  return Object.keys(fields).length ? { message: msg, ...fields } : msg
+}

@@ -1,0 +1,61 @@
+import type { McpServer } from '@modelcontextprotocol/server'
+import type { ParsedConfig } from './config.js'
+import type {
+  AnyTool,
+  ClientAccess,
+  ClientRoot,
+  HandlerContext,
+  ServerSpec,
+  SessionAccess,
+} from './define.js'
+import { mapSystemError, ToolError } from './errors.js'
+import type { Logger, McpLogLevel } from './logger.js'
+
+/** What every server instance of one process shares. */
+export interface Runtime<D, C> {
+  spec: ServerSpec<D, C>
+  config: ParsedConfig<C>
+  deps: D
+  logger: Logger
+  /** The tools left after toolsets, read-only and allow/deny filtering. */
+  tools: AnyTool<D>[]
+  /** Aborted when the process shuts down: running calls stop. */
+  shutdownSignal: AbortSignal
+}
+
+/** Options of one server instance. */
+export interface InstanceOptions {
+  /** Forward process-wide warnings and errors to this client (stdio: there is only one). */
+  forwardProcessLogs?: boolean
+  /**
+   * What one instance serves: the stdio connection, a 2025-era HTTP session, or a single HTTP
+   * request (2026-07-28 or stateless). Decides `ToolContext.session.id`. Default `request`.
+   */
+  connection?: 'stdio' | 'session' | 'request'
+  /** The id of a `stdio` connection (default `stdio`); in-memory test connections set their own. */
+  connectionId?: string
+}
+
+/** Per-connection state of one instance. */
+export interface InstanceState {
+  clientLevel: McpLogLevel | undefined
+  roots: Promise<ClientRoot[] | undefined> | undefined
+  subscriptions: Map<string, () => void>
+}
+
+/** What the tool, resource and prompt registrations of one instance share. */
+export interface InstanceParts<D, C> {
+  runtime: Runtime<D, C>
+  mcp: McpServer
+  state: InstanceState
+  /** The client of this connection (2025-era access; a 2026-07-28 call wraps it per request). */
+  client: ClientAccess
+  handlerContext(signal: AbortSignal): HandlerContext<D>
+  sessionFor(sessionId: string | undefined): SessionAccess
+}
+
+/** A server's own mapping first, then errno codes; `undefined` when nothing recognises the error. */
+export function mapError<D, C>(runtime: Runtime<D, C>, error: unknown): ToolError | undefined {
+  if (ToolError.is(error)) return error
+  return runtime.spec.mapError?.(error) ?? mapSystemError(error)
+}
