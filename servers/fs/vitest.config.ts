@@ -1,5 +1,7 @@
 import { defineProject } from 'vitest/config'
+import { workspaceSource } from '../../vitest.shared.ts'
 
 export default defineProject({
+  ...workspaceSource,
   test: { name: 'fs', include: ['src/**/*.test.ts', 'test/**/*.test.ts'], testTimeout: 30_000 },
 })

@@ -1,6 +1,8 @@
 import { defineProject } from 'vitest/config'
+import { workspaceSource } from '../../vitest.shared.ts'
 
 export default defineProject({
+  ...workspaceSource,
   test: {
     name: 'postgres',
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],

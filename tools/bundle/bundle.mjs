@@ -33,6 +33,9 @@ const result = await build({
   format: 'cjs',
   target: 'node20',
   external,
+  // Workspace packages export their TypeScript sources under this condition (see vitest.shared.ts):
+  // a server bundles core from source, so a fresh clone needs no build of core first.
+  conditions: ['keel-source'],
   splitting: false,
   // Smaller source compiles faster at every start; stacks stay readable enough for the logs.
   minify: true,

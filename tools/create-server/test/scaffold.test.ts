@@ -17,14 +17,27 @@ const DESCRIPTION = 'Weather alerts for a region, from a public API.'
 const PACKAGE = `@keel-mcp/server-${SLUG}`
 
 let copy = ''
+let coreBuiltBefore = true
 let scaffoldRun: ReturnType<typeof run>
-let buildRun: ReturnType<typeof run>
+let nextSteps: string[] = []
+let stepRuns: Array<ReturnType<typeof run>> = []
 
 /** Child processes get a clean environment: no vitest variables leaking into the inner vitest. */
 function childEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }
   for (const key of Object.keys(env)) if (key.startsWith('VITEST') || key === 'NODE_ENV') delete env[key]
   return env
+}
+
+/** The commands under "Next:" in the scaffolder's output, as a contributor would copy them. */
+function printedSteps(output: string): string[] {
+  const after = output.slice(output.indexOf('\nNext:\n') + '\nNext:\n'.length)
+  const steps: string[] = []
+  for (const line of after.split('\n')) {
+    if (!line.startsWith('  ')) break
+    steps.push(line.trim())
+  }
+  return steps
 }
 
 function run(command: string, args: string[], timeout = 240_000) {
@@ -40,9 +53,13 @@ beforeAll(async () => {
   await copyWorkspace(findRoot(), copy, {
     only: ['packages/core', 'tools/bundle', 'tools/create-server', 'tools/release', 'servers/example'],
   })
+  // A fresh clone: nothing is built, core's dist/ included.
+  coreBuiltBefore = existsSync(join(copy, 'packages/core/dist'))
   scaffoldRun = newServer(SLUG, '--description', DESCRIPTION)
-  buildRun = run('pnpm', ['--filter', `${PACKAGE}...`, 'run', 'build'])
-}, 300_000)
+  // The printed next steps, verbatim and in order, through a shell as a contributor runs them.
+  nextSteps = printedSteps(scaffoldRun.output)
+  stepRuns = nextSteps.map((step) => run('sh', ['-c', step]))
+}, 400_000)
 
 afterAll(async () => {
   if (copy) await rm(copy, { recursive: true, force: true })
@@ -115,16 +132,34 @@ describe('pnpm new:server in a copy of the workspace', () => {
     expect(check.status, check.output).toBe(0)
   })
 
+  it('prints next steps that are the ones docs/adding-a-server.md gives', async () => {
+    expect(coreBuiltBefore).toBe(false)
+    expect(nextSteps).toEqual([
+      `pnpm --filter ${PACKAGE} build`,
+      `pnpm --filter ${PACKAGE} test`,
+      `node servers/${SLUG}/dist/index.js --help`,
+    ])
+    const guide = await readFile(join(findRoot(), 'docs/adding-a-server.md'), 'utf8')
+    for (const step of nextSteps) expect(guide).toContain(step.replaceAll(SLUG, 'weather'))
+  })
+
+  it('runs every printed step without an error, in a copy where core was never built', () => {
+    for (const [index, step] of nextSteps.entries()) {
+      expect(stepRuns[index]?.status, `${step}\n${stepRuns[index]?.output}`).toBe(0)
+    }
+    expect(stepRuns[2]?.output).toContain(`mcp-server-${SLUG}`)
+  })
+
   it('builds a one-file bin', async () => {
-    expect(buildRun.status, buildRun.output).toBe(0)
+    expect(stepRuns[0]?.status, stepRuns[0]?.output).toBe(0)
     const bin = await readFile(join(copy, `servers/${SLUG}/dist/index.js`), 'utf8')
     expect(bin.startsWith('#!/usr/bin/env node')).toBe(true)
   })
 
   it('passes its generated tests', () => {
-    const tests = run('pnpm', ['--filter', PACKAGE, 'run', 'test'])
-    expect(tests.status, tests.output).toBe(0)
-    expect(tests.output).toMatch(/Tests\s+\d+ passed/)
+    const tests = stepRuns[1]
+    expect(tests?.status, tests?.output).toBe(0)
+    expect(tests?.output).toMatch(/Tests\s+\d+ passed/)
   })
 
   it('answers tools/list over stdio with its own name and version', async () => {
