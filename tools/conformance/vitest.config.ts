@@ -1,5 +1,5 @@
 import { defineProject } from 'vitest/config'
-import { workspaceSource } from '../../vitest.shared.ts'
+import { workspaceSource } from '../../vitest.shared.js'
 
 export default defineProject({
   ...workspaceSource,
