@@ -5,6 +5,7 @@ import type { InstanceOptions, InstanceParts, InstanceState, Runtime } from './i
 import { logData, type McpLogLevel, mcpLevelAtLeast, toMcpLevel } from './logger.js'
 import { registerPrompts } from './prompts.js'
 import { registerResources } from './resources.js'
+import { registerTaskHandlers, TASKS_CAPABILITY, TaskRegistry } from './tasks.js'
 import { registerTools } from './tool-call.js'
 
 // One McpServer per connection (or per lone request), assembled from the pieces that serve it:
@@ -28,11 +29,15 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
   const prompts = spec.prompts ?? []
   const subscribable = [...resources, ...templates].some((resource) => resource.subscribe)
   const instructions = typeof spec.instructions === 'function' ? spec.instructions(config) : spec.instructions
+  const connection = options.connection ?? 'request'
+  // Tasks need a connection to poll on: a lone request (2026-07-28, --stateless) has none.
+  const offersTasks = connection !== 'request' && runtime.tools.some((tool) => tool.taskSupport)
   const mcp = new McpServer(
     {
       name: spec.name.includes('-') ? spec.name : `keel-${spec.name}`,
       version: spec.version,
       ...(spec.title ? { title: spec.title } : {}),
+      ...(spec.icons?.length ? { icons: spec.icons } : {}),
     },
     {
       capabilities: {
@@ -43,6 +48,7 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
           ? { resources: subscribable ? { subscribe: true } : {} }
           : {}),
         ...(prompts.length ? { prompts: {} } : {}),
+        ...(offersTasks ? { tasks: TASKS_CAPABILITY } : {}),
         ...(templates.some((template) => template.complete) || prompts.some((prompt) => prompt.complete)
           ? { completions: {} }
           : {}),
@@ -53,7 +59,6 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
   )
   const server = mcp.server
   const state: InstanceState = { clientLevel: undefined, roots: undefined, subscriptions: new Map() }
-  const connection = options.connection ?? 'request'
   const closers: Array<() => void | Promise<void>> = []
   const closedBefore = server.onclose
   server.onclose = () => {
@@ -110,7 +115,21 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     }
   }
 
-  const parts: InstanceParts<D, C> = { runtime, mcp, state, client, handlerContext, sessionFor }
+  let tasks: TaskRegistry | undefined
+  if (offersTasks) {
+    const registry = new TaskRegistry((task) => {
+      if (mcp.isConnected()) {
+        void server
+          .notification({ method: 'notifications/tasks/status', params: task } as never)
+          .catch(() => {})
+      }
+    })
+    registerTaskHandlers(server as never, registry)
+    closers.push(() => registry.close())
+    tasks = registry
+  }
+
+  const parts: InstanceParts<D, C> = { runtime, mcp, state, client, handlerContext, sessionFor, tasks }
   registerTools(parts)
   registerResources(parts)
   registerPrompts(parts)

@@ -128,6 +128,26 @@ export interface SessionAccess {
   onClose(callback: () => void | Promise<void>): void
 }
 
+/** An icon (MCP 2025-11-25 `Icon`). */
+export interface Icon {
+  /** An `https:` URL or a `data:` URI. Keel's servers ship theirs as data URIs. */
+  src: string
+  mimeType?: string
+  /** `WxH` sizes, or `any` for scalable images. */
+  sizes?: string[]
+  theme?: 'light' | 'dark'
+}
+
+/** An SVG shipped with the server, as an icon served inline (a data URI: nothing is fetched). */
+export function svgIcon(svg: string, theme?: 'light' | 'dark'): Icon {
+  return {
+    src: `data:image/svg+xml;base64,${Buffer.from(svg, 'utf8').toString('base64')}`,
+    mimeType: 'image/svg+xml',
+    sizes: ['any'],
+    ...(theme ? { theme } : {}),
+  }
+}
+
 /** A bearer credential presented on an HTTP request. */
 export interface RequestAuth {
   /** The raw token, exactly as presented after `Bearer `. */
@@ -151,6 +171,13 @@ export interface ToolSpec<I extends Shape, O extends Shape | undefined, D> {
   toolset?: string
   /** Per-call time limit in ms; default from `--tool-timeout` (60 s). */
   timeoutMs?: number
+  /**
+   * Lets clients run the tool as a task (MCP 2025-11-25): `optional` (either way) or `required`
+   * (only as a task). Unset: never as a task. Opt in for calls that can take long.
+   */
+  taskSupport?: 'optional' | 'required'
+  /** Icons shown next to the tool by clients that display them. */
+  icons?: Icon[]
   run(args: Infer<I>, context: ToolContext<D>): Promise<ToolOutput<O>> | ToolOutput<O>
 }
 
@@ -285,6 +312,8 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
   /** From the server's own package.json, so it never drifts. */
   version: string
   title?: string
+  /** `serverInfo.icons`: shown in clients' server lists. Use {@link svgIcon} (no network fetch). */
+  icons?: Icon[]
   /** One line shown in `--help`. */
   description: string
   /** The bin name shown in `--help` (`mcp-server-fs`). */

@@ -10,6 +10,7 @@ import type {
 } from './define.js'
 import { mapSystemError, ToolError } from './errors.js'
 import type { Logger, McpLogLevel } from './logger.js'
+import type { TaskRegistry } from './tasks.js'
 
 /** What every server instance of one process shares. */
 export interface Runtime<D, C> {
@@ -52,6 +53,8 @@ export interface InstanceParts<D, C> {
   client: ClientAccess
   handlerContext(signal: AbortSignal): HandlerContext<D>
   sessionFor(sessionId: string | undefined): SessionAccess
+  /** This connection's tasks, when it offers them (a connection, not a lone request, with task tools). */
+  tasks: TaskRegistry | undefined
 }
 
 /** A server's own mapping first, then errno codes; `undefined` when nothing recognises the error. */

@@ -5,13 +5,14 @@ import {
   ProtocolErrorCode,
 } from '@modelcontextprotocol/server'
 import { InputNeeded, modernClientAccess, requestStateCodec, servesModernEra } from './client-access.js'
-import type { ContentBlock, ToolContext } from './define.js'
+import type { AnyTool, ClientAccess, ContentBlock, ToolContext } from './define.js'
 import { errorReference, formatToolError, isAbortError, ToolError } from './errors.js'
 import { type InstanceParts, mapError, type Runtime } from './instance.js'
 import { truncateUtf8 } from './limits.js'
 import { type LogRecord, logData, type McpLogLevel, mcpLevelAtLeast, toMcpLevel } from './logger.js'
 import { redactor } from './redact.js'
-import { describeIssues, planFor } from './tool-schema.js'
+import { RELATED_TASK_META_KEY, type TaskControl, type TaskRegistry } from './tasks.js'
+import { describeIssues, planFor, type ToolPlan } from './tool-schema.js'
 
 // The tool-call pipeline: tools/list, and tools/call from arguments to result (see
 // docs/architecture.md, "A tool call, from the wire to the tool and back").
@@ -56,161 +57,330 @@ export function capContent(content: ContentBlock[]): ContentBlock[] {
   })
 }
 
-/** Serves `tools/list` and `tools/call` on one instance. */
-export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
-  const { runtime, mcp, state, client, sessionFor } = parts
-  const { config, logger } = runtime
-  const server = mcp.server
-  server.setRequestHandler(
-    'tools/list',
-    () => ({ tools: runtime.tools.map((tool) => planFor(tool).listed) }) as never,
+/** A tools/call whose tool exists and whose arguments passed the schema. */
+interface ValidatedCall {
+  tool: AnyTool
+  plan: ToolPlan
+  args: unknown
+}
+
+/**
+ * Where one call's side output goes and what it may reach: a plain call uses its own request's
+ * stream; a task's call outlives its request and uses the connection.
+ */
+interface CallChannel<D> {
+  /** Aborted when the caller gives up (the request is cancelled, or the task is). */
+  signal: AbortSignal
+  requestId: string | number
+  session: ToolContext<D>['session']
+  auth: ToolContext<D>['auth']
+  client: ClientAccess
+  progressToken: string | number | undefined
+  /** Extra `_meta` for every notification of this call (a task's related-task key). */
+  meta?: Record<string, unknown>
+  logThreshold: McpLogLevel | undefined
+  notify(notification: { method: string; params: Record<string, unknown> }): Promise<void>
+  log(level: McpLogLevel, data: unknown, logger: string | undefined): Promise<void>
+}
+
+function unknownTool(runtime: Runtime<unknown, unknown>, name: string): ProtocolError {
+  return new ProtocolError(
+    ProtocolErrorCode.InvalidParams,
+    `Unknown tool "${name}". Available tools: ${runtime.tools.map((candidate) => candidate.name).join(', ')}`,
   )
+}
+
+function validateCall(runtime: Runtime<unknown, unknown>, name: string, raw: unknown): ValidatedCall {
+  const tool = runtime.tools.find((candidate) => candidate.name === name)
+  if (!tool) throw unknownTool(runtime, name)
+  const plan = planFor(tool)
+  const parsed = plan.schema.safeParse(raw ?? {})
+  if (!parsed.success) {
+    const { text, issues } = describeIssues(parsed.error)
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool ${name}: ${text}`, {
+      tool: name,
+      issues,
+    })
+  }
+  return { tool, plan, args: parsed.data }
+}
+
+/**
+ * Runs one validated call to its result: signal (caller ∪ timeout ∪ shutdown), progress, log
+ * forwarding, output schema check, error mapping and the per-call log line. Never throws.
+ */
+async function executeCall<D, C>(
+  parts: InstanceParts<D, C>,
+  call: ValidatedCall,
+  channel: CallChannel<D>,
+): Promise<Record<string, unknown>> {
+  const { runtime, mcp } = parts
+  const { config, logger } = runtime
+  const { tool, plan } = call
+  const name = tool.name
+  const started = performance.now()
+  const timeoutMs = tool.timeoutMs ?? config.toolTimeoutMs
+  const controller = new AbortController()
+  const forwardAbort = (source: AbortSignal) => () => controller.abort(source.reason)
+  const abortOnCancel = forwardAbort(channel.signal)
+  const abortOnShutdown = forwardAbort(runtime.shutdownSignal)
+  channel.signal.addEventListener('abort', abortOnCancel, { once: true })
+  runtime.shutdownSignal.addEventListener('abort', abortOnShutdown, { once: true })
+  if (channel.signal.aborted) abortOnCancel()
+  const timer = setTimeout(
+    () => controller.abort(new TimeoutError(`${name} did not finish within ${timeoutMs} ms`)),
+    timeoutMs,
+  )
+  const callLogger = logger.child(name, { tool: name }).withForwarder((record: LogRecord) => {
+    const level = toMcpLevel(record.level)
+    if (!mcpLevelAtLeast(level, channel.logThreshold ?? 'warning')) return
+    void channel.log(level, logData(record), record.logger).catch(() => {})
+  })
+  const progressToken = channel.progressToken
+  let lastProgress = Number.NEGATIVE_INFINITY
+  const toolContext: ToolContext<D> = {
+    deps: runtime.deps,
+    signal: controller.signal,
+    log: callLogger,
+    client: channel.client,
+    requestId: channel.requestId,
+    session: channel.session,
+    auth: channel.auth,
+    async progress(progress, total, message) {
+      // Progress must increase for one token; late or repeated values are dropped, not sent.
+      if (progressToken === undefined || progress <= lastProgress || controller.signal.aborted) return
+      lastProgress = progress
+      await channel
+        .notify({
+          method: 'notifications/progress',
+          params: {
+            progressToken,
+            progress,
+            ...(total !== undefined ? { total } : {}),
+            ...(message ? { message } : {}),
+            ...(channel.meta ? { _meta: channel.meta } : {}),
+          },
+        })
+        .catch(() => {})
+    },
+  }
+  const aborted = abortPromise(controller.signal)
+  let outcome = 'ok'
+  try {
+    const output = await Promise.race([
+      Promise.resolve().then(() => tool.run(call.args as never, toolContext)),
+      aborted.promise,
+    ])
+    let structured: Record<string, unknown> | undefined
+    if (plan.output) {
+      const checked = plan.output.safeParse(output.data)
+      if (!checked.success) {
+        throw new Error(
+          `tool ${name} returned data that does not match its output schema: ${describeIssues(checked.error).text}`,
+        )
+      }
+      structured = checked.data as Record<string, unknown>
+    }
+    const content: ContentBlock[] = output.content ?? [
+      { type: 'text', text: output.text ?? (structured !== undefined ? JSON.stringify(structured) : '') },
+    ]
+    const result: Record<string, unknown> = { content: capContent(content) }
+    if (structured !== undefined) result.structuredContent = structured
+    return mcp.server.projectCallToolResult(result as never, plan.outputJson as never) as never
+  } catch (error) {
+    if (error instanceof InputNeeded) {
+      outcome = 'input_required'
+      const requestState = await requestStateCodec().mint({ answers: error.answers })
+      return inputRequired({ inputRequests: error.requests, requestState }) as never
+    }
+    let toolError: ToolError
+    if (controller.signal.aborted && (isAbortError(error) || error === controller.signal.reason)) {
+      const reason = controller.signal.reason
+      toolError =
+        reason instanceof TimeoutError
+          ? new ToolError('timeout', reason.message, {
+              hint: 'Narrow the request (smaller range, fewer rows, a more specific pattern) and try again.',
+            })
+          : new ToolError(
+              'cancelled',
+              runtime.shutdownSignal.aborted ? 'The server is shutting down' : 'The call was cancelled',
+            )
+    } else {
+      toolError =
+        mapError(runtime, error) ?? internalResult(runtime as Runtime<unknown, unknown>, name, error)
+      if (toolError.cause !== undefined && toolError.kind !== 'internal') {
+        logger.debug(`tool ${name} error cause`, { tool: name, error: toolError.cause })
+      }
+    }
+    outcome = `error:${toolError.kind}`
+    return {
+      content: [{ type: 'text', text: formatToolError(toolError) }],
+      isError: true,
+      ...(toolError.details
+        ? {
+            _meta: {
+              'keel/error': { kind: toolError.kind, ...(redactor.redactValue(toolError.details) as object) },
+            },
+          }
+        : {}),
+    }
+  } finally {
+    clearTimeout(timer)
+    aborted.cancel()
+    channel.signal.removeEventListener('abort', abortOnCancel)
+    runtime.shutdownSignal.removeEventListener('abort', abortOnShutdown)
+    logger.debug('tool call', {
+      tool: name,
+      durationMs: Math.round((performance.now() - started) * 100) / 100,
+      outcome,
+    })
+  }
+}
+
+/**
+ * A task's view of the client: while it waits on the client (sampling, elicitation) the task is
+ * `input_required`, and the request carries the task's related-task key.
+ */
+function taskClientAccess(client: ClientAccess, control: TaskControl): ClientAccess {
+  const related = { [RELATED_TASK_META_KEY]: { taskId: control.taskId } }
+  const waiting = async <T>(ask: () => Promise<T>): Promise<T> => {
+    control.setStatus('input_required', 'Waiting for the client')
+    try {
+      return await ask()
+    } finally {
+      control.setStatus('working')
+    }
+  }
+  const withRelated = (params: unknown) => {
+    const fields = params as Record<string, unknown>
+    return { ...fields, _meta: { ...(fields._meta as object | undefined), ...related } } as never
+  }
+  return {
+    get info() {
+      return client.info
+    },
+    get capabilities() {
+      return client.capabilities
+    },
+    roots: () => client.roots(),
+    sample: (params, options) => waiting(() => client.sample(withRelated(params), options)),
+    elicit: (params, options) => waiting(() => client.elicit(withRelated(params), options)),
+  }
+}
+
+/** The parts of the SDK's request context a call reads. */
+interface CallRequestContext {
+  sessionId?: string
+  http?: { authInfo?: { token?: string } }
+  mcpReq: {
+    id: string | number
+    signal: AbortSignal
+    _meta?: Record<string, unknown>
+  }
+}
+
+type RawHandler = (request: { params?: unknown }, ctx: unknown) => unknown
+
+/** Serves `tools/list` and `tools/call` on one instance (and task-augmented calls where offered). */
+export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
+  const { runtime, mcp, state, client, sessionFor, tasks } = parts
+  const server = mcp.server
+  server.setRequestHandler('tools/list', () => {
+    // Task support is 2025-11-25 vocabulary: listed only where this connection offers tasks.
+    const withTasks = tasks !== undefined && !servesModernEra(server)
+    return {
+      tools: runtime.tools.map((tool) => (withTasks ? planFor(tool).listedWithTasks : planFor(tool).listed)),
+    } as never
+  })
+  const channelFor = (ctx: CallRequestContext, client: ClientAccess) => ({
+    requestId: ctx.mcpReq.id,
+    session: sessionFor(ctx.sessionId),
+    auth: ctx.http?.authInfo?.token ? { token: ctx.http.authInfo.token } : undefined,
+    client,
+    progressToken: ctx.mcpReq._meta?.progressToken as string | number | undefined,
+    logThreshold: logThresholdOf(ctx),
+  })
+  const logThresholdOf = (ctx: CallRequestContext) => {
+    const metaLevel = ctx.mcpReq._meta?.[LOG_LEVEL_META_KEY]
+    return (typeof metaLevel === 'string' ? metaLevel : state.clientLevel) as McpLogLevel | undefined
+  }
+
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const name = request.params.name
-    const tool = runtime.tools.find((candidate) => candidate.name === name)
-    if (!tool) {
+    const call = validateCall(runtime as Runtime<unknown, unknown>, name, request.params.arguments)
+    const modern = servesModernEra(server)
+    if (tasks && !modern && call.tool.taskSupport === 'required') {
       throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        `Unknown tool "${name}". Available tools: ${runtime.tools.map((candidate) => candidate.name).join(', ')}`,
+        ProtocolErrorCode.MethodNotFound,
+        `Tool ${name} must be called as a task: add "task": {} to the tools/call params`,
       )
     }
-    const plan = planFor(tool)
-    const parsed = plan.schema.safeParse(request.params.arguments ?? {})
-    if (!parsed.success) {
-      const { text, issues } = describeIssues(parsed.error)
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        `Invalid arguments for tool ${name}: ${text}`,
-        {
-          tool: name,
-          issues,
-        },
-      )
-    }
-    const started = performance.now()
-    const timeoutMs = tool.timeoutMs ?? config.toolTimeoutMs
-    const controller = new AbortController()
-    const forwardAbort = (source: AbortSignal) => () => controller.abort(source.reason)
-    const abortOnCancel = forwardAbort(ctx.mcpReq.signal)
-    const abortOnShutdown = forwardAbort(runtime.shutdownSignal)
-    ctx.mcpReq.signal.addEventListener('abort', abortOnCancel, { once: true })
-    runtime.shutdownSignal.addEventListener('abort', abortOnShutdown, { once: true })
-    const timer = setTimeout(
-      () => controller.abort(new TimeoutError(`${name} did not finish within ${timeoutMs} ms`)),
-      timeoutMs,
-    )
-    const metaLevel = (ctx.mcpReq._meta as Record<string, unknown> | undefined)?.[LOG_LEVEL_META_KEY]
-    const threshold = (typeof metaLevel === 'string' ? metaLevel : state.clientLevel) as
-      | McpLogLevel
-      | undefined
-    const callLogger = logger.child(name, { tool: name }).withForwarder((record: LogRecord) => {
-      const level = toMcpLevel(record.level)
-      if (!mcpLevelAtLeast(level, threshold ?? 'warning')) return
-      void ctx.mcpReq.log(level, logData(record), record.logger).catch(() => {})
-    })
-    const progressToken = ctx.mcpReq._meta?.progressToken
-    let lastProgress = Number.NEGATIVE_INFINITY
-    const toolContext: ToolContext<D> = {
-      deps: runtime.deps,
-      signal: controller.signal,
-      log: callLogger,
-      client: servesModernEra(server) ? modernClientAccess(client, ctx.mcpReq as never) : client,
-      requestId: ctx.mcpReq.id,
-      session: sessionFor(ctx.sessionId),
-      auth: ctx.http?.authInfo?.token ? { token: ctx.http.authInfo.token } : undefined,
-      async progress(progress, total, message) {
-        // Progress must increase for one token; late or repeated values are dropped, not sent.
-        if (progressToken === undefined || progress <= lastProgress || controller.signal.aborted) return
-        lastProgress = progress
-        await ctx.mcpReq
-          .notify({
-            method: 'notifications/progress',
-            params: {
-              progressToken,
-              progress,
-              ...(total !== undefined ? { total } : {}),
-              ...(message ? { message } : {}),
-            },
-          })
-          .catch(() => {})
-      },
-    }
-    const aborted = abortPromise(controller.signal)
-    let outcome = 'ok'
-    try {
-      const output = await Promise.race([
-        Promise.resolve().then(() => tool.run(parsed.data, toolContext)),
-        aborted.promise,
-      ])
-      let structured: Record<string, unknown> | undefined
-      if (plan.output) {
-        const checked = plan.output.safeParse(output.data)
-        if (!checked.success) {
-          throw new Error(
-            `tool ${name} returned data that does not match its output schema: ${describeIssues(checked.error).text}`,
-          )
-        }
-        structured = checked.data as Record<string, unknown>
-      }
-      const content: ContentBlock[] = output.content ?? [
-        { type: 'text', text: output.text ?? (structured !== undefined ? JSON.stringify(structured) : '') },
-      ]
-      const result: Record<string, unknown> = { content: capContent(content) }
-      if (structured !== undefined) result.structuredContent = structured
-      return server.projectCallToolResult(result as never, plan.outputJson as never) as never
-    } catch (error) {
-      if (error instanceof InputNeeded) {
-        outcome = 'input_required'
-        const requestState = await requestStateCodec().mint({ answers: error.answers })
-        return inputRequired({
-          inputRequests: error.requests,
-          requestState,
-        }) as never
-      }
-      let toolError: ToolError
-      if (controller.signal.aborted && (isAbortError(error) || error === controller.signal.reason)) {
-        const reason = controller.signal.reason
-        toolError =
-          reason instanceof TimeoutError
-            ? new ToolError('timeout', reason.message, {
-                hint: 'Narrow the request (smaller range, fewer rows, a more specific pattern) and try again.',
-              })
-            : new ToolError(
-                'cancelled',
-                runtime.shutdownSignal.aborted ? 'The server is shutting down' : 'The call was cancelled',
-              )
-      } else {
-        toolError =
-          mapError(runtime, error) ?? internalResult(runtime as Runtime<unknown, unknown>, name, error)
-        if (toolError.cause !== undefined && toolError.kind !== 'internal') {
-          logger.debug(`tool ${name} error cause`, { tool: name, error: toolError.cause })
-        }
-      }
-      outcome = `error:${toolError.kind}`
-      return {
-        content: [{ type: 'text', text: formatToolError(toolError) }],
-        isError: true,
-        ...(toolError.details
-          ? {
-              _meta: {
-                'keel/error': {
-                  kind: toolError.kind,
-                  ...(redactor.redactValue(toolError.details) as object),
-                },
-              },
-            }
-          : {}),
-      } as never
-    } finally {
-      clearTimeout(timer)
-      aborted.cancel()
-      ctx.mcpReq.signal.removeEventListener('abort', abortOnCancel)
-      runtime.shutdownSignal.removeEventListener('abort', abortOnShutdown)
-      logger.debug('tool call', {
-        tool: name,
-        durationMs: Math.round((performance.now() - started) * 100) / 100,
-        outcome,
-      })
-    }
+    return executeCall(parts, call, {
+      ...channelFor(
+        ctx as CallRequestContext,
+        modern ? modernClientAccess(client, ctx.mcpReq as never) : client,
+      ),
+      signal: ctx.mcpReq.signal,
+      notify: (notification) => ctx.mcpReq.notify(notification as never),
+      log: (level, data, logger) => ctx.mcpReq.log(level, data, logger),
+    }) as never
   })
+  if (!tasks) return
+
+  // The SDK serves no 2025-11-25 tasks: its tools/call wrapper refuses a CreateTaskResult. So a
+  // task-augmented call on a connection that offers tasks is answered here, before that wrapper;
+  // every other call goes through it unchanged.
+  const handlers = (server as unknown as { _requestHandlers?: Map<string, RawHandler> })._requestHandlers
+  const checked = handlers?.get('tools/call')
+  if (!handlers || !checked) throw new Error('core: the MCP SDK no longer exposes its request handlers')
+  handlers.set('tools/call', (request, ctx) => {
+    const params = request.params as { name?: unknown; arguments?: unknown; task?: unknown } | undefined
+    if (params?.task === undefined || servesModernEra(server)) return checked(request, ctx)
+    return startTask(tasks, params, ctx as CallRequestContext)
+  })
+
+  function startTask(
+    registry: TaskRegistry,
+    params: { name?: unknown; arguments?: unknown; task?: unknown },
+    ctx: CallRequestContext,
+  ) {
+    if (typeof params.name !== 'string') {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        'Invalid tools/call request: name must be a string',
+      )
+    }
+    const task = params.task as { ttl?: unknown } | null
+    if (
+      typeof task !== 'object' ||
+      task === null ||
+      (task.ttl !== undefined && typeof task.ttl !== 'number')
+    ) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        'Invalid tools/call request: task must be { ttl?: number }',
+      )
+    }
+    const call = validateCall(runtime as Runtime<unknown, unknown>, params.name, params.arguments)
+    if (!call.tool.taskSupport) {
+      throw new ProtocolError(
+        ProtocolErrorCode.MethodNotFound,
+        `Tool ${params.name} does not run as a task (no execution.taskSupport); call it without "task"`,
+      )
+    }
+    const created = registry.start(task.ttl as number | undefined, (control) =>
+      executeCall(parts, call, {
+        ...channelFor(ctx, taskClientAccess(client, control)),
+        signal: control.signal,
+        meta: { [RELATED_TASK_META_KEY]: { taskId: control.taskId } },
+        // The call's request is answered already: its output goes to the connection.
+        notify: (notification) => server.notification(notification as never),
+        log: (level, data, logger) =>
+          mcp.isConnected()
+            ? mcp.sendLoggingMessage({ level, data, ...(logger ? { logger } : {}) })
+            : Promise.resolve(),
+      }),
+    )
+    return { task: created }
+  }
 }

@@ -11,6 +11,8 @@ export interface ToolPlan {
   schema: z.ZodObject
   output: z.ZodObject | undefined
   listed: Record<string, unknown>
+  /** `listed` with `execution.taskSupport`, for connections that offer tasks. */
+  listedWithTasks: Record<string, unknown>
   outputJson: Record<string, unknown> | undefined
 }
 
@@ -53,7 +55,11 @@ export function planFor(tool: AnyTool): ToolPlan {
       annotations: { title: tool.title, ...tool.annotations },
     }
     if (outputJson) listed.outputSchema = outputJson
-    plan = { tool, schema, output, listed, outputJson }
+    if (tool.icons?.length) listed.icons = tool.icons
+    const listedWithTasks = tool.taskSupport
+      ? { ...listed, execution: { taskSupport: tool.taskSupport } }
+      : listed
+    plan = { tool, schema, output, listed, listedWithTasks, outputJson }
     plans.set(tool, plan)
   }
   return plan

@@ -2,10 +2,14 @@ import { randomUUID } from 'node:crypto'
 import { Client, InMemoryTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
 import { createMcpHandler } from '@modelcontextprotocol/server'
+import { z } from 'zod'
 import { createInstance, type Runtime } from '../build-server.js'
 import type { ServerSpec } from '../define.js'
 import { createLogger } from '../logger.js'
 import { prepare } from '../run.js'
+
+// Results of raw requests are returned as they came: the test asserts on them.
+const anyResult = z.looseObject({})
 
 /** The client calls tests use, the same for the v2 and the v1 SDK clients. */
 export interface TestClient {
@@ -34,6 +38,15 @@ export interface TestClient {
   getServerVersion(): { name: string; version: string } | undefined
   getServerCapabilities(): Record<string, any> | undefined
   getInstructions(): string | undefined
+  /**
+   * Sends any request (e.g. `tasks/get`, which the clients have no helper for) and returns the
+   * result unvalidated; JSON-RPC errors reject as the client raises them.
+   */
+  request(
+    method: string,
+    params?: Record<string, unknown>,
+    options?: { signal?: AbortSignal; timeout?: number },
+  ): Promise<Record<string, any>>
   close(): Promise<void>
 }
 
@@ -60,6 +73,8 @@ export interface ClientOptions {
   onSample?: (params: Record<string, any>) => Promise<Record<string, unknown>> | Record<string, unknown>
   /** Answers elicitation requests (enables the elicitation capability). */
   onElicit?: (params: Record<string, any>) => Promise<Record<string, unknown>> | Record<string, unknown>
+  /** Called with every `notifications/tasks/status` (2025-11-25 tasks). */
+  onTaskStatus?: (params: Record<string, unknown>) => void
 }
 
 const CLIENT_INFO = { name: 'keel-test-client', version: '1.0.0' }
@@ -86,6 +101,10 @@ function wireV2(client: Client, options: ClientOptions) {
       options.onResourceUpdated!(n.params),
     )
   }
+  if (options.onTaskStatus)
+    anyClient.setNotificationHandler('notifications/tasks/status', (n: any) =>
+      options.onTaskStatus!(n.params),
+    )
 }
 
 function adapt(client: any, generation: 'v1' | 'v2', extraClose?: () => Promise<void>): TestClient {
@@ -107,6 +126,7 @@ function adapt(client: any, generation: 'v1' | 'v2', extraClose?: () => Promise<
     getServerVersion: () => client.getServerVersion(),
     getServerCapabilities: () => client.getServerCapabilities(),
     getInstructions: () => client.getInstructions(),
+    request: (method, params, options) => client.request({ method, params }, anyResult, options),
     async close() {
       await client.close().catch(() => {})
       await extraClose?.()
@@ -128,6 +148,11 @@ async function v1Client(options: ClientOptions) {
   if (options.onResourceUpdated) {
     client.setNotificationHandler(types.ResourceUpdatedNotificationSchema, (n) =>
       options.onResourceUpdated!(n.params),
+    )
+  }
+  if (options.onTaskStatus) {
+    client.setNotificationHandler(types.TaskStatusNotificationSchema, (n) =>
+      options.onTaskStatus!(n.params as never),
     )
   }
   return client
