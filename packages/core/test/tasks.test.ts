@@ -11,7 +11,9 @@ interface Deps {
 }
 
 const defineTool = toolFactory<Deps>()
-const ICON = svgIcon('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7"/></svg>')
+const ICON = svgIcon(
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7"/></svg>',
+)
 
 const wait = defineTool({
   name: 'wait',
@@ -101,7 +103,10 @@ async function http(extra: string[] = []): Promise<Http> {
   return server as Http
 }
 
-async function httpClient(server: Http, options: Parameters<typeof connectHttp>[1] = {}): Promise<Connection> {
+async function httpClient(
+  server: Http,
+  options: Parameters<typeof connectHttp>[1] = {},
+): Promise<Connection> {
   const connection = await connectHttp(server.http.url, options)
   open.push(connection)
   return connection
@@ -154,7 +159,10 @@ describe.each([
 
   it('runs a call as a task, polled to completion, whose result is what a plain call returns', async () => {
     const statuses: string[] = []
-    const { client } = await memory({ ...generation, onTaskStatus: (params) => statuses.push(String(params.status)) })
+    const { client } = await memory({
+      ...generation,
+      onTaskStatus: (params) => statuses.push(String(params.status)),
+    })
     const task = await startTask(client, { ms: 50, tag: 'a' }, { ttl: 60_000 })
     expect(task.status).toBe('working')
     expect(task.ttl).toBe(60_000)
@@ -231,7 +239,9 @@ describe.each([
     )
     expect(notTask.code).toBe(-32601)
     expect(notTask.message).toContain('does not run as a task')
-    const mustTask = await rejection(client.request('tools/call', { name: 'run_in_background', arguments: {} }))
+    const mustTask = await rejection(
+      client.request('tools/call', { name: 'run_in_background', arguments: {} }),
+    )
     expect(mustTask.code).toBe(-32601)
     expect(mustTask.message).toContain('must be called as a task')
     const created = await client.request('tools/call', { name: 'run_in_background', arguments: {}, task: {} })

@@ -1,6 +1,7 @@
-import { defineServer, ToolError, z } from '@keel-mcp/core'
+import { defineServer, svgIcon, ToolError, z } from '@keel-mcp/core'
 import pkg from '../package.json' with { type: 'json' }
 import { type ExampleOptions, options } from './config.js'
+import { icon } from './icon.js'
 import { NoteLimitError, NoteStore } from './lib/notes.js'
 import { addNote } from './tools/add-note.js'
 import { countSlowly } from './tools/count-slowly.js'
@@ -11,6 +12,7 @@ export const server = defineServer<ExampleDeps, ExampleOptions>({
   name: 'example',
   version: pkg.version,
   description: 'A small notes server: the living template of a Keel MCP server.',
+  icons: [svgIcon(icon)],
   instructions:
     'Notes live in memory for the life of the server. Use search_notes before add_note to avoid duplicates.',
   options,

@@ -17,6 +17,35 @@ describe('example contract', () => {
     }
   })
 
+  it('shows its icon as an inline SVG in serverInfo', async () => {
+    const connection = await connectInMemory(server)
+    try {
+      const icons = (connection.client.getServerVersion() as { icons?: Array<Record<string, unknown>> }).icons
+      expect(icons).toEqual([expect.objectContaining({ mimeType: 'image/svg+xml', sizes: ['any'] })])
+      expect(String(icons?.[0]?.src)).toMatch(/^data:image\/svg\+xml;base64,/)
+    } finally {
+      await connection.close()
+    }
+  })
+
+  it('runs count_slowly as a task that a client polls to its result', async () => {
+    const connection = await connectInMemory(server)
+    try {
+      const { client } = connection
+      const created = await client.request('tools/call', {
+        name: 'count_slowly',
+        arguments: { n: 3, interval_ms: 5 },
+        task: { ttl: 60_000 },
+      })
+      expect(created.task.status).toBe('working')
+      const result = await client.request('tasks/result', { taskId: created.task.taskId })
+      expect(result.structuredContent).toEqual({ counted: 3 })
+      expect((await client.request('tasks/get', { taskId: created.task.taskId })).status).toBe('completed')
+    } finally {
+      await connection.close()
+    }
+  })
+
   it('reports a full store as too_large with a hint', async () => {
     const connection = await connectInMemory(server, { argv: ['--max-notes', '1'] })
     try {

@@ -172,6 +172,9 @@ describe('pnpm new:server in a copy of the workspace', () => {
       expect(tools).toEqual(['add_note', 'search_notes', 'count_slowly'])
       expect(connection.client.getServerVersion()).toMatchObject({ version: '0.0.0' })
       expect(connection.client.getServerVersion()?.name).toContain(SLUG)
+      // The template's placeholder icon comes along (src/icon.ts), inline: nothing to fetch.
+      const icons = (connection.client.getServerVersion() as { icons?: Array<{ src: string }> }).icons
+      expect(icons?.[0]?.src).toMatch(/^data:image\/svg\+xml;base64,/)
     } finally {
       await connection.close()
     }

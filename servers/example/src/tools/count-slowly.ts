@@ -14,6 +14,8 @@ export const countSlowly = defineTool({
   output: { counted: z.number().int() },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   toolset: 'demo',
+  // Clients may run it in the background as a task (tools/call with "task") and poll for it.
+  taskSupport: 'optional',
   async run({ n, interval_ms }, { signal, progress }) {
     for (let step = 1; step <= n; step++) {
       await sleep(interval_ms, undefined, { signal })
