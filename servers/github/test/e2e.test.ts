@@ -1,0 +1,152 @@
+import { fileURLToPath } from 'node:url'
+import {
+  type Connection,
+  connectHttp,
+  connectStdio,
+  runProcess,
+  spawnHttp,
+  spawnRaw,
+} from '@keel-mcp/core/testing'
+import { afterEach, describe, expect, it } from 'vitest'
+
+const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
+const open: Array<{ close(): Promise<unknown> }> = []
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((item) => item.close()))
+})
+
+/** Every stdout line of a session must be a JSON-RPC message: stdout belongs to the protocol. */
+function expectOnlyJsonRpc(lines: string[]) {
+  expect(lines.length).toBeGreaterThan(0)
+  for (const line of lines) {
+    const message = JSON.parse(line)
+    expect(message.jsonrpc).toBe('2.0')
+  }
+}
+
+describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s client', (generation) => {
+  it('lists tools, calls one, reads a resource and gets a prompt', async () => {
+    const connection: Connection = await connectStdio({ command: process.execPath, args: [BIN], generation })
+    open.push(connection)
+    const { client } = connection
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual([
+      'add_note',
+      'search_notes',
+      'count_slowly',
+    ])
+    const added = await client.callTool({
+      name: 'add_note',
+      arguments: { title: 'Groceries', body: 'milk', tags: ['home'] },
+    })
+    expect(added.structuredContent).toMatchObject({ id: '1', title: 'Groceries', tags: ['home'] })
+    const found = await client.callTool({ name: 'search_notes', arguments: { query: 'milk' } })
+    expect(found.structuredContent.notes).toHaveLength(1)
+    const read = await client.readResource({ uri: 'note://notes/1' })
+    expect(read.contents[0].text).toBe('# Groceries\n\nmilk\n')
+    const prompt = await client.getPrompt({ name: 'summarize_notes', arguments: { topic: 'home' } })
+    expect(prompt.messages[0].content.text).toContain('Groceries: milk')
+  })
+})
+
+describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client', (generation) => {
+  it('serves tools over Streamable HTTP', async () => {
+    const server = await spawnHttp(process.execPath, [BIN])
+    open.push(server)
+    const connection = await connectHttp(server.url, { generation })
+    open.unshift(connection)
+    const added = await connection.client.callTool({ name: 'add_note', arguments: { title: 'a', body: 'b' } })
+    expect(added.isError).toBeFalsy()
+  })
+})
+
+describe('the wire, raw', () => {
+  it('answers bad input with the right JSON-RPC codes and keeps serving', async () => {
+    const raw = spawnRaw(process.execPath, [BIN])
+    open.push({ close: async () => void (await raw.end()) })
+    await raw.initialize()
+    raw.send('{"jsonrpc":"2.0","id":1,"method":')
+    expect(await raw.next((message) => message.error?.code === -32700)).toMatchObject({ id: null })
+    raw.send('{"id":2,"method":"tools/list"}')
+    expect(await raw.next((message) => message.id === 2)).toMatchObject({ error: { code: -32600 } })
+    expect(await raw.request('no/such/method', {}, 3)).toMatchObject({ error: { code: -32601 } })
+    const wrongTypes = await raw.request(
+      'tools/call',
+      { name: 'add_note', arguments: { title: 7, body: 'x' } },
+      4,
+    )
+    expect(wrongTypes.error.code).toBe(-32602)
+    expect(wrongTypes.error.message).toContain('title')
+    const missingName = await raw.request('tools/call', { arguments: {} }, 5)
+    expect(missingName.error.code).toBe(-32602)
+    const ok = await raw.request('tools/call', { name: 'search_notes', arguments: {} }, 6)
+    expect(ok.result.content[0].text).toBe('No notes match.')
+    const { code } = await raw.end()
+    expect(code).toBe(0)
+    expectOnlyJsonRpc(raw.lines)
+  })
+
+  it('exits with 0 within a second when stdin closes', async () => {
+    const raw = spawnRaw(process.execPath, [BIN])
+    await raw.initialize()
+    const { code, ms } = await raw.end()
+    expect(code).toBe(0)
+    expect(ms).toBeLessThan(1000)
+  })
+
+  it.each(['SIGTERM', 'SIGINT'] as const)('exits with 0 on %s', async (signal) => {
+    const raw = spawnRaw(process.execPath, [BIN])
+    await raw.initialize()
+    const exited = new Promise<number | null>((resolve) => raw.child.once('exit', (code) => resolve(code)))
+    raw.child.kill(signal)
+    expect(await exited).toBe(0)
+  })
+
+  it('stops a running call when the client cancels it', async () => {
+    const raw = spawnRaw(process.execPath, [BIN])
+    open.push({ close: async () => void (await raw.end()) })
+    await raw.initialize()
+    raw.sendJson({
+      jsonrpc: '2.0',
+      id: 9,
+      method: 'tools/call',
+      params: {
+        name: 'count_slowly',
+        arguments: { n: 1000, interval_ms: 100 },
+        _meta: { progressToken: 't' },
+      },
+    })
+    await raw.next((message) => message.method === 'notifications/progress')
+    raw.sendJson({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 9, reason: 'test' },
+    })
+    expect(await raw.request('ping', {}, 10)).toMatchObject({ result: {} })
+    await expect(raw.next((message) => message.id === 9, 500)).rejects.toThrow(/no matching message/)
+  })
+})
+
+describe('the command line', () => {
+  const runBin = (args: string[], env: Record<string, string> = {}) =>
+    runProcess(process.execPath, [BIN, ...args], { env })
+
+  it('prints help and exits 0', async () => {
+    const { code, stdout } = await runBin(['--help'])
+    expect(code).toBe(0)
+    expect(stdout).toContain('Usage: mcp-server-github [options]')
+    expect(stdout).toContain('--max-notes <n>')
+  })
+
+  it('prints the version from package.json', async () => {
+    const { code, stdout } = await runBin(['--version'])
+    expect(code).toBe(0)
+    expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/)
+  })
+
+  it('refuses bad config with one clear line on stderr and exit 1', async () => {
+    const { code, stdout, stderr } = await runBin([], { GITHUB_MAX_NOTES: 'lots' })
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr.trim()).toBe('mcp-server-github: Invalid env GITHUB_MAX_NOTES: must be a number')
+  })
+})
