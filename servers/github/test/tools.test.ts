@@ -265,11 +265,7 @@ describe('repos', () => {
     fake.on(
       'GET',
       `/repos/${FIXTURE_ORG}/git-refs/git/ref/heads/main`,
-      json(
-        recorded('git-refs')[0]?.response instanceof Array
-          ? (recorded('git-refs')[0]?.response as unknown[])[0]
-          : {},
-      ),
+      json((recorded('git-refs')[0]?.response as unknown[] | undefined)?.[0]),
     )
     fake.replay(recorded('git-refs').slice(1, 2))
     const result = await call('create_branch', { repo: `${FIXTURE_ORG}/git-refs`, branch: 'test' })
@@ -414,7 +410,7 @@ describe('push_files', () => {
     expect(textOf(result)).toContain('Branch feature moved since head1')
     const updates = fake.calls('PATCH', '/repos/octo/demo/git/refs/heads/feature')
     expect(updates).toHaveLength(1)
-    expect((updates[0]?.body as { force: boolean }).force).toBe(false)
+    expect(updates[0]?.body).toMatchObject({ force: false })
   })
 
   it('refuses unclean and duplicate paths before any request', async () => {
