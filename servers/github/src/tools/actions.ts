@@ -140,7 +140,7 @@ export const getJobLogs = defineTool({
   toolset,
   input: {
     repo,
-    run_id: runId.optional(),
+    run_id: number.optional().describe('Run id'),
     job_id: number.optional().describe('One job instead'),
     failed_only: z.boolean().default(true).describe('Failed jobs only'),
     tail_lines: z.number().int().min(1).max(5000).default(150).describe('Lines per job'),
