@@ -13,7 +13,7 @@ async function listed(argv: string[] = []) {
   return (await connection.client.listTools()).tools
 }
 
-const names = (list: Array<{ name: string }>) => list.map((tool) => tool.name)
+const names = (list: Array<Record<string, any>>) => list.map((tool) => String(tool.name))
 
 /** What a client pays for the catalogue in every conversation: JSON bytes ÷ 4. */
 const tokensOf = (list: unknown[]) => JSON.stringify(list).length / 4
