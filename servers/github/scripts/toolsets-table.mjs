@@ -41,7 +41,11 @@ function listTools(args) {
     send({
       id: 1,
       method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'toolsets-table', version: '1' } },
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'toolsets-table', version: '1' },
+      },
     })
     send({ method: 'notifications/initialized' })
     send({ id: 2, method: 'tools/list' })
@@ -52,7 +56,9 @@ const cell = (text) => String(text).replaceAll('|', '\\|').replaceAll('*', '\\*'
 
 function render(rows) {
   const header = ['toolset', 'tool', 'access', 'default', 'what it does', 'arguments (`?`: optional)']
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)))
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => row[column].length)),
+  )
   const line = (cells) => `| ${cells.map((text, column) => text.padEnd(widths[column])).join(' | ')} |`
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n')
 }
@@ -69,7 +75,11 @@ for (const toolset of TOOLSETS) {
     rows.push([
       toolset,
       `\`${tool.name}\``,
-      tool.annotations?.readOnlyHint ? 'read' : tool.annotations?.destructiveHint ? 'write (destructive)' : 'write',
+      tool.annotations?.readOnlyHint
+        ? 'read'
+        : tool.annotations?.destructiveHint
+          ? 'write (destructive)'
+          : 'write',
       defaults.has(tool.name) ? 'yes' : '',
       cell(tool.description),
       args || '—',
@@ -81,7 +91,9 @@ const current = await readFile(readme, 'utf8')
 const next = withTable(current, render(rows))
 if (process.argv.includes('--check')) {
   if (next !== current) {
-    process.stderr.write('README.md tools table is out of date: run `pnpm --filter @keel-mcp/server-github tools-table`\n')
+    process.stderr.write(
+      'README.md tools table is out of date: run `pnpm --filter @keel-mcp/server-github tools-table`\n',
+    )
     process.exit(1)
   }
   process.stdout.write('README.md tools table is up to date\n')

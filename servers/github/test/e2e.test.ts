@@ -42,7 +42,9 @@ describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s clien
       },
     })
     open.unshift(connection)
-    const names = (await connection.client.listTools()).tools.map((tool: Record<string, any>) => String(tool.name))
+    const names = (await connection.client.listTools()).tools.map((tool: Record<string, any>) =>
+      String(tool.name),
+    )
     expect(names.sort()).toEqual([...DEFAULT_TOOLS].sort())
     const result = await connection.client.callTool({ name: 'get_me', arguments: {} })
     expect(result.structuredContent.login).toBe('server-user')

@@ -6,9 +6,13 @@ const serverDir = fileURLToPath(new URL('..', import.meta.url))
 
 describe('README', () => {
   it('has the toolsets table the built server generates (pnpm run tools-table updates it)', async () => {
-    const { code, stdout, stderr } = await runProcess(process.execPath, ['scripts/toolsets-table.mjs', '--check'], {
-      cwd: serverDir,
-    })
+    const { code, stdout, stderr } = await runProcess(
+      process.execPath,
+      ['scripts/toolsets-table.mjs', '--check'],
+      {
+        cwd: serverDir,
+      },
+    )
     expect(stdout + stderr).toContain('README.md tools table is up to date')
     expect(code).toBe(0)
   })
