@@ -764,6 +764,20 @@ describe('actions', () => {
     expect(fake.calls('GET', '/repos/octo/demo/actions/jobs/1/logs')).toHaveLength(0)
   })
 
+  it('get_job_logs caps a tail of very long lines', async () => {
+    const { fake, call } = await setup()
+    fake.on('GET', '/repos/octo/demo/actions/jobs/6', json(job(6, 'bundle', 'failure')))
+    fake.on('GET', '/repos/octo/demo/actions/jobs/6/logs', {
+      body: `${'x'.repeat(50_000)}\nError: boom\n`,
+      headers: { 'content-type': 'text/plain' },
+    })
+    const tail = dataOf(await call('get_job_logs', { repo: 'octo/demo', job_id: 6, tail_lines: 2 })).logs[0]
+      .tail as string
+    expect(tail.length).toBeLessThan(30_100)
+    expect(tail).toMatch(/^\[…20\d\d\d earlier characters cut\]/)
+    expect(tail.endsWith('Error: boom')).toBe(true)
+  })
+
   it('get_job_logs takes one job_id, and refuses both or neither', async () => {
     const { fake, call } = await setup()
     fake.on('GET', '/repos/octo/demo/actions/jobs/5', json(job(5, 'build', 'success')))

@@ -11,10 +11,12 @@ const HIDDEN_CHARACTERS =
   /[\u{E0000}-\u{E007F}\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C\u200B-\u200D\u2060-\u2064\uFEFF\u180E\u00AD]/gu
 
 const HTML_COMMENT = /<!--[\s\S]*?(?:-->|$)/g
-const INVISIBLE_ELEMENTS = /<(script|style|template|noscript)\b[^>]*>[\s\S]*?(?:<\/\1\s*>|$)/gi
+const INVISIBLE_ELEMENTS = /<(script|style|template|noscript)\b[^<>]*>[\s\S]*?(?:<\/\1\s*>|$)/gi
 // An element that hides itself: `hidden`, `display:none`, `visibility:hidden`, zero size or opacity.
+// Tag bodies are `[^<>]*`, not `[^>]*`: a text full of unclosed `<a` must not make each match scan
+// to the end (quadratic time on a 64 KiB issue body).
 const HIDDEN_ELEMENT =
-  /<([a-z][a-z0-9]*)\b(?=[^>]*(?:\shidden\b|display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d]*[1-9])|opacity\s*:\s*0(?![.\d]*[1-9])))[^>]*>[\s\S]*?(?:<\/\1\s*>|$)/gi
+  /<([a-z][a-z0-9]*)\b(?=[^<>]*(?:\shidden\b|display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d]*[1-9])|opacity\s*:\s*0(?![.\d]*[1-9])))[^<>]*>[\s\S]*?(?:<\/\1\s*>|$)/gi
 // Markdown "comments": link reference definitions nobody links to render as nothing.
 const MARKDOWN_COMMENT =
   /^[ \t]{0,3}\[[^\]\n]*\]:[ \t]*(?:#|<>)[ \t]*(?:\([^\n]*\)|"[^\n]*"|'[^\n]*')?[ \t]*$/gm

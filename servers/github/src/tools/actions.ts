@@ -132,6 +132,14 @@ export const getWorkflowRun = defineTool({
 })
 
 const MAX_LOG_JOBS = 5
+/** Characters of log one job may return, whatever tail_lines says (minified output has long lines). */
+const MAX_TAIL_CHARS = 30_000
+
+function tailOf(text: string): string {
+  return text.length > MAX_TAIL_CHARS
+    ? `[…${text.length - MAX_TAIL_CHARS} earlier characters cut]\n${text.slice(-MAX_TAIL_CHARS)}`
+    : text
+}
 
 export const getJobLogs = defineTool({
   name: 'get_job_logs',
@@ -183,7 +191,7 @@ export const getJobLogs = defineTool({
         jobId: job.id,
         conclusion: job.conclusion,
         lines: lines.length,
-        tail: lines.slice(-tail_lines).join('\n'),
+        tail: tailOf(lines.slice(-tail_lines).join('\n')),
       })
     }
     const notices: string[] = []
