@@ -22,8 +22,6 @@ import {
   updateIssue,
 } from './tools/issues.js'
 import {
-  createPullRequest,
-  createPullRequestReview,
   getPullRequest,
   getPullRequestComments,
   getPullRequestDiff,
@@ -31,9 +29,13 @@ import {
   getPullRequestReviews,
   getPullRequestStatus,
   listPullRequests,
+} from './tools/pull-requests-read.js'
+import {
+  createPullRequest,
+  createPullRequestReview,
   mergePullRequest,
   updatePullRequestBranch,
-} from './tools/pull-requests.js'
+} from './tools/pull-requests-write.js'
 import {
   getCommit,
   getFileContents,
