@@ -21,6 +21,12 @@ describe('context and users', () => {
     expect(fake.requests[0]?.authorization).toBe(`token ${RECORDED_TOKEN}`)
   })
 
+  it('answers a 2026-07-28 client the same way', async () => {
+    const { fake, call } = await setup({ era: 'modern' })
+    fake.on('GET', '/user', json({ ...user('octocat'), name: null }))
+    expect((await call('get_me')).structuredContent?.login).toBe('octocat')
+  })
+
   it('search_users passes the query and page', async () => {
     const { fake, call } = await setup()
     fake.on('GET', '/search/users', json({ total_count: 1, items: [user('mona')] }))
