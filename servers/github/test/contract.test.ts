@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs'
 import { checkToolContract, connectInMemory, toolListSnapshot } from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { DEFAULT_TOOLS, server, tools } from '../src/server.js'
@@ -55,6 +56,16 @@ describe('contract', () => {
 
   it('keeps its full tool list stable', async () => {
     expect(toolListSnapshot(await listed(['--toolsets', 'all']))).toMatchSnapshot()
+  })
+
+  it('has every tool called by a test against the fake', () => {
+    const dir = new URL('.', import.meta.url)
+    const sources = readdirSync(dir)
+      .filter((file) => file.endsWith('.test.ts'))
+      .map((file) => readFileSync(new URL(file, dir), 'utf8'))
+      .join('\n')
+    const untested = tools.map((tool) => tool.name).filter((name) => !sources.includes(`call('${name}'`))
+    expect(untested).toEqual([])
   })
 
   it('offers every tool of the reference server', async () => {
