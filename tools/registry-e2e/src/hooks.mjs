@@ -104,6 +104,28 @@ export const hooks = {
       cleanup: () => database.stop(),
     }
   },
+
+  /**
+   * github: the server's own loopback fake of the GitHub REST API (servers/github/test); the token
+   * is a dummy that only the fake sees, and get_me must return the fake's user.
+   */
+  async github({ repo }) {
+    const entry = join(repo, 'servers/github/test/fake-github.ts')
+    if (!existsSync(entry)) throw new Error('servers/github/test/fake-github.ts (FakeGitHub) is missing')
+    const { FakeGitHub } = await importHarness(entry)
+    const fake = await FakeGitHub.start()
+    const login = 'registry-e2e-user'
+    fake.on('GET', '/user', {
+      body: { login, name: null, type: 'User', html_url: `https://github.com/${login}` },
+    })
+    return {
+      env: { GITHUB_TOKEN: 'ghp_registry_e2e_dummy_token_000000000000', GITHUB_API_URL: fake.url },
+      pickCall: preferredCall(['get_me']),
+      check: (result) =>
+        textOf(result).includes(login) ? undefined : `expected ${login} in: ${textOf(result)}`,
+      cleanup: () => fake.close(),
+    }
+  },
 }
 
 /** Prepares a server for its run: its hook, or the default. */

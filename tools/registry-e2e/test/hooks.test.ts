@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import { defaultCall, preferredCall } from '../src/hooks.mjs'
 
@@ -40,5 +41,28 @@ describe('preferredCall', () => {
 
   it('refuses a required argument it has no value for', () => {
     expect(() => preferredCall(['query'])([tool('query', true, ['sql'])])).toThrow('query needs "sql"')
+  })
+})
+
+describe('the github hook', () => {
+  it('serves the fake GitHub the server is pointed at, and stops it', async () => {
+    const { hooks } = await import('../src/hooks.mjs')
+    const repo = new URL('../../..', import.meta.url).pathname
+    const prepared = await hooks.github({ repo })
+    try {
+      const response = await fetch(`${prepared.env.GITHUB_API_URL}/user`)
+      const user = await response.json()
+      expect(prepared.pickCall([{ name: 'get_me', inputSchema: { required: [] } }])).toEqual({
+        name: 'get_me',
+        arguments: {},
+      })
+      expect(prepared.check({ content: [{ type: 'text', text: JSON.stringify(user) }] })).toBeUndefined()
+    } finally {
+      await prepared.cleanup()
+      // The hook bundles the fake next to its source; in a real run that is the workspace copy.
+      await rm(new URL('../../../servers/github/test/.registry-e2e-harness.mjs', import.meta.url), {
+        force: true,
+      })
+    }
   })
 })

@@ -1,0 +1,165 @@
+import { createHash } from 'node:crypto'
+import type { Octokit } from '@octokit/rest'
+
+export type { Octokit }
+
+/** How the clients behave; tests shorten the waits, nothing else differs. */
+export interface ClientOptions {
+  /** API root, already normalised (see api-url.ts). The token is sent to this origin only. */
+  baseUrl: string
+  userAgent: string
+  /** Milliseconds per second of `Retry-After` / backoff (1000; tests use 1). */
+  retryAfterBaseMs?: number
+  /** Longest rate-limit wait, in seconds, before the call fails with `rate_limited` instead (60). */
+  maxRateLimitWaitS?: number
+  /**
+   * Spaces writes and searches as GitHub asks (1 s / 2 s apart, per token). Tests turn it off;
+   * nothing else should.
+   */
+  spaceRequests?: boolean
+  /** Debug lines (retries, rate-limit waits). Never receives the token. */
+  log(message: string, fields?: Record<string, unknown>): void
+}
+
+/** Most per-token clients kept at once (`--token-from-request`); the least recently used goes first. */
+export const MAX_CACHED_CLIENTS = 64
+
+type OctokitClass = new (options: Record<string, unknown>) => Octokit
+
+let loading: Promise<OctokitClass> | undefined
+
+/** Octokit and its plugins load on the first call, never at start-up. */
+function loadOctokit(): Promise<OctokitClass> {
+  loading ??= Promise.all([
+    import('@octokit/rest'),
+    import('@octokit/plugin-retry'),
+    import('@octokit/plugin-throttling'),
+  ]).then(
+    ([rest, retry, throttling]) =>
+      rest.Octokit.plugin(retry.retry, throttling.throttling) as unknown as OctokitClass,
+  )
+  loading.catch(() => {
+    loading = undefined
+  })
+  return loading
+}
+
+/** A scheduler that runs at once: the shape plugin-throttling's limiter groups have. */
+const immediate = {
+  key: () => ({
+    schedule: (...args: unknown[]) => {
+      const task = args.find((arg) => typeof arg === 'function') as (...rest: unknown[]) => unknown
+      return Promise.resolve(task(...args.slice(args.indexOf(task) + 1)))
+    },
+  }),
+}
+
+/** A stable, non-reversible key for a token: caches and limiter ids never hold the token itself. */
+export function tokenKey(token: string): string {
+  return createHash('sha256').update(token).digest('hex').slice(0, 32)
+}
+
+export class TokenHostError extends Error {
+  override name = 'TokenHostError'
+}
+
+/**
+ * Octokit clients, one per token, created on first use. Each client sends its token only to the
+ * configured API origin: a `Link` header or any other URL that points elsewhere is refused before
+ * a request leaves. (Redirects are followed by fetch, which drops `Authorization` across origins:
+ * that is how job logs reach their storage host without the token.)
+ */
+export class GitHubClients {
+  readonly #options: ClientOptions
+  readonly #origin: string
+  readonly #clients = new Map<string, Promise<Octokit>>()
+
+  constructor(options: ClientOptions) {
+    this.#options = options
+    this.#origin = new URL(options.baseUrl).origin
+  }
+
+  /** The client for `token` (undefined: unauthenticated, public data only at 60 requests/hour). */
+  get(token: string | undefined): Promise<Octokit> {
+    const key = token === undefined ? 'anonymous' : tokenKey(token)
+    const cached = this.#clients.get(key)
+    if (cached) {
+      // Map order is insertion order: re-inserting marks it most recently used.
+      this.#clients.delete(key)
+      this.#clients.set(key, cached)
+      return cached
+    }
+    const created = this.#create(token, key)
+    created.catch(() => this.#clients.delete(key))
+    this.#clients.set(key, created)
+    while (this.#clients.size > MAX_CACHED_CLIENTS) {
+      const oldest = this.#clients.keys().next().value
+      if (oldest === undefined) break
+      this.#clients.delete(oldest)
+    }
+    return created
+  }
+
+  /** Clients currently cached (for tests of the bound). */
+  get size(): number {
+    return this.#clients.size
+  }
+
+  async #create(token: string | undefined, key: string): Promise<Octokit> {
+    const Client = await loadOctokit()
+    const options = this.#options
+    const base = options.retryAfterBaseMs ?? 1000
+    const maxWait = options.maxRateLimitWaitS ?? 60
+    const log = options.log
+    const quiet = () => {}
+    const retryOnce =
+      (kind: string) =>
+      (
+        retryAfter: number,
+        request: { method?: string; url?: string },
+        _octokit: unknown,
+        retryCount: number,
+      ) => {
+        const retry = retryCount < 1 && retryAfter <= maxWait
+        log(`GitHub ${kind} rate limit`, { method: request.method, url: request.url, retryAfter, retry })
+        return retry
+      }
+    const octokit = new Client({
+      ...(token === undefined ? {} : { auth: token }),
+      baseUrl: options.baseUrl,
+      userAgent: options.userAgent,
+      log: {
+        debug: quiet,
+        info: quiet,
+        warn: (message: string) => log(message),
+        error: (message: string) => log(message),
+      },
+      retry: {
+        retries: 2,
+        retryAfterBaseValue: base,
+        doNotRetry: [400, 401, 403, 404, 409, 410, 422, 429, 451],
+      },
+      throttle: {
+        // Limits are per token on GitHub: each token gets its own limiter, never shared with another user's.
+        id: key,
+        retryAfterBaseValue: base,
+        fallbackSecondaryRateRetryAfter: 60,
+        onRateLimit: retryOnce('primary'),
+        onSecondaryRateLimit: retryOnce('secondary'),
+        ...(options.spaceRequests === false
+          ? { write: immediate, search: immediate, notifications: immediate }
+          : {}),
+      },
+    })
+    const origin = this.#origin
+    octokit.hook.before('request', (request) => {
+      const url = new URL(octokit.request.endpoint.parse(request).url)
+      if (url.origin !== origin) {
+        throw new TokenHostError(
+          `refused a request to ${url.origin}: only the configured API host receives the token`,
+        )
+      }
+    })
+    return octokit
+  }
+}

@@ -1,0 +1,141 @@
+import { TokenHostError } from './client.js'
+import { sanitize } from './sanitize.js'
+
+export type ErrorKind =
+  | 'unauthenticated'
+  | 'rate_limited'
+  | 'permission_denied'
+  | 'not_found'
+  | 'conflict'
+  | 'invalid_argument'
+  | 'unavailable'
+
+export interface ClassifiedError {
+  kind: ErrorKind
+  message: string
+  hint?: string
+  status?: number
+}
+
+interface HttpLike {
+  status: number
+  message?: string
+  response?: { headers?: Record<string, string | number | undefined>; data?: unknown }
+}
+
+function isHttpError(error: unknown): error is HttpLike {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    typeof (error as { status?: unknown }).status === 'number' &&
+    ((error as { name?: unknown }).name === 'HttpError' || 'response' in error)
+  )
+}
+
+const short = (text: string, max = 300) => {
+  const clean = sanitize(text).replace(/\s+/g, ' ').trim()
+  return clean.length > max ? `${clean.slice(0, max)}…` : clean
+}
+
+/** GitHub's own message (not the URL Octokit appends), cleaned and capped. */
+function githubMessage(error: HttpLike): string {
+  const data = error.response?.data as { message?: unknown } | undefined
+  if (typeof data?.message === 'string' && data.message) return short(data.message)
+  return short(String(error.message ?? '').replace(/ - https?:\/\/\S+$/, ''))
+}
+
+/** GitHub's per-field validation errors (422). */
+function fieldErrors(error: HttpLike): string[] {
+  const errors = (error.response?.data as { errors?: unknown } | undefined)?.errors
+  if (!Array.isArray(errors)) return []
+  return errors.slice(0, 10).map((item) => {
+    if (typeof item === 'string') return short(item, 200)
+    const entry = item as { message?: string; resource?: string; field?: string; code?: string }
+    if (entry.message) return short(entry.message, 200)
+    return short(
+      [entry.resource, entry.field].filter(Boolean).join('.') + (entry.code ? ` ${entry.code}` : ''),
+      200,
+    )
+  })
+}
+
+const header = (error: HttpLike, name: string): string | undefined => {
+  const value = error.response?.headers?.[name]
+  return value === undefined ? undefined : String(value)
+}
+
+/** Turns an Octokit `RequestError` (or our own host guard) into what the model reads. */
+export function classifyGitHubError(error: unknown): ClassifiedError | undefined {
+  if (error instanceof TokenHostError) return { kind: 'permission_denied', message: error.message }
+  if (!isHttpError(error)) return undefined
+  const status = error.status
+  const message = githubMessage(error)
+  if (status === 401) {
+    // Never echo the token, not even a prefix.
+    return {
+      kind: 'unauthenticated',
+      status,
+      message: 'GitHub rejected the credentials (missing, invalid, expired or revoked token)',
+      hint: 'Use a valid GitHub token (GITHUB_TOKEN, or the bearer of this request with --token-from-request).',
+    }
+  }
+  if (status === 403 || status === 429) {
+    const reset = Number(header(error, 'x-ratelimit-reset'))
+    if (header(error, 'x-ratelimit-remaining') === '0') {
+      const at = Number.isFinite(reset) && reset > 0 ? new Date(reset * 1000).toISOString() : undefined
+      return {
+        kind: 'rate_limited',
+        status,
+        message: `GitHub API rate limit exhausted${at ? `; it resets at ${at}` : ''}`,
+        hint: 'Wait until the reset time; authenticated tokens get 5,000 requests an hour.',
+      }
+    }
+    const retryAfter = header(error, 'retry-after')
+    if (/secondary rate|abuse/i.test(message) || retryAfter !== undefined || status === 429) {
+      return {
+        kind: 'rate_limited',
+        status,
+        message: `GitHub secondary rate limit${retryAfter ? `; retry after ${retryAfter} s` : ''}`,
+        hint: 'Slow down: fewer concurrent or write requests.',
+      }
+    }
+    const accepted = header(error, 'x-accepted-oauth-scopes')?.trim()
+    const granted = header(error, 'x-oauth-scopes')?.trim()
+    const permissions = header(error, 'x-accepted-github-permissions')?.trim()
+    let hint = 'The token lacks access to this resource or action.'
+    if (accepted) {
+      hint = `This call needs the token scope(s): ${accepted}${granted !== undefined ? ` (the token has: ${granted || 'none'})` : ''}.`
+    } else if (permissions) {
+      hint = `This call needs the fine-grained permission(s): ${permissions}.`
+    }
+    return { kind: 'permission_denied', status, message: `Forbidden: ${message}`, hint }
+  }
+  if (status === 404) {
+    return {
+      kind: 'not_found',
+      status,
+      message: 'Not found',
+      hint: 'Check owner, repository, number, path and ref; a private repository also answers 404 when the token cannot see it.',
+    }
+  }
+  if (status === 409) return { kind: 'conflict', status, message: `Conflict: ${message}` }
+  if (status === 422 || (status >= 400 && status < 500)) {
+    const fields = fieldErrors(error)
+    return {
+      kind: 'invalid_argument',
+      status,
+      message: fields.length
+        ? `${message}: ${fields.join('; ')}`
+        : message || `GitHub refused the request (${status})`,
+    }
+  }
+  return {
+    kind: 'unavailable',
+    status,
+    message:
+      status >= 500
+        ? `GitHub is unavailable (HTTP ${status}) after retries`
+        : `GitHub request failed (HTTP ${status})`,
+    hint: 'Try again later; see https://www.githubstatus.com for incidents.',
+  }
+}

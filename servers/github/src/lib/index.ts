@@ -1,0 +1,14 @@
+export { baseUrlOf, isLoopback, normaliseApiUrl } from './api-url.js'
+export {
+  type ClientOptions,
+  GitHubClients,
+  MAX_CACHED_CLIENTS,
+  type Octokit,
+  TokenHostError,
+  tokenKey,
+} from './client.js'
+export { type ClassifiedError, classifyGitHubError } from './errors.js'
+export { type FileSlice, isBinary, sliceFile } from './file-content.js'
+export { PushAccess, WITHHELD } from './lockdown.js'
+export { hasNextPage, lastPage } from './pages.js'
+export { clean, sanitize } from './sanitize.js'

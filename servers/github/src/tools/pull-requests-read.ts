@@ -1,0 +1,313 @@
+import { z } from '@keel-mcp/core'
+import { clean, WITHHELD } from '../lib/index.js'
+import {
+  cap,
+  defineTool,
+  github,
+  items,
+  listed,
+  login,
+  number,
+  page,
+  pageInfo,
+  perPage,
+  read,
+  repo,
+  result,
+  signalOf,
+  userText,
+} from './shared.js'
+
+const toolset = 'pull_requests'
+const pullNumber = number.describe('Number')
+
+export const listPullRequests = defineTool({
+  name: 'list_pull_requests',
+  title: 'List PRs',
+  description: 'PRs of a repo, no bodies.',
+  toolset,
+  input: {
+    repo,
+    state: z.enum(['open', 'closed', 'all']).default('open').describe('State'),
+    head: z.string().optional().describe('user:branch'),
+    base: z.string().optional().describe('Base branch'),
+    page,
+    per_page: perPage,
+  },
+  annotations: read,
+  async run({ repo: { owner, repo }, state, head, base, page, per_page }, { deps, auth, signal }) {
+    const client = await github(deps, auth)
+    const response = await client.octokit.rest.pulls.list({
+      owner,
+      repo,
+      state,
+      page,
+      per_page,
+      ...(head ? { head } : {}),
+      ...(base ? { base } : {}),
+      ...signalOf(signal),
+    })
+    const pullRequests = await Promise.all(
+      response.data.map(async (pull) => ({
+        number: pull.number,
+        title: cap(await userText(deps, client, { owner, repo }, login(pull.user), pull.title, signal), 500),
+        state: pull.state,
+        draft: pull.draft ?? false,
+        author: login(pull.user),
+        head: pull.head.ref,
+        base: pull.base.ref,
+        updatedAt: pull.updated_at,
+        url: pull.html_url,
+      })),
+    )
+    return listed({ pullRequests, ...pageInfo(response.headers) }, { untrusted: true, page })
+  },
+})
+
+export const getPullRequest = defineTool({
+  name: 'get_pull_request',
+  title: 'Get PR',
+  description: 'One PR: body, branches, head SHA, mergeability. Diff: get_pull_request_diff.',
+  toolset,
+  input: { repo, pull_number: pullNumber },
+  annotations: read,
+  async run({ repo: { owner, repo }, pull_number }, { deps, auth, signal }) {
+    const client = await github(deps, auth)
+    const { data } = await client.octokit.rest.pulls.get({ owner, repo, pull_number, ...signalOf(signal) })
+    const author = login(data.user)
+    const title = await userText(deps, client, { owner, repo }, author, data.title, signal)
+    return listed(
+      {
+        pullRequest: {
+          number: data.number,
+          title: cap(title, 500),
+          state: data.state,
+          draft: data.draft ?? false,
+          merged: data.merged,
+          mergeable: data.mergeable ?? null,
+          mergeableState: data.mergeable_state,
+          author,
+          head: { ref: data.head.ref, sha: data.head.sha, repository: data.head.repo?.full_name ?? null },
+          base: { ref: data.base.ref, sha: data.base.sha },
+          commits: data.commits,
+          additions: data.additions,
+          deletions: data.deletions,
+          changedFiles: data.changed_files,
+          labels: data.labels.map((label) => label.name),
+          url: data.html_url,
+          body:
+            title === WITHHELD
+              ? WITHHELD
+              : cap(await userText(deps, client, { owner, repo }, author, data.body, signal), 20_000),
+        },
+      },
+      { untrusted: true },
+    )
+  },
+})
+
+export const getPullRequestFiles = defineTool({
+  name: 'get_pull_request_files',
+  title: 'Get PR files',
+  description: 'Changed files of a PR with capped patches.',
+  toolset,
+  input: {
+    repo,
+    pull_number: pullNumber,
+    include_patch: z.boolean().default(true).describe('Include patches'),
+    page,
+    per_page: perPage,
+  },
+  annotations: read,
+  async run({ repo: { owner, repo }, pull_number, include_patch, page, per_page }, { deps, auth, signal }) {
+    const { octokit } = await github(deps, auth)
+    const response = await octokit.rest.pulls.listFiles({
+      owner,
+      repo,
+      pull_number,
+      page,
+      per_page,
+      ...signalOf(signal),
+    })
+    return listed(
+      {
+        files: response.data.map((file) => ({
+          path: file.filename,
+          status: file.status,
+          additions: file.additions,
+          deletions: file.deletions,
+          ...(file.previous_filename ? { previousPath: file.previous_filename } : {}),
+          ...(include_patch && file.patch ? { patch: cap(clean(file.patch), 8_000) } : {}),
+        })),
+        ...pageInfo(response.headers),
+      },
+      { untrusted: true, page },
+    )
+  },
+})
+
+export const getPullRequestDiff = defineTool({
+  name: 'get_pull_request_diff',
+  title: 'Get PR diff',
+  description: 'Unified diff of a PR, capped; continue with offset.',
+  toolset,
+  input: {
+    repo,
+    pull_number: pullNumber,
+    offset: z.number().int().min(0).default(0).describe('From nextOffset'),
+    max_chars: z.number().int().min(1).max(1_000_000).default(50_000).describe('Max characters'),
+  },
+  output: { diff: z.string(), length: z.number(), nextOffset: z.number().optional() },
+  annotations: read,
+  async run({ repo: { owner, repo }, pull_number, offset, max_chars }, { deps, auth, signal }) {
+    const { octokit } = await github(deps, auth)
+    const response = await octokit.rest.pulls.get({
+      owner,
+      repo,
+      pull_number,
+      mediaType: { format: 'diff' },
+      ...signalOf(signal),
+    })
+    const full = clean(String(response.data as unknown))
+    const diff = full.slice(offset, offset + max_chars)
+    const nextOffset = offset + max_chars < full.length ? offset + max_chars : undefined
+    return result(
+      { diff, length: full.length, ...(nextOffset === undefined ? {} : { nextOffset }) },
+      {
+        untrusted: true,
+        ...(nextOffset === undefined ? {} : { notice: `Truncated: continue with offset ${nextOffset}.` }),
+      },
+    )
+  },
+})
+
+const MAX_CHECKS = 300
+
+export const getPullRequestStatus = defineTool({
+  name: 'get_pull_request_status',
+  title: 'Get PR checks',
+  description: 'CI checks and statuses of a PR head, overall state. Failures: get_job_logs.',
+  toolset,
+  input: { repo, pull_number: pullNumber },
+  output: { sha: z.string(), state: z.string(), checks: items, statuses: items },
+  annotations: read,
+  async run({ repo: { owner, repo }, pull_number }, { deps, auth, signal }) {
+    const { octokit } = await github(deps, auth)
+    const { data: pull } = await octokit.rest.pulls.get({ owner, repo, pull_number, ...signalOf(signal) })
+    const ref = pull.head.sha
+    const checks: Array<Record<string, unknown>> = []
+    for await (const response of octokit.paginate.iterator(octokit.rest.checks.listForRef, {
+      owner,
+      repo,
+      ref,
+      per_page: 100,
+      ...signalOf(signal),
+    })) {
+      for (const run of response.data) {
+        checks.push({
+          name: run.name,
+          status: run.status,
+          conclusion: run.conclusion,
+          url: run.html_url,
+          ...(run.details_url?.includes('/actions/runs/') ? { detailsUrl: run.details_url } : {}),
+        })
+      }
+      if (checks.length >= MAX_CHECKS) break
+    }
+    const { data: combined } = await octokit.rest.repos.getCombinedStatusForRef({
+      owner,
+      repo,
+      ref,
+      per_page: 100,
+      ...signalOf(signal),
+    })
+    const statuses = combined.statuses.map((status) => ({
+      context: status.context,
+      state: status.state,
+      description: cap(clean(status.description), 300),
+      url: status.target_url,
+    }))
+    const failed =
+      checks.some((check) =>
+        ['failure', 'timed_out', 'cancelled', 'action_required'].includes(String(check.conclusion)),
+      ) || statuses.some((status) => status.state === 'failure' || status.state === 'error')
+    const pending =
+      checks.some((check) => check.status !== 'completed') ||
+      statuses.some((status) => status.state === 'pending')
+    const state = failed
+      ? 'failure'
+      : pending
+        ? 'pending'
+        : checks.length || statuses.length
+          ? 'success'
+          : 'none'
+    return result({ sha: ref, state, checks: checks.slice(0, MAX_CHECKS), statuses })
+  },
+})
+
+export const getPullRequestComments = defineTool({
+  name: 'get_pull_request_comments',
+  title: 'Get PR comments',
+  description: 'Line review comments of a PR.',
+  toolset,
+  input: { repo, pull_number: pullNumber, page, per_page: perPage },
+  annotations: read,
+  async run({ repo: { owner, repo }, pull_number, page, per_page }, { deps, auth, signal }) {
+    const client = await github(deps, auth)
+    const response = await client.octokit.rest.pulls.listReviewComments({
+      owner,
+      repo,
+      pull_number,
+      page,
+      per_page,
+      ...signalOf(signal),
+    })
+    const comments = await Promise.all(
+      response.data.map(async (comment) => ({
+        id: comment.id,
+        author: login(comment.user),
+        path: comment.path,
+        line: comment.line ?? comment.original_line ?? null,
+        ...(comment.in_reply_to_id ? { inReplyTo: comment.in_reply_to_id } : {}),
+        body: cap(
+          await userText(deps, client, { owner, repo }, login(comment.user), comment.body, signal),
+          10_000,
+        ),
+      })),
+    )
+    return listed({ comments, ...pageInfo(response.headers) }, { untrusted: true, page })
+  },
+})
+
+export const getPullRequestReviews = defineTool({
+  name: 'get_pull_request_reviews',
+  title: 'Get PR reviews',
+  description: 'Reviews of a PR (verdict, summary).',
+  toolset,
+  input: { repo, pull_number: pullNumber, page, per_page: perPage },
+  annotations: read,
+  async run({ repo: { owner, repo }, pull_number, page, per_page }, { deps, auth, signal }) {
+    const client = await github(deps, auth)
+    const response = await client.octokit.rest.pulls.listReviews({
+      owner,
+      repo,
+      pull_number,
+      page,
+      per_page,
+      ...signalOf(signal),
+    })
+    const reviews = await Promise.all(
+      response.data.map(async (review) => ({
+        id: review.id,
+        author: login(review.user),
+        state: review.state,
+        submittedAt: review.submitted_at ?? null,
+        body: cap(
+          await userText(deps, client, { owner, repo }, login(review.user), review.body, signal),
+          10_000,
+        ),
+      })),
+    )
+    return listed({ reviews, ...pageInfo(response.headers) }, { untrusted: true, page })
+  },
+})

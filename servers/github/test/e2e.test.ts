@@ -1,0 +1,144 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { connectHttp, connectStdio, runProcess, spawnHttp, spawnRaw } from '@keel-mcp/core/testing'
+import { afterEach, describe, expect, it } from 'vitest'
+import { DEFAULT_TOOLS } from '../src/server.js'
+import { FakeGitHub } from './fake-github.js'
+import { user } from './fixtures.js'
+
+/** The built bin (`pnpm run build` first): core, SDK and zod inlined; Octokit external and lazy. */
+const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
+const TOKEN = 'ghp_e2e0000000000000000000000000000000000'
+// Nothing from the machine's environment may reach the bin.
+const CLEAN = { GITHUB_TOKEN: '', GITHUB_PERSONAL_ACCESS_TOKEN: '', GITHUB_API_URL: '', MCP_AUTH_TOKEN: '' }
+
+const open: Array<{ close(): Promise<unknown> }> = []
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((item) => item.close()))
+})
+
+async function fakeWithUser() {
+  const fake = await FakeGitHub.start()
+  open.push(fake)
+  fake.on('GET', '/user', (request) => ({
+    body: { ...user(request.authorization === `token ${TOKEN}` ? 'server-user' : 'caller'), name: null },
+  }))
+  return fake
+}
+
+describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s client', (generation) => {
+  it('lists the default tools and calls GitHub with GITHUB_TOKEN, never logging it', async () => {
+    const fake = await fakeWithUser()
+    let stderr = ''
+    const connection = await connectStdio({
+      command: process.execPath,
+      args: [BIN, '--log-level', 'debug'],
+      env: { ...CLEAN, GITHUB_TOKEN: TOKEN, GITHUB_API_URL: fake.url },
+      generation,
+      onStderr: (chunk) => {
+        stderr += chunk
+      },
+    })
+    open.unshift(connection)
+    const names = (await connection.client.listTools()).tools.map((tool: Record<string, any>) =>
+      String(tool.name),
+    )
+    expect(names.sort()).toEqual([...DEFAULT_TOOLS].sort())
+    const result = await connection.client.callTool({ name: 'get_me', arguments: {} })
+    expect(result.structuredContent.login).toBe('server-user')
+    expect(fake.requests.map((request) => request.authorization)).toEqual([`token ${TOKEN}`])
+    expect(stderr).not.toContain(TOKEN)
+  })
+})
+
+describe.each(['v2', 'v1'] as const)(
+  'the built bin over HTTP with --token-from-request and the %s client',
+  (generation) => {
+    it('uses the bearer of the request as the GitHub token', async () => {
+      const fake = await fakeWithUser()
+      const server = await spawnHttp(
+        process.execPath,
+        [BIN, '--token-from-request', '--log-level', 'debug'],
+        {
+          env: { ...CLEAN, GITHUB_API_URL: fake.url },
+        },
+      )
+      open.push(server)
+      const caller = 'ghp_caller00000000000000000000000000000000'
+      const connection = await connectHttp(server.url, { generation, token: caller })
+      open.unshift(connection)
+      const result = await connection.client.callTool({ name: 'get_me', arguments: {} })
+      expect(result.structuredContent.login).toBe('caller')
+      expect(fake.requests.map((request) => request.authorization)).toEqual([`token ${caller}`])
+      expect(server.stdout() + server.stderr()).not.toContain(caller)
+    })
+  },
+)
+
+describe('the command line', () => {
+  const runBin = (args: string[], env: Record<string, string> = {}) =>
+    runProcess(process.execPath, [BIN, ...args], { env: { ...CLEAN, ...env } })
+
+  it('prints help with the GitHub options and toolsets', async () => {
+    const { code, stdout } = await runBin(['--help'])
+    expect(code).toBe(0)
+    for (const text of [
+      '--api-url',
+      '--token-from-request',
+      '--lockdown',
+      '--github-token',
+      'pull_requests',
+      'GITHUB_TOKEN',
+    ]) {
+      expect(stdout).toContain(text)
+    }
+  })
+
+  it('refuses --token-from-request on stdio in one line, exit 1', async () => {
+    const { code, stdout, stderr } = await runBin(['--token-from-request'])
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr).toContain('--token-from-request needs --transport http')
+  })
+
+  it('refuses a plain-http API URL off loopback without echoing the token', async () => {
+    const { code, stderr } = await runBin(['--api-url', 'http://ghes.example.com'], { GITHUB_TOKEN: TOKEN })
+    expect(code).toBe(1)
+    expect(stderr).toContain('must use https://')
+    expect(stderr).not.toContain(TOKEN)
+  })
+})
+
+describe('start-up cost', () => {
+  it('loads Octokit on the first call, not to list tools', async () => {
+    const fake = await fakeWithUser()
+    const dir = await mkdtemp(join(tmpdir(), 'keel-github-load-'))
+    open.push({ close: () => rm(dir, { recursive: true, force: true }) })
+    const log = join(dir, 'load.log')
+    await writeFile(log, '')
+    await writeFile(
+      join(dir, 'hooks.mjs'),
+      `import { appendFileSync } from 'node:fs'
+export async function resolve(specifier, context, next) {
+  if (specifier.startsWith('@octokit/')) appendFileSync(${JSON.stringify(log)}, specifier + '\\n')
+  return next(specifier, context)
+}`,
+    )
+    await writeFile(
+      join(dir, 'register.mjs'),
+      `import { register } from 'node:module'\nregister('./hooks.mjs', import.meta.url)\n`,
+    )
+    const raw = spawnRaw(process.execPath, ['--import', join(dir, 'register.mjs'), BIN], {
+      env: { ...CLEAN, GITHUB_TOKEN: TOKEN, GITHUB_API_URL: fake.url, KEEL_COMPILE_CACHE: '0' },
+    })
+    open.unshift({ close: () => raw.end() })
+    await raw.initialize()
+    await raw.request('tools/list', {})
+    expect(await readFile(log, 'utf8')).toBe('')
+    const call = await raw.request('tools/call', { name: 'get_me', arguments: {} })
+    expect(call.result.structuredContent.login).toBe('server-user')
+    expect((await readFile(log, 'utf8')).split('\n')).toContain('@octokit/rest')
+  })
+})
