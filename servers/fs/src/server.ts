@@ -1,8 +1,9 @@
-import { defineServer } from '@keel-mcp/core'
+import { defineServer, svgIcon } from '@keel-mcp/core'
 import pkg from '../package.json' with { type: 'json' }
 import { positionals } from './config.js'
 import { createFsDeps } from './deps.js'
 import { mapError } from './errors.js'
+import { icon } from './icon.js'
 import { fileResource } from './resources.js'
 import { createDirectoryTool } from './tools/create-directory.js'
 import { directoryTreeTool } from './tools/directory-tree.js'
@@ -39,6 +40,7 @@ export const tools = [
 export const server = defineServer<FsDeps>({
   name: 'fs',
   version: pkg.version,
+  icons: [svgIcon(icon)],
   description: pkg.description,
   instructions: (config) =>
     [

@@ -1,7 +1,8 @@
-import { ConfigError, defineServer, ToolError } from '@keel-mcp/core'
+import { ConfigError, defineServer, svgIcon, ToolError } from '@keel-mcp/core'
 import pkg from '../package.json' with { type: 'json' }
 import { type GithubOptions, helpFooter, options } from './config.js'
 import { toToolError } from './errors.js'
+import { icon } from './icon.js'
 import {
   baseUrlOf,
   type ClientOptions,
@@ -152,6 +153,7 @@ export function createServer(tuning: ClientTuning = {}) {
     name: 'github',
     version: pkg.version,
     title: 'GitHub',
+    icons: [svgIcon(icon)],
     description: 'GitHub: repositories, issues, pull requests and Actions, scoped by toolsets.',
     instructions: ({ options: config, readOnly }) =>
       `GitHub${readOnly ? ' (read-only)' : ''}. Repositories are given as owner/name. Lists take page/per_page and say when more exist. ` +

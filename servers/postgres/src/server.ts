@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs'
-import { ConfigError, defineServer, type Logger } from '@keel-mcp/core'
+import { ConfigError, defineServer, type Logger, svgIcon } from '@keel-mcp/core'
 import pkg from '../package.json' with { type: 'json' }
 import { helpFooter, options, type PostgresOptions, positionals } from './config.js'
 import { toToolError } from './errors.js'
+import { icon } from './icon.js'
 import { Database, type SslOptions } from './lib/index.js'
 import { tableResource } from './resources.js'
 import { describeTable } from './tools/describe-table.js'
@@ -59,6 +60,7 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
   name: 'postgres',
   version: pkg.version,
   title: 'PostgreSQL (read-only)',
+  icons: [svgIcon(icon)],
   description: 'Read-only PostgreSQL: parser-gated SQL in rolled-back read-only transactions, capped rows.',
   instructions: ({ options: config }) =>
     `Read-only access to one PostgreSQL database${config.schemas ? ` (schemas ${config.schemas.join(', ')})` : ''}. ` +

@@ -1,0 +1,2 @@
+// The server's icon (`serverInfo.icons`), shipped inline as an SVG data URI: clients fetch nothing.
+export const icon = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><g fill="none" stroke="#111827" stroke-width="1.5" stroke-linecap="round"><circle cx="4.5" cy="3.5" r="1.75"/><circle cx="4.5" cy="12.5" r="1.75"/><circle cx="11.5" cy="5.5" r="1.75"/><path d="M4.5 5.25v5.5M11.5 7.25c0 2.5-2.5 3-7 3.5"/></g></svg>`
