@@ -89,7 +89,14 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
       poolSize: config.options.poolSize,
       ...(config.options.role === undefined ? {} : { role: config.options.role }),
       ...(config.options.schemas === undefined ? {} : { schemas: config.options.schemas }),
-      limits: { maxRows: config.options.maxRows, timeoutMs: config.options.statementTimeoutMs },
+      limits: {
+        maxRows: config.options.maxRows,
+        timeoutMs: config.options.statementTimeoutMs,
+        maxResultBytes: config.options.maxResultBytes,
+      },
+      ...(config.options.allowFunctions === undefined
+        ? {}
+        : { allowFunctions: config.options.allowFunctions }),
       // Idle connections dropped by a restart or failover: worth a line on stderr, not an alarm.
       onBackgroundError: (error) =>
         logger.info('an idle database connection closed', { error: error.message }),

@@ -37,6 +37,7 @@ export {
   isConnectionError,
   QueryCancelledError,
   QueryTimeoutError,
+  ResultTooLargeError,
   redactConnectionString,
   SqlRefusedError,
 } from './errors.js'
