@@ -1,4 +1,4 @@
-import { lstat, readFile, readlink, stat, symlink } from 'node:fs/promises'
+import { lstat, mkdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { makeTree, snapshot, useTempDirectories } from '../../test/temp-tree.js'
@@ -144,12 +144,35 @@ describe('moveFile', () => {
     })
   })
 
-  it('moves a symlink as a link, leaving its outside target untouched', async () => {
+  it('refuses to move a link whose target is outside the roots, leaving both untouched', async () => {
     const { root, outside, guard } = await setup()
     const before = await snapshot(outside)
-    await moveFile(await source(guard, 'out-link'), await destination(guard, 'dir/link-moved'))
-    expect(await readlink(path.join(root, 'dir/link-moved'))).toBe(outside)
+    await expect(
+      moveFile(await source(guard, 'out-link'), await destination(guard, 'dir/link-moved')),
+    ).rejects.toMatchObject({ code: 'permission_denied' })
+    expect(await readlink(path.join(root, 'out-link'))).toBe(outside)
     expect(await snapshot(outside)).toEqual(before)
+  })
+
+  it('refuses to move a relative link to a depth where it would resolve outside', async () => {
+    const { root, guard } = await setup()
+    await mkdir(path.join(root, 'a/b'), { recursive: true })
+    await writeFile(path.join(root, 'target.txt'), 'inside')
+    await symlink('../../target.txt', path.join(root, 'a/b/rel'))
+    // At the top, ../../target.txt leaves the root.
+    await expect(
+      moveFile(await source(guard, 'a/b/rel'), await destination(guard, 'rel')),
+    ).rejects.toMatchObject({
+      code: 'permission_denied',
+    })
+    // The same link inside a moved directory: the directory is refused too.
+    await expect(moveFile(await source(guard, 'a/b'), await destination(guard, 'b'))).rejects.toMatchObject({
+      code: 'permission_denied',
+    })
+    // Where it still resolves inside, it moves.
+    await mkdir(path.join(root, 'c/d'), { recursive: true })
+    await moveFile(await source(guard, 'a/b/rel'), await destination(guard, 'c/d/rel'))
+    expect(await readlink(path.join(root, 'c/d/rel'))).toBe('../../target.txt')
   })
 
   it('cannot move anything to or from outside the roots', async () => {

@@ -1,19 +1,9 @@
 import { isUtf8 } from 'node:buffer'
 import { randomBytes } from 'node:crypto'
 import { constants, fstatSync, readlinkSync, realpathSync, type Stats, statSync } from 'node:fs'
-import {
-  type FileHandle,
-  link,
-  lstat,
-  mkdir,
-  open,
-  readlink,
-  realpath,
-  rename,
-  rm,
-  stat,
-} from 'node:fs/promises'
+import { type FileHandle, link, lstat, open, readlink, realpath, rename, rm, stat } from 'node:fs/promises'
 import path from 'node:path'
+import { anchorDirectory } from './anchor.js'
 import { FsError, isErrnoError, toFsError } from './errors.js'
 import type { SafePath } from './path-guard.js'
 
@@ -188,30 +178,27 @@ export async function writeFileAtomic(
     throw new FsError('not_a_file', `Is an allowed root directory, not a file: ${file.path}`)
   }
   const directory = path.dirname(file.path)
+  const name = path.basename(file.path)
   const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data
 
-  if (options.createParents) {
-    try {
-      await mkdir(directory, { recursive: true })
-    } catch (error) {
-      throw toFsError(error, directory)
-    }
-  }
-  const existing = await lstatOrUndefined(file.path)
-  if (existing) {
-    if (existing.isSymbolicLink()) {
-      throw new FsError('permission_denied', `Refusing to write through a symbolic link: ${file.path}`)
-    }
-    if (existing.isDirectory()) throw new FsError('not_a_file', `Is a directory, not a file: ${file.path}`)
-    if (!overwrite) throw conflict(file.path)
-  }
-
-  const temporary = path.join(directory, `.${path.basename(file.path)}.${randomBytes(6).toString('hex')}.tmp`)
+  // Every name below is reached through the directory's descriptor (anchor.ts): a directory on the
+  // path swapped for a link to the outside after the guard's check cannot redirect the write, the
+  // temporary file or the rename.
+  const anchored = await anchorDirectory(file, directory, { create: options.createParents === true })
+  const target = anchored.at(name)
+  const temporaryName = `.${name}.${randomBytes(6).toString('hex')}.tmp`
+  const temporary = anchored.at(temporaryName)
   let handle: FileHandle | undefined
   let createdTemporary = false
   try {
-    // Narrow the race window before creating anything: the directory must still resolve inside the roots.
-    file.guard.assertInside(await realpath(directory), file.path)
+    const existing = await lstatOrUndefined(target)
+    if (existing) {
+      if (existing.isSymbolicLink()) {
+        throw new FsError('permission_denied', `Refusing to write through a symbolic link: ${file.path}`)
+      }
+      if (existing.isDirectory()) throw new FsError('not_a_file', `Is a directory, not a file: ${file.path}`)
+      if (!overwrite) throw conflict(file.path)
+    }
     handle = await open(temporary, exclusiveWriteFlags, existing ? existing.mode & 0o7777 : 0o666)
     createdTemporary = true
     // The temporary file is where the data really lands: check it is inside the roots before writing.
@@ -233,38 +220,34 @@ export async function writeFileAtomic(
     signal?.throwIfAborted()
 
     if (overwrite) {
-      await rename(temporary, file.path)
+      await rename(temporary, target)
     } else {
-      await linkExclusive(temporary, file.path)
+      await linkExclusive(temporary, target, file.path)
       await rm(temporary, { force: true })
     }
     createdTemporary = false
-    await syncDirectory(directory)
+    await anchored.sync()
     return { created: !existing, bytesWritten: written }
   } catch (error) {
     await handle?.close().catch(() => {})
     if (createdTemporary) await rm(temporary, { force: true }).catch(() => {})
-    if (isErrnoError(error) && error.code === 'ENOENT' && !createdTemporary && !(await exists(directory))) {
-      throw new FsError('not_found', `Parent directory does not exist: ${directory}`, {
-        hint: 'Create it first (create_directory).',
-        cause: error,
-      })
-    }
     throw toFsError(error, file.path)
+  } finally {
+    await anchored.close()
   }
 }
 
 /** link() fails if the target exists, atomically; falls back to an exclusive create where hard links are unsupported. */
-async function linkExclusive(source: string, target: string): Promise<void> {
+async function linkExclusive(source: string, target: string, shown: string): Promise<void> {
   try {
     await link(source, target)
   } catch (error) {
     if (!isErrnoError(error)) throw error
-    if (error.code === 'EEXIST') throw conflict(target)
+    if (error.code === 'EEXIST') throw conflict(shown)
     if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EMLINK'].includes(error.code ?? '')) throw error
     // No hard links here (some FUSE/network file systems): reserve the name exclusively, then replace it.
     const placeholder = await open(target, exclusiveWriteFlags, 0o600).catch((reason: unknown) => {
-      if (isErrnoError(reason) && reason.code === 'EEXIST') throw conflict(target)
+      if (isErrnoError(reason) && reason.code === 'EEXIST') throw conflict(shown)
       throw reason
     })
     await placeholder.close()
@@ -278,20 +261,6 @@ function conflict(target: string): FsError {
   })
 }
 
-/** fsync the directory so the rename itself survives a crash; best effort (not every platform allows it). */
-async function syncDirectory(directory: string): Promise<void> {
-  try {
-    const handle = await open(directory, constants.O_RDONLY)
-    try {
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
-  } catch {
-    // Durability only; the write itself succeeded.
-  }
-}
-
 async function lstatOrUndefined(target: string): Promise<Stats | undefined> {
   try {
     return await lstat(target)
@@ -299,10 +268,6 @@ async function lstatOrUndefined(target: string): Promise<Stats | undefined> {
     if (isErrnoError(error) && (error.code === 'ENOENT' || error.code === 'ENOTDIR')) return undefined
     throw toFsError(error, target)
   }
-}
-
-async function exists(target: string): Promise<boolean> {
-  return (await lstatOrUndefined(target).catch(() => undefined)) !== undefined
 }
 
 /**
