@@ -4,6 +4,7 @@ import path from 'node:path'
 import v8 from 'node:v8'
 import { decodeCursor, encodeCursor, queryKey } from './cursor.js'
 import { FsError, toFsError } from './errors.js'
+import { foldCase, linearRegex } from './glob.js'
 import type { SafePath } from './path-guard.js'
 import { assertDescriptorInsideSync, hasProcFileDescriptors, looksBinary } from './safe-io.js'
 import { listFilesForSearch, ProblemLog, type WalkOptions, type WalkProblems } from './walk.js'
@@ -130,14 +131,29 @@ function buildMatcher(query: string, regex: boolean, caseSensitive: boolean): Ma
       find: (line) => line.indexOf(query),
     }
   }
-  const source = regex ? query : query.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-  const flags = caseSensitive ? '' : 'i'
-  let expression: RegExp
+  const written = regex ? query : query.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
   try {
-    expression = new RegExp(source, flags)
+    new RegExp(written)
   } catch (error) {
     throw new FsError('invalid_argument', `Invalid regular expression: ${(error as Error).message}`)
   }
+  // Only patterns V8's linear-time engine can run are accepted (as ripgrep's default engine does):
+  // lookarounds and backreferences can take exponential time on a crafted line, and no time limit
+  // can interrupt a regex running on the event loop. Case-insensitivity is folded into the pattern
+  // because the linear engine has no `i` flag. Accepted patterns then run on the fast engine, which
+  // V8 switches to the linear one when a match backtracks excessively.
+  const source = caseSensitive ? written : foldCase(written)
+  if (!linearRegex(source)) {
+    throw new FsError(
+      'invalid_argument',
+      'Lookarounds ((?=…), (?!…), (?<=…), (?<!…)) and backreferences (\\1, \\k<name>) are not supported: they can take exponential time.',
+      {
+        hint: 'Rewrite without them (match the wider text and narrow with a second search), or search the literal text.',
+      },
+    )
+  }
+  const flags = ''
+  const expression = new RegExp(source, flags)
   // One multiline test over the whole text rejects most files without splitting them into lines. It can only
   // over-approximate the per-line search, except with lookbehind or backreferences (which could see across a
   // line break) and with CR line endings (`$` would not match before \r): those go line by line.

@@ -4,9 +4,9 @@ import { lstat, readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { type FSLike, fdir } from 'fdir'
 import ignore from 'ignore'
-import picomatch from 'picomatch'
 import { decodeCursor, encodeCursor, queryKey } from './cursor.js'
 import { FsError, isErrnoError, toFsError } from './errors.js'
+import { compileGlobs } from './glob.js'
 import type { SafePath } from './path-guard.js'
 
 /**
@@ -46,7 +46,7 @@ export interface WalkProblems {
 
 /** Options shared by the walking functions. */
 export interface WalkOptions {
-  /** Globs (picomatch) of entries to leave out, matched like `searchFiles` patterns; a matching directory is not entered. */
+  /** Globs (glob.ts) of entries to leave out, matched like `searchFiles` patterns; a matching directory is not entered. */
   exclude?: readonly string[] | undefined
   /** Honour `.gitignore` files (nested ones too, with git's precedence). Default true. `.git` is always skipped. */
   respectGitignore?: boolean | undefined
@@ -171,19 +171,20 @@ function isIgnored(chain: IgnoreChain, relativePath: string, name: string, isDir
   return decision
 }
 
-/** Builds an exclude matcher; a trailing `/` is dropped (picomatch matches directories by name, not with a slash). */
+/** Builds an exclude matcher; a trailing `/` is dropped (directories match by name, not with a slash). */
 export function globMatcher(
   patterns: readonly string[],
   options: { caseSensitive?: boolean | undefined } = {},
 ): ((relativePath: string) => boolean) | undefined {
   const cleaned = patterns.map((pattern) => normalizePattern(pattern).replace(/\/+$/, '')).filter(Boolean)
   if (cleaned.length === 0) return undefined
-  const globOptions = { dot: true, nocase: options.caseSensitive === false }
-  // picomatch's own `basename` option applies to every pattern, slashes or not; split them ourselves.
+  // Linear-time matching (glob.ts): no pattern can block the event loop. A pattern without a slash
+  // matches an entry's name, one with a slash its path from the root.
+  const globOptions = { caseSensitive: options.caseSensitive !== false }
   const byName = cleaned.filter((pattern) => !pattern.includes('/'))
   const byPath = cleaned.filter((pattern) => pattern.includes('/'))
-  const nameMatcher = byName.length ? picomatch(byName, globOptions) : undefined
-  const pathMatcher = byPath.length ? picomatch(byPath, globOptions) : undefined
+  const nameMatcher = byName.length ? compileGlobs(byName, globOptions) : undefined
+  const pathMatcher = byPath.length ? compileGlobs(byPath, globOptions) : undefined
   return (relativePath) => {
     if (pathMatcher?.(relativePath)) return true
     if (!nameMatcher) return false
@@ -616,7 +617,7 @@ export interface SearchFilesResult {
 }
 
 /**
- * Finds entries whose path relative to `root` matches the glob `pattern` (picomatch; dotfiles included;
+ * Finds entries whose path relative to `root` matches the glob `pattern` (glob.ts; dotfiles included;
  * a pattern without `/` matches base names, so `*.ts` finds TypeScript files at any depth). Sorted, paginated.
  *
  * @throws FsError `invalid_argument` (bad pattern or cursor), `not_a_directory`, `not_found`.

@@ -2,12 +2,12 @@ import { z } from '@keel-mcp/core'
 import { directoryTree } from '../lib/index.js'
 import {
   defineTool,
-  directoryPath,
   displayPath,
   gitignoreArgument,
   globsArgument,
   guardOf,
   limits,
+  searchRoot,
   skippedNotice,
   withNotices,
 } from './shared.js'
@@ -18,7 +18,7 @@ export const directoryTreeTool = defineTool({
   description:
     'Compact recursive tree, two spaces per level (name/ directory, name@ symlink). Too big: whole levels shown, cut directories marked (+N entries). Honours .gitignore.',
   input: {
-    path: directoryPath,
+    path: searchRoot,
     max_depth: z.number().int().min(1).optional().describe('Levels (1: this directory only)'),
     exclude: globsArgument('Globs to skip, e.g. ["dist", "*.log"]'),
     gitignore: gitignoreArgument,

@@ -3,10 +3,10 @@ import { listDirectory } from '../lib/index.js'
 import {
   cursorArgument,
   defineTool,
-  directoryPath,
   displayPath,
   formatBytes,
   guardOf,
+  searchRoot,
   skippedNotice,
   skippedOf,
   skippedShape,
@@ -21,7 +21,7 @@ export const listDirectoryTool = defineTool({
   description:
     'Entries of one directory (name/ directory, name@ symlink), optionally with sizes and times, sorted, paged. Recursive view: directory_tree.',
   input: {
-    path: directoryPath,
+    path: searchRoot,
     sizes: z.boolean().default(false).describe('Add size and mtime'),
     sort: z.enum(['name', 'size', 'mtime']).default('name').describe('size/mtime: largest/newest first'),
     limit: z.number().int().min(1).max(1000).default(500).describe('Entries per page'),

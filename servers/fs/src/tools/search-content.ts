@@ -23,7 +23,7 @@ export const searchContentTool = defineTool({
     "Search text in files like grep -rn: literal or regex, per line; skips binary and .gitignore'd files. Returns path:line:text, paged. File names: search_files.",
   input: {
     pattern: z.string().describe('Text, or a JavaScript regex with regex: true'),
-    path: z.string().describe('Directory or file'),
+    path: z.string().default('.').describe('Directory or file (default: the first allowed directory)'),
     regex: z.boolean().default(false).describe('pattern is a regex'),
     case_sensitive: z.boolean().default(true).describe('Match case'),
     include: globsArgument('Only files matching, e.g. ["*.ts"]'),

@@ -3,12 +3,12 @@ import { searchFiles } from '../lib/index.js'
 import {
   cursorArgument,
   defineTool,
-  directoryPath,
   displayJoin,
   displayPath,
   gitignoreArgument,
   globsArgument,
   guardOf,
+  searchRoot,
   skippedNotice,
   skippedOf,
   skippedShape,
@@ -21,7 +21,7 @@ export const searchFilesTool = defineTool({
   description:
     'Find files and directories by glob, recursively: "*.ts" matches names at any depth, "src/**/*.ts" paths. Sorted, paged. Text inside files: search_content.',
   input: {
-    path: directoryPath,
+    path: searchRoot,
     pattern: z.string().min(1).describe('Glob'),
     exclude: globsArgument('Globs to skip'),
     gitignore: gitignoreArgument,

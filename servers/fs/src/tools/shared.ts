@@ -62,6 +62,8 @@ export function displayJoin(baseDisplay: string, relative: string): string {
 // and list_allowed_directories say how relative paths resolve.
 export const filePath = z.string().describe('File path')
 export const directoryPath = z.string().describe('Directory')
+/** Searching and listing tools default to the first allowed directory, as a user with one directory expects. */
+export const searchRoot = z.string().default('.').describe('Directory (default: the first allowed one)')
 export const cursorArgument = z.string().optional().describe('nextCursor of the previous page')
 export const globsArgument = (what: string) => z.array(z.string()).optional().describe(what)
 export const gitignoreArgument = z.boolean().default(true).describe("Skip .gitignore'd paths")
