@@ -15,8 +15,6 @@ export interface PostgresOptions {
   statementTimeoutMs: number
   role: string | undefined
   schemas: string[] | undefined
-  maxResultBytes: number
-  allowFunctions: string[] | undefined
 }
 
 // Messages never echo the value: it may be a connection string with a password in it.
@@ -112,32 +110,6 @@ export const options: OptionSpecs<PostgresOptions> = {
     placeholder: 'a,b',
     description: 'Only these schemas in list_*, describe_table and resources (grants still decide access).',
     schema: z.array(z.string().min(1)).min(1, 'must name at least one schema').optional(),
-  },
-  maxResultBytes: {
-    flag: 'max-result-bytes',
-    env: 'POSTGRES_MAX_RESULT_BYTES',
-    type: 'string',
-    placeholder: 'bytes',
-    description:
-      'Bytes a call may read from PostgreSQL; past it the statement is stopped with a too_large error (default 33554432, 32 MiB).',
-    schema: integer(65_536, 1_073_741_824, 32 * 1024 * 1024),
-  },
-  allowFunctions: {
-    flag: 'allow-functions',
-    env: 'POSTGRES_ALLOW_FUNCTIONS',
-    type: 'string',
-    multiple: true,
-    placeholder: 'a,b',
-    description:
-      'VOLATILE functions queries may call besides the read-only built-ins (name or schema.name, e.g. uuid_generate_v4).',
-    schema: z
-      .array(
-        z
-          .string()
-          .regex(/^([a-z_][a-z0-9_$]*\.)?[a-z_][a-z0-9_$]*$/, 'must be name or schema.name, lower case'),
-      )
-      .min(1)
-      .optional(),
   },
 }
 

@@ -89,14 +89,7 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
       poolSize: config.options.poolSize,
       ...(config.options.role === undefined ? {} : { role: config.options.role }),
       ...(config.options.schemas === undefined ? {} : { schemas: config.options.schemas }),
-      limits: {
-        maxRows: config.options.maxRows,
-        timeoutMs: config.options.statementTimeoutMs,
-        maxResultBytes: config.options.maxResultBytes,
-      },
-      ...(config.options.allowFunctions === undefined
-        ? {}
-        : { allowFunctions: config.options.allowFunctions }),
+      limits: { maxRows: config.options.maxRows, timeoutMs: config.options.statementTimeoutMs },
       // Idle connections dropped by a restart or failover: worth a line on stderr, not an alarm.
       onBackgroundError: (error) =>
         logger.info('an idle database connection closed', { error: error.message }),

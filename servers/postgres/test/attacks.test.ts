@@ -129,13 +129,6 @@ const attacks: Record<string, string[]> = {
     'EXPLAIN ANALYZE WITH gone AS (DELETE FROM shop.orders RETURNING 1) SELECT * FROM gone',
     'EXPLAIN (ANALYZE, FORMAT JSON) UPDATE shop.products SET price = 0',
   ],
-  // Backslash tricks that would hide a call inside a "literal" where standard_conforming_strings
-  // is off. With the rules the server sets, each is a plain literal or refused; the attacks that
-  // reach a function must be refused.
-  'functions behind backslashes': [
-    "SELECT 'x' , pg_read_file('/etc/hostname') --'",
-    "SELECT 1 WHERE 'a\\' = 'b' OR pg_try_advisory_lock(3) --'",
-  ],
   // The gate does not know user-defined functions: the read-only transaction stops the write.
   'writes inside user-defined functions': [
     'SELECT public.keel_wipe_items()',
@@ -152,59 +145,32 @@ const explainAttacks = [
   'SELECT 1) ; DROP TABLE shop.orders; --',
 ]
 
-type Scratch = Awaited<ReturnType<typeof createScratchDatabase>>
-let scratch: Scratch
-let before = {} as DatabaseChecksum
-// The same database again, configured the legacy way: standard_conforming_strings off for the
-// database and for the role in it, so `'x\' …'` reads differently unless the server fixes the rules.
-let legacy: Scratch
-let legacyBefore = {} as DatabaseChecksum
+let scratch: Awaited<ReturnType<typeof createScratchDatabase>>
+let before: DatabaseChecksum
 
-async function prepare(): Promise<Scratch> {
-  const db = await createScratchDatabase(shared.superuserUrl, shared.url)
-  await seedSampleSchema(db.superuserUrl, { readerRole: shared.readerRole })
+beforeAll(async () => {
+  scratch = await createScratchDatabase(shared.superuserUrl, shared.url)
+  await seedSampleSchema(scratch.superuserUrl, { readerRole: shared.readerRole })
   // Objects a model could reach but the parser gate cannot see into.
   await adminQuery(
-    db.superuserUrl,
+    scratch.superuserUrl,
     `CREATE FUNCTION public.keel_wipe_items() RETURNS bigint LANGUAGE plpgsql AS $$
        BEGIN DELETE FROM shop.order_items; RETURN 1; END $$;
      CREATE PROCEDURE public.keel_commit_and_drop() LANGUAGE plpgsql AS $$
        BEGIN COMMIT; DROP TABLE shop.orders; END $$;`,
   )
-  return db
-}
-
-beforeAll(async () => {
-  scratch = await prepare()
-  legacy = await prepare()
-  const name = legacy.name
-  const role = decodeURIComponent(new URL(legacy.url).username)
-  await adminQuery(shared.superuserUrl, `ALTER DATABASE "${name}" SET standard_conforming_strings = off`)
-  await adminQuery(
-    shared.superuserUrl,
-    `ALTER ROLE "${role}" IN DATABASE "${name}" SET standard_conforming_strings = off`,
-  )
-  // Taken after the settings: the checksums cover this database's role settings too.
   before = await databaseChecksum(scratch.superuserUrl)
-  legacyBefore = await databaseChecksum(legacy.superuserUrl)
-}, 60_000)
+})
 
 afterAll(async () => {
   await closeAll()
   await scratch?.drop()
-  await legacy?.drop()
 })
 
 describe.each([
-  ['a superuser', () => scratch.superuserUrl, () => ({ db: scratch, checksum: before })],
-  ['a non-superuser that can read everything', () => scratch.url, () => ({ db: scratch, checksum: before })],
-  [
-    'a superuser, legacy string rules',
-    () => legacy.superuserUrl,
-    () => ({ db: legacy, checksum: legacyBefore }),
-  ],
-  ['a non-superuser, legacy string rules', () => legacy.url, () => ({ db: legacy, checksum: legacyBefore })],
-])('attacks through the MCP tools, connected as %s', (_who, url, target) => {
+  ['a superuser', () => scratch.superuserUrl],
+  ['a non-superuser that can read everything', () => scratch.url],
+])('attacks through the MCP tools, connected as %s', (_who, url) => {
   let client: TestClient
   beforeAll(async () => {
     client = (await connect(url(), { argv: ['--pool-size', '2'] })).client
@@ -239,8 +205,7 @@ describe.each([
     expect(plan.structuredContent.analyzed).toBe(false)
     const analyzed = await client.callTool({ name: 'explain_query', arguments: { sql, analyze: true } })
     expect(errorKind(analyzed)).toBe('permission_denied')
-    // Refused before it runs: the catalog says the function is VOLATILE.
-    expect(textOf(analyzed)).toContain('public.keel_wipe_items() is not allowed: it is VOLATILE')
+    expect(textOf(analyzed)).toContain('cannot execute DELETE in a read-only transaction')
   })
 
   it('binds parameters as values: SQL in a parameter is data', async () => {
@@ -265,13 +230,6 @@ describe.each([
     expect(result.structuredContent.rows).toEqual([['on', 'on']])
   })
 
-  it('reads a backslash attack as the gate does: two literals, no call', async () => {
-    const sql = "SELECT 'x\\' , ' , pg_read_file($$/etc/hostname$$) --'"
-    const result = await client.callTool({ name: 'query', arguments: { sql } })
-    expect(result.isError, textOf(result)).toBeFalsy()
-    expect(result.structuredContent.rows).toEqual([['x\\', ' , pg_read_file($$/etc/hostname$$) --']])
-  })
-
   it('still serves reads after every attack', async () => {
     const result = await client.callTool({
       name: 'query',
@@ -281,8 +239,7 @@ describe.each([
   })
 
   it('leaves the database byte-for-byte unchanged', async () => {
-    const { db, checksum } = target()
-    expect((await databaseChecksum(db.superuserUrl)).parts).toEqual(checksum.parts)
+    expect((await databaseChecksum(scratch.superuserUrl)).parts).toEqual(before.parts)
     expect(existsSync('/tmp/keel-pwned')).toBe(false)
     expect(existsSync('/tmp/keel-pwned.csv')).toBe(false)
   })

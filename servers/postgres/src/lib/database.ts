@@ -6,14 +6,7 @@
  * - every connection starts with `default_transaction_read_only = on` (and the configured role);
  * - every statement runs in `BEGIN … READ ONLY` and is always rolled back, never committed;
  * - statements go through the extended query protocol, which refuses multiple statements;
- * - only maxRows + 1 rows are fetched (through a cursor), whatever the query returns, and at most
- *   maxResultBytes are read from the connection: past that the connection is cut and the
- *   backend cancelled, so no value or row count can exhaust this process's memory;
- * - every connection parses strings the way the parser gate does (standard_conforming_strings on,
- *   UTF-8), set by this server at connection start, never by a caller;
- * - after every call the session is reset (advisory locks, LISTEN, cursors, prepared statements,
- *   temp objects, settings), or the connection is destroyed: no effect of one call survives it;
- * - the functions a statement can reach are judged by the catalog (function-gate.ts);
+ * - only maxRows + 1 rows are fetched (through a cursor), whatever the query returns;
  * - catalog SQL is parameterised: no identifier or value from a caller is concatenated into SQL.
  */
 import { connect as netConnect } from 'node:net'
@@ -25,22 +18,11 @@ import {
   isConnectionError,
   QueryCancelledError,
   QueryTimeoutError,
-  ResultTooLargeError,
   SqlRefusedError,
 } from './errors.js'
 import type { ResultField } from './format.js'
-import {
-  judgeFunctions,
-  type ReachedFunction,
-  reachedFunctionsQuery,
-  refusalMessage,
-  viewDefinitionsQuery,
-} from './function-gate.js'
 import { loadDependency } from './load.js'
-import { checkReadOnlySql, referencesOf, type SqlName, type SqlReferences } from './sql-guard.js'
-
-/** Views inside views opened up by the function gate before a statement is refused instead. */
-const maxViewDepth = 8
+import { checkReadOnlySql } from './sql-guard.js'
 
 export interface SslOptions {
   /**
@@ -64,8 +46,6 @@ export interface QueryLimits {
   readonly lockTimeoutMs: number
   /** idle_in_transaction_session_timeout of each call, in ms. Default 60,000. */
   readonly idleInTransactionTimeoutMs: number
-  /** Bytes read from the connection for one call at most (rows on the wire). Default 32 MiB. */
-  readonly maxResultBytes: number
 }
 
 export interface DatabaseOptions {
@@ -89,8 +69,6 @@ export interface DatabaseOptions {
   readonly limits?: Partial<QueryLimits>
   /** Errors that happen outside any call (an idle connection dropped by a server restart, …). */
   readonly onBackgroundError?: (error: Error) => void
-  /** Volatile functions allowed beyond the read-only built-ins: `name` or `schema.name`. */
-  readonly allowFunctions?: readonly string[]
 }
 
 export interface QueryOptions {
@@ -251,7 +229,6 @@ const defaultLimits: QueryLimits = {
   timeoutMs: 30_000,
   lockTimeoutMs: 5_000,
   idleInTransactionTimeoutMs: 60_000,
-  maxResultBytes: 32 * 1024 * 1024,
 }
 
 /** The client-side deadline trails the server's statement_timeout, so the server normally wins. */
@@ -261,23 +238,6 @@ const cancelGraceMs = 2_000
 /** How long one cancel gets to take effect before it is sent again. */
 const cancelRetryMs = 100
 const rollbackDeadlineMs = 5_000
-
-/**
- * Returns a connection to a clean session after a call, in one round trip (DISCARD ALL itself
- * cannot run in the implicit transaction of a multi-statement query; these are its parts). A
- * function or view body can take a session-level advisory lock, LISTEN, open a WITH HOLD cursor or
- * change a setting, out of sight of the parser gate: none of it may reach the next call.
- */
-const sessionReset = [
-  'SELECT pg_catalog.pg_advisory_unlock_all()',
-  'UNLISTEN *',
-  'CLOSE ALL',
-  'DEALLOCATE ALL',
-  'DISCARD TEMP',
-  'DISCARD SEQUENCES',
-  'SET SESSION AUTHORIZATION DEFAULT',
-  'RESET ALL',
-].join('; ')
 
 const identifierPattern = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/
 
@@ -394,7 +354,6 @@ export class Database {
   readonly #schemas: string[] | null
   #pool: Promise<{ pool: Pool; Cursor: CursorClass }> | undefined
   #closed = false
-  readonly #allowFunctions: ReadonlySet<string>
   readonly #typeNames = new Map<number, string>()
   /** Clients that emitted an error while checked out: destroyed on release, never reused. */
   readonly #broken = new WeakSet<object>()
@@ -413,27 +372,10 @@ export class Database {
     positiveInteger('limits.timeoutMs', limits.timeoutMs)
     positiveInteger('limits.lockTimeoutMs', limits.lockTimeoutMs)
     positiveInteger('limits.idleInTransactionTimeoutMs', limits.idleInTransactionTimeoutMs)
-    positiveInteger('limits.maxResultBytes', limits.maxResultBytes)
     this.#poolSize = positiveInteger('poolSize', options.poolSize ?? 5)
     this.#limits = limits
     this.#schemas = options.schemas === undefined ? null : [...options.schemas]
     this.#options = options
-    this.#allowFunctions = new Set(options.allowFunctions ?? [])
-  }
-
-  /**
-   * What every connection runs before its first call and after every reset. The string rules are
-   * the ones the parser gate (libpg-query) parses by: with standard_conforming_strings off (a
-   * legacy database or role default), `'x\' , pg_read_file(…) --'` would be one literal to the gate
-   * and a function call to PostgreSQL.
-   */
-  get #sessionSetup(): string {
-    return [
-      'SET default_transaction_read_only = on',
-      'SET standard_conforming_strings = on',
-      "SET client_encoding = 'UTF8'",
-      ...(this.#options.role === undefined ? [] : [`SET ROLE ${quoteIdentifier(this.#options.role)}`]),
-    ].join('; ')
   }
 
   /** The schema allow-list, or null when every schema is visible. */
@@ -472,7 +414,10 @@ export class Database {
       if (format !== 'binary' && rawTextArrays.has(oid)) return textArray
       return pg.types.getTypeParser(oid, format)
     }) as typeof pg.types.getTypeParser
-    const sessionSetup = this.#sessionSetup
+    const sessionSetup = [
+      'SET default_transaction_read_only = on',
+      ...(this.#options.role === undefined ? [] : [`SET ROLE ${quoteIdentifier(this.#options.role)}`]),
+    ].join('; ')
     const config: PoolConfig = {
       max: this.#poolSize,
       application_name: this.#options.applicationName ?? 'keel-mcp-postgres',
@@ -522,7 +467,6 @@ export class Database {
     return {
       maxRows,
       timeoutMs,
-      maxResultBytes: this.#limits.maxResultBytes,
       lockTimeoutMs: Math.min(this.#limits.lockTimeoutMs, timeoutMs),
       idleInTransactionTimeoutMs: Math.max(this.#limits.idleInTransactionTimeoutMs, timeoutMs),
     }
@@ -578,10 +522,6 @@ export class Database {
     let interruption: Error | undefined
     let timer: NodeJS.Timeout | undefined
     let onAbort: (() => void) | undefined
-    let onData: ((chunk: Buffer) => void) | undefined
-    let received = 0
-    const socket = (client as unknown as { connection?: { stream?: import('node:net').Socket } }).connection
-      ?.stream
     const interrupted = new Promise<never>((_, reject) => {
       const interrupt = (error: Error) => {
         interruption ??= error
@@ -594,17 +534,6 @@ export class Database {
       onAbort = () => interrupt(new QueryCancelledError({ cause: signal?.reason }))
       if (signal?.aborted) onAbort()
       else signal?.addEventListener('abort', onAbort, { once: true })
-      // The byte budget is counted where the bytes arrive, before pg assembles rows: one 600 MB
-      // value or a million wide rows must never reach this process's heap. Past the budget the
-      // socket stops being read and is cut (the backend ends with it; a cancel is sent as well).
-      onData = (chunk: Buffer) => {
-        received += chunk.length
-        if (received <= limits.maxResultBytes || interruption !== undefined) return
-        socket?.pause()
-        socket?.destroy()
-        interrupt(new ResultTooLargeError(limits.maxResultBytes))
-      }
-      socket?.on('data', onData)
     })
     interrupted.catch(() => undefined)
     const running = work(client)
@@ -621,24 +550,20 @@ export class Database {
     } finally {
       clearTimeout(timer)
       if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort)
-      if (onData !== undefined) socket?.off('data', onData)
       if (this.#broken.has(client)) destroy = true
-      // Roll back, then return the session to its starting state; a connection where either
-      // fails is destroyed, never reused.
-      if (!destroy) destroy = !(await this.#settles(client.query('ROLLBACK')))
-      if (!destroy) destroy = !(await this.#settles(client.query(`${sessionReset}; ${this.#sessionSetup}`)))
+      if (!destroy) {
+        const rolledBack = client.query('ROLLBACK')
+        rolledBack.catch(() => undefined)
+        const settled = await settleWithin(rolledBack, rollbackDeadlineMs)
+        destroy =
+          !settled ||
+          (await rolledBack.then(
+            () => false,
+            () => true,
+          ))
+      }
       client.release(destroy ? true : undefined)
     }
-  }
-
-  /** True when `query` succeeds within the rollback deadline. */
-  async #settles(query: Promise<unknown>): Promise<boolean> {
-    query.catch(() => undefined)
-    if (!(await settleWithin(query, rollbackDeadlineMs))) return false
-    return query.then(
-      () => true,
-      () => false,
-    )
   }
 
   /**
@@ -726,20 +651,14 @@ export class Database {
    * most maxRows rows. It does NOT run the parser gate: use it for SQL written by this server, and
    * {@link query} for SQL that comes from a model or a user.
    */
-  readQuery(sql: string, params: readonly unknown[] = [], options: QueryOptions = {}): Promise<QueryResult> {
-    return this.#execute(sql, params, options, undefined)
-  }
-
-  async #execute(
+  async readQuery(
     sql: string,
-    params: readonly unknown[],
-    options: QueryOptions,
-    gate: { references: SqlReferences; executes: boolean } | undefined,
+    params: readonly unknown[] = [],
+    options: QueryOptions = {},
   ): Promise<QueryResult> {
     const limits = this.#resolveLimits(options)
     const { Cursor: CursorClass } = await this.#getPool()
     return this.#inReadOnlyTransaction(limits, options.signal, async (client) => {
-      if (gate !== undefined) await this.#judgeFunctions(client, gate.references, gate.executes)
       // Extended protocol (Parse/Bind/Execute): PostgreSQL itself refuses a second statement here.
       const cursor = client.query(new CursorClass(sql, [...params], { rowMode: 'array' }))
       const { rows, fields } = await readCursor(cursor, limits.maxRows + 1)
@@ -766,65 +685,7 @@ export class Database {
   ): Promise<QueryResult> {
     const verdict = await checkReadOnlySql(sql)
     if (!verdict.ok) throw new SqlRefusedError(verdict.code, verdict.message, verdict.position)
-    const executes = verdict.statement !== 'explain' || verdict.analyze
-    return this.#execute(sql, params, options, { references: verdict.references, executes })
-  }
-
-  /**
-   * Gates `sql` as {@link query} would (parser, then the catalog's word on the functions it can
-   * reach) without running it. Resolves when it would run; throws {@link SqlRefusedError} when not.
-   */
-  async check(sql: string, options: CallOptions = {}): Promise<void> {
-    const verdict = await checkReadOnlySql(sql)
-    if (!verdict.ok) throw new SqlRefusedError(verdict.code, verdict.message, verdict.position)
-    const executes = verdict.statement !== 'explain' || verdict.analyze
-    await this.#catalog(options, (client) => this.#judgeFunctions(client, verdict.references, executes))
-  }
-
-  /**
-   * Looks up the functions a statement can reach, on its own connection (same search path), and
-   * refuses by the rules of function-gate.ts. Views it reads are opened up, through views of
-   * views, to a bounded depth: past it the statement is refused rather than judged blind.
-   */
-  async #judgeFunctions(client: PoolClient, references: SqlReferences, executes: boolean): Promise<void> {
-    const inViews = { functions: [] as SqlName[], operators: [] as SqlName[] }
-    const seen = new Set<string>()
-    let pending = references.relations
-    for (let depth = 0; pending.length > 0; depth++) {
-      if (depth === maxViewDepth) {
-        throw new SqlRefusedError(
-          'not_read_only',
-          `Views nest deeper than ${maxViewDepth} levels: query the tables instead.`,
-        )
-      }
-      for (const relation of pending) seen.add(`${relation.schema}.${relation.name}`)
-      const { text, values } = viewDefinitionsQuery(pending)
-      const { rows } = await client.query<{ definition: string }>(text, values)
-      const next: SqlName[] = []
-      for (const { definition } of rows) {
-        const inside = await referencesOf(definition)
-        if (inside === undefined)
-          throw new SqlRefusedError('not_read_only', 'A view in the query could not be checked.')
-        inViews.functions.push(...inside.functions)
-        inViews.operators.push(...inside.operators)
-        for (const relation of inside.relations) {
-          if (!seen.has(`${relation.schema}.${relation.name}`)) next.push(relation)
-        }
-      }
-      pending = next
-    }
-    if (
-      references.functions.length +
-        references.operators.length +
-        inViews.functions.length +
-        inViews.operators.length ===
-      0
-    )
-      return
-    const { text, values } = reachedFunctionsQuery(references, inViews)
-    const { rows } = await client.query<ReachedFunction>(text, values)
-    const verdict = judgeFunctions(rows, { executes, allow: this.#allowFunctions })
-    if (verdict.refused !== undefined) throw new SqlRefusedError('not_read_only', refusalMessage(verdict))
+    return this.readQuery(sql, params, options)
   }
 
   /**
@@ -857,12 +718,7 @@ export class Database {
     }
     let result: QueryResult
     try {
-      result = await this.#execute(
-        statement,
-        options.params ?? [],
-        { ...options, maxRows: 1 },
-        { references: composed.references, executes: analyze },
-      )
+      result = await this.readQuery(statement, options.params ?? [], { ...options, maxRows: 1 })
     } catch (error) {
       // PostgreSQL counts positions in the composed statement; the caller wrote only `sql`.
       const pgError = error as { position?: unknown }

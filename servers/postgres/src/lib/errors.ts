@@ -14,7 +14,6 @@ export type ErrorKind =
   | 'conflict'
   | 'timeout'
   | 'cancelled'
-  | 'too_large'
   | 'unavailable'
   | 'internal'
 
@@ -29,7 +28,6 @@ export type ErrorReason =
   | 'read_only_transaction'
   | 'insufficient_privilege'
   | 'statement_timeout'
-  | 'result_too_large'
   | 'lock_timeout'
   | 'query_cancelled'
   | 'authentication_failed'
@@ -64,16 +62,6 @@ export class SqlRefusedError extends Error {
     super(message)
     this.code = code
     this.position = position
-  }
-}
-
-/** The rows on the wire passed the byte budget: the connection was cut and the statement cancelled. */
-export class ResultTooLargeError extends Error {
-  override readonly name = 'ResultTooLargeError'
-  readonly maxBytes: number
-  constructor(maxBytes: number, options?: ErrorOptions) {
-    super(`The result passed ${Math.round(maxBytes / 1024 / 1024)} MiB on the wire and was stopped`, options)
-    this.maxBytes = maxBytes
   }
 }
 
@@ -189,16 +177,6 @@ export function classifyPgError(error: unknown): ClassifiedError {
     return classified('timeout', 'statement_timeout', error.message, {
       hint: 'Narrow the query (filters, LIMIT) or check its plan with explain.',
     })
-  }
-  if (error instanceof ResultTooLargeError) {
-    return classified(
-      'too_large',
-      'result_too_large',
-      `${error.message}: it would not fit in this server's memory budget.`,
-      {
-        hint: 'Select fewer or narrower columns (left(col, 200), length(col)), filter rows or add LIMIT, or aggregate in SQL.',
-      },
-    )
   }
   if (error instanceof QueryCancelledError) return classified('cancelled', 'query_cancelled', error.message)
   if (error instanceof DatabaseConfigError) return classified('internal', 'configuration', error.message)

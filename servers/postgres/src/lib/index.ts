@@ -37,7 +37,6 @@ export {
   isConnectionError,
   QueryCancelledError,
   QueryTimeoutError,
-  ResultTooLargeError,
   redactConnectionString,
   SqlRefusedError,
 } from './errors.js'

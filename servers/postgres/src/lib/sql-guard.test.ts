@@ -326,54 +326,22 @@ describe('checkReadOnlySql', () => {
   })
 
   it('tells which statement kind it accepted', async () => {
-    expect(await checkReadOnlySql('SELECT 1')).toMatchObject({
-      ok: true,
-      statement: 'select',
-      analyze: false,
-    })
-    expect(await checkReadOnlySql('SHOW work_mem')).toMatchObject({
-      ok: true,
-      statement: 'show',
-      analyze: false,
-    })
-    expect(await checkReadOnlySql('EXPLAIN SELECT 1')).toMatchObject({
+    expect(await checkReadOnlySql('SELECT 1')).toEqual({ ok: true, statement: 'select', analyze: false })
+    expect(await checkReadOnlySql('SHOW work_mem')).toEqual({ ok: true, statement: 'show', analyze: false })
+    expect(await checkReadOnlySql('EXPLAIN SELECT 1')).toEqual({
       ok: true,
       statement: 'explain',
       analyze: false,
     })
-    expect(await checkReadOnlySql('EXPLAIN ANALYZE SELECT 1')).toMatchObject({
+    expect(await checkReadOnlySql('EXPLAIN ANALYZE SELECT 1')).toEqual({
       ok: true,
       statement: 'explain',
       analyze: true,
     })
-    expect(await checkReadOnlySql('EXPLAIN (ANALYZE false) SELECT 1')).toMatchObject({
+    expect(await checkReadOnlySql('EXPLAIN (ANALYZE false) SELECT 1')).toEqual({
       ok: true,
       statement: 'explain',
       analyze: false,
-    })
-  })
-
-  it('lists the functions, operators and relations a statement names, for the catalog to judge', async () => {
-    const verdict = await checkReadOnlySql(
-      'SELECT lower(c.name), s.f(x) FROM shop.customers c JOIN orders o ON o.id = c.id WHERE o.total + 1 > 2',
-    )
-    expect(verdict).toMatchObject({
-      ok: true,
-      references: {
-        functions: expect.arrayContaining([
-          { schema: null, name: 'lower' },
-          { schema: 's', name: 'f' },
-        ]),
-        operators: expect.arrayContaining([
-          { schema: null, name: '=' },
-          { schema: null, name: '+' },
-          { schema: null, name: '>' },
-        ]),
-        relations: expect.arrayContaining([
-          { schema: 'shop', name: 'customers' },
-          { schema: null, name: 'orders' },
-        ]),
-      },
     })
   })
 

@@ -15,29 +15,11 @@ export type SqlRefusalCode = 'not_read_only' | 'multiple_statements' | 'syntax_e
 /** The kind of statement that was accepted. */
 export type AcceptedStatement = 'select' | 'explain' | 'show'
 
-/** A name as written in the SQL: `schema` when qualified. Identifiers are folded as PostgreSQL folds them. */
-export interface SqlName {
-  readonly schema: string | null
-  readonly name: string
-}
-
-/**
- * What a statement names, for the database to judge (see function-gate.ts): the parser alone
- * cannot tell which function an unqualified name or an operator resolves to, or what a view runs.
- */
-export interface SqlReferences {
-  readonly functions: readonly SqlName[]
-  readonly operators: readonly SqlName[]
-  readonly relations: readonly SqlName[]
-}
-
 export interface SqlAccepted {
   readonly ok: true
   readonly statement: AcceptedStatement
   /** For `statement: 'explain'`: whether it is EXPLAIN ANALYZE (the inner query runs). */
   readonly analyze: boolean
-  /** Functions, operators and relations the statement names. */
-  readonly references: SqlReferences
 }
 
 export interface SqlRefusal {
@@ -177,34 +159,6 @@ function functionName(funcCall: Record<string, unknown>): string | undefined {
   return typeof name === 'string' ? name : undefined
 }
 
-/** A `[schema.]name` from a list of String nodes (function and operator names); the catalog part of a three-part name is dropped. */
-function nameOf(parts: unknown): SqlName | undefined {
-  if (!Array.isArray(parts)) return undefined
-  const strings = parts.map((part) =>
-    isRecord(part) && isRecord(part.String) ? part.String.sval : undefined,
-  )
-  if (strings.length === 0 || strings.some((part) => typeof part !== 'string')) return undefined
-  const name = strings.at(-1) as string
-  const schema = strings.length > 1 ? (strings.at(-2) as string) : null
-  return { schema, name }
-}
-
-class ReferenceCollector {
-  readonly functions = new Map<string, SqlName>()
-  readonly operators = new Map<string, SqlName>()
-  readonly relations = new Map<string, SqlName>()
-  add(into: Map<string, SqlName>, name: SqlName | undefined): void {
-    if (name) into.set(`${name.schema ?? ''}\u0000${name.name}`, name)
-  }
-  result(): SqlReferences {
-    return {
-      functions: [...this.functions.values()],
-      operators: [...this.operators.values()],
-      relations: [...this.relations.values()],
-    }
-  }
-}
-
 function qualifiedName(funcCall: Record<string, unknown>): string {
   const parts = Array.isArray(funcCall.funcname) ? funcCall.funcname : []
   return parts
@@ -217,7 +171,7 @@ function qualifiedName(funcCall: Record<string, unknown>): string {
  * and returns the first reason to refuse. Generic on purpose: a function call or a nested write
  * cannot hide in a node type this code does not know about.
  */
-function findViolation(sql: string, root: unknown, found: ReferenceCollector): SqlRefusal | undefined {
+function findViolation(sql: string, root: unknown): SqlRefusal | undefined {
   const stack: unknown[] = [root]
   while (stack.length > 0) {
     const node = stack.pop()
@@ -227,14 +181,6 @@ function findViolation(sql: string, root: unknown, found: ReferenceCollector): S
     }
     if (!isRecord(node)) continue
     for (const [key, value] of Object.entries(node)) {
-      if (key === 'FuncCall' && isRecord(value)) found.add(found.functions, nameOf(value.funcname))
-      else if (key === 'A_Expr' && isRecord(value)) found.add(found.operators, nameOf(value.name))
-      else if (key === 'RangeVar' && isRecord(value) && typeof value.relname === 'string') {
-        found.add(found.relations, {
-          schema: typeof value.schemaname === 'string' && value.schemaname !== '' ? value.schemaname : null,
-          name: value.relname,
-        })
-      }
       if (key === 'FuncCall' && isRecord(value)) {
         const name = functionName(value)
         const reason = name === undefined ? undefined : deniedFunctionReason(name)
@@ -286,43 +232,6 @@ function explainOptions(explain: Record<string, unknown>): { analyze: boolean } 
 }
 
 /**
- * The functions, operators and relations one statement names, without judging it: for the
- * definitions of views, which the database wrote (function-gate.ts reads them to see what a view
- * runs). Undefined when the text does not parse.
- */
-export async function referencesOf(sql: string): Promise<SqlReferences | undefined> {
-  const { parseSync } = await loadSqlParser()
-  let tree: ParseResult
-  try {
-    tree = parseSync(sql) as ParseResult
-  } catch {
-    return undefined
-  }
-  const found = new ReferenceCollector()
-  const stack: unknown[] = [tree]
-  while (stack.length > 0) {
-    const node = stack.pop()
-    if (Array.isArray(node)) {
-      stack.push(...node)
-      continue
-    }
-    if (!isRecord(node)) continue
-    for (const [key, value] of Object.entries(node)) {
-      if (key === 'FuncCall' && isRecord(value)) found.add(found.functions, nameOf(value.funcname))
-      else if (key === 'A_Expr' && isRecord(value)) found.add(found.operators, nameOf(value.name))
-      else if (key === 'RangeVar' && isRecord(value) && typeof value.relname === 'string') {
-        found.add(found.relations, {
-          schema: typeof value.schemaname === 'string' && value.schemaname !== '' ? value.schemaname : null,
-          name: value.relname,
-        })
-      }
-      if (typeof value === 'object' && value !== null) stack.push(value)
-    }
-  }
-  return found.result()
-}
-
-/**
  * Checks that `sql` is exactly one read-only statement: a query (SELECT, VALUES, TABLE, WITH …
  * SELECT, set operations), EXPLAIN [ANALYZE] of such a query, or SHOW. Everything else is refused
  * with a message the model can act on.
@@ -359,12 +268,10 @@ export async function checkReadOnlySql(sql: string): Promise<SqlGuardResult> {
   const statement = statements[0]?.stmt ?? {}
   const [nodeType] = Object.keys(statement)
   const body = nodeType === undefined ? undefined : statement[nodeType]
-  const found = new ReferenceCollector()
-  if (nodeType === 'VariableShowStmt')
-    return { ok: true, statement: 'show', analyze: false, references: found.result() }
+  if (nodeType === 'VariableShowStmt') return { ok: true, statement: 'show', analyze: false }
   if (nodeType === 'SelectStmt') {
-    const violation = findViolation(sql, body, found)
-    return violation ?? { ok: true, statement: 'select', analyze: false, references: found.result() }
+    const violation = findViolation(sql, body)
+    return violation ?? { ok: true, statement: 'select', analyze: false }
   }
   if (nodeType === 'ExplainStmt' && isRecord(body)) {
     const inner = isRecord(body.query) ? body.query : {}
@@ -375,15 +282,8 @@ export async function checkReadOnlySql(sql: string): Promise<SqlGuardResult> {
         `EXPLAIN is allowed only for read-only queries; found ${describeStatement(innerType ?? '')}.`,
       )
     }
-    const violation = findViolation(sql, inner, found)
-    return (
-      violation ?? {
-        ok: true,
-        statement: 'explain',
-        analyze: explainOptions(body).analyze,
-        references: found.result(),
-      }
-    )
+    const violation = findViolation(sql, inner)
+    return violation ?? { ok: true, statement: 'explain', analyze: explainOptions(body).analyze }
   }
   return refuse(
     'not_read_only',

@@ -49,8 +49,7 @@ const catalogParts: Readonly<Record<string, string>> = {
   roles: `SELECT concat_ws('|', rolname, rolsuper, rolinherit, rolcreaterole, rolcreatedb, rolcanlogin, rolreplication,
             rolbypassrls, rolconnlimit, md5(coalesce(rolpassword, '')), rolvaliduntil) AS x FROM pg_authid`,
   memberships: `SELECT concat_ws('|', roleid::regrole, member::regrole, admin_option) AS x FROM pg_auth_members`,
-  roleSettings: `SELECT concat_ws('|', setdatabase, setrole, array_to_string(setconfig, ',')) AS x FROM pg_db_role_setting
-                   WHERE setdatabase IN (0, (SELECT oid FROM pg_database WHERE datname = current_database()))`,
+  roleSettings: `SELECT concat_ws('|', setdatabase, setrole, array_to_string(setconfig, ',')) AS x FROM pg_db_role_setting`,
   // This database only: scratch databases come and go while other test files run.
   database: `SELECT concat_ws('|', datname, datdba::regrole, datallowconn, datconnlimit, datacl) AS x FROM pg_database
               WHERE datname = current_database()`,
