@@ -3,7 +3,15 @@
  * timeouts and real server-side cancellation, EXPLAIN, and catalog queries.
  *
  * Security invariants (each enforced here, independent of the parser gate in sql-guard.ts):
- * - every connection starts with `default_transaction_read_only = on` (and the configured role);
+ * - every connection starts with `default_transaction_read_only = on`, the string rules the parser
+ *   gate assumes (`standard_conforming_strings = on`, set in the startup packet so that no database
+ *   or role default can change them) and the configured role;
+ * - every function, operator, cast and view a statement reaches is judged by the catalog before it
+ *   runs (function-policy.ts);
+ * - after every call the session is reset (ROLLBACK, DISCARD ALL: advisory locks, LISTEN, prepared
+ *   statements, cursors, settings) and set up again, or the connection is destroyed;
+ * - the bytes a call receives are counted as they arrive; past the budget the backend is cancelled
+ *   and the connection destroyed, so no result can exhaust the process's memory;
  * - every statement runs in `BEGIN … READ ONLY` and is always rolled back, never committed;
  * - statements go through the extended query protocol, which refuses multiple statements;
  * - only maxRows + 1 rows are fetched (through a cursor), whatever the query returns;
@@ -18,11 +26,13 @@ import {
   isConnectionError,
   QueryCancelledError,
   QueryTimeoutError,
+  ResultTooLargeError,
   SqlRefusedError,
 } from './errors.js'
 import type { ResultField } from './format.js'
+import { assertReferencesAllowed } from './function-policy.js'
 import { loadDependency } from './load.js'
-import { checkReadOnlySql } from './sql-guard.js'
+import { checkReadOnlySql, type SqlReferences } from './sql-guard.js'
 
 export interface SslOptions {
   /**
@@ -67,6 +77,11 @@ export interface DatabaseOptions {
   readonly idleTimeoutMs?: number
   /** Defaults for every call; each call may pass its own maxRows and timeoutMs. */
   readonly limits?: Partial<QueryLimits>
+  /**
+   * Bytes one call may receive from PostgreSQL (rows as sent on the wire). Past it the statement is
+   * cancelled and the call fails with {@link ResultTooLargeError}. Default 32 MiB.
+   */
+  readonly maxResultBytes?: number
   /** Errors that happen outside any call (an idle connection dropped by a server restart, …). */
   readonly onBackgroundError?: (error: Error) => void
 }
@@ -238,6 +253,35 @@ const cancelGraceMs = 2_000
 /** How long one cancel gets to take effect before it is sent again. */
 const cancelRetryMs = 100
 const rollbackDeadlineMs = 5_000
+const defaultMaxResultBytes = 32 * 1024 * 1024
+
+/**
+ * Set in the startup packet of every connection: a client setting there outranks database and role
+ * defaults (ALTER DATABASE/ROLE … SET), and RESET/DISCARD ALL return to it. The parser gate reads
+ * string literals as PostgreSQL does only under these rules: with standard_conforming_strings off,
+ * `'x\' , '` would be one literal to the gate and a literal plus code to the server.
+ */
+const startupSettings = [
+  'standard_conforming_strings=on',
+  'backslash_quote=safe_encoding',
+  'default_transaction_read_only=on',
+]
+
+/**
+ * Splits the connection string's own `options` startup parameter off (pg would let it replace
+ * ours), so that it can be sent before ours.
+ */
+function splitStartupOptions(connectionString: string): { connectionString: string; options?: string } {
+  try {
+    const url = new URL(connectionString)
+    const options = url.searchParams.get('options')
+    if (options === null) return { connectionString }
+    url.searchParams.delete('options')
+    return { connectionString: url.toString(), options }
+  } catch {
+    return { connectionString }
+  }
+}
 
 const identifierPattern = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/
 
@@ -357,6 +401,12 @@ export class Database {
   readonly #typeNames = new Map<number, string>()
   /** Clients that emitted an error while checked out: destroyed on release, never reused. */
   readonly #broken = new WeakSet<object>()
+  readonly #maxResultBytes: number
+  /**
+   * Run on every new connection and again after every call's DISCARD ALL, before anything else.
+   * Repeats the startup settings, in case a connection string's own options replaced them.
+   */
+  readonly #sessionSetup: string
 
   constructor(options: DatabaseOptions = {}) {
     if (options.role !== undefined && !identifierPattern.test(options.role)) {
@@ -373,6 +423,13 @@ export class Database {
     positiveInteger('limits.lockTimeoutMs', limits.lockTimeoutMs)
     positiveInteger('limits.idleInTransactionTimeoutMs', limits.idleInTransactionTimeoutMs)
     this.#poolSize = positiveInteger('poolSize', options.poolSize ?? 5)
+    this.#maxResultBytes = positiveInteger('maxResultBytes', options.maxResultBytes ?? defaultMaxResultBytes)
+    this.#sessionSetup = [
+      'SET standard_conforming_strings = on',
+      'SET backslash_quote = safe_encoding',
+      'SET default_transaction_read_only = on',
+      ...(options.role === undefined ? [] : [`SET ROLE ${quoteIdentifier(options.role)}`]),
+    ].join('; ')
     this.#limits = limits
     this.#schemas = options.schemas === undefined ? null : [...options.schemas]
     this.#options = options
@@ -414,11 +471,18 @@ export class Database {
       if (format !== 'binary' && rawTextArrays.has(oid)) return textArray
       return pg.types.getTypeParser(oid, format)
     }) as typeof pg.types.getTypeParser
-    const sessionSetup = [
-      'SET default_transaction_read_only = on',
-      ...(this.#options.role === undefined ? [] : [`SET ROLE ${quoteIdentifier(this.#options.role)}`]),
-    ].join('; ')
+    const sessionSetup = this.#sessionSetup
+    const connection =
+      this.#options.connectionString === undefined
+        ? undefined
+        : splitStartupOptions(this.#options.connectionString)
+    // Ours come last: for a repeated -c the last one wins.
+    const configured = connection === undefined ? process.env.PGOPTIONS : connection.options
+    const options = [configured, ...startupSettings.map((setting) => `-c ${setting}`)]
+      .filter((part) => part !== undefined && part !== '')
+      .join(' ')
     const config: PoolConfig = {
+      options,
       max: this.#poolSize,
       application_name: this.#options.applicationName ?? 'keel-mcp-postgres',
       connectionTimeoutMillis: this.#options.connectionTimeoutMs ?? 10_000,
@@ -452,7 +516,7 @@ export class Database {
         }
       },
     }
-    if (this.#options.connectionString !== undefined) config.connectionString = this.#options.connectionString
+    if (connection !== undefined) config.connectionString = connection.connectionString
     if (this.#options.ssl !== undefined) config.ssl = tlsOptions(this.#options.ssl)
     const pool = new pg.Pool(config)
     // Without a listener, an idle connection dropped by the server (restart, admin shutdown,
@@ -522,11 +586,15 @@ export class Database {
     let interruption: Error | undefined
     let timer: NodeJS.Timeout | undefined
     let onAbort: (() => void) | undefined
+    let stopCounting: (() => void) | undefined
     const interrupted = new Promise<never>((_, reject) => {
       const interrupt = (error: Error) => {
         interruption ??= error
         reject(interruption)
       }
+      stopCounting = this.#countReceivedBytes(client, () =>
+        interrupt(new ResultTooLargeError(this.#maxResultBytes)),
+      )
       timer = setTimeout(
         () => interrupt(new QueryTimeoutError(limits.timeoutMs)),
         limits.timeoutMs + clientDeadlineGraceMs,
@@ -549,21 +617,56 @@ export class Database {
       throw interruption
     } finally {
       clearTimeout(timer)
+      stopCounting?.()
       if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort)
       if (this.#broken.has(client)) destroy = true
-      if (!destroy) {
-        const rolledBack = client.query('ROLLBACK')
-        rolledBack.catch(() => undefined)
-        const settled = await settleWithin(rolledBack, rollbackDeadlineMs)
-        destroy =
-          !settled ||
-          (await rolledBack.then(
-            () => false,
-            () => true,
-          ))
-      }
+      if (!destroy) destroy = !(await this.#resetSession(client))
       client.release(destroy ? true : undefined)
     }
+  }
+
+  /**
+   * Returns the connection to a fresh session: the transaction rolled back, then DISCARD ALL
+   * (session-level advisory locks, LISTEN, prepared statements, cursors, temporary tables,
+   * settings: whatever a function or view did that a rollback keeps) and the session setup again.
+   * The parser gate cannot see into function and view bodies, so this does not depend on it.
+   * False when any step fails or stalls: the connection must then be destroyed.
+   */
+  async #resetSession(client: PoolClient): Promise<boolean> {
+    const reset = (async () => {
+      await client.query('ROLLBACK')
+      await client.query('DISCARD ALL')
+      await client.query(this.#sessionSetup)
+    })()
+    reset.catch(() => undefined)
+    if (!(await settleWithin(reset, rollbackDeadlineMs))) return false
+    return reset.then(
+      () => true,
+      () => false,
+    )
+  }
+
+  /**
+   * Counts the bytes `client` receives from now on; past the budget, stops the inflow at once
+   * (destroying the socket, so pg's parser stops buffering) and calls `exceeded`. The caller then
+   * cancels the backend and drops the connection. Returns the function that stops counting.
+   */
+  #countReceivedBytes(client: PoolClient, exceeded: () => void): () => void {
+    const stream = (
+      client as unknown as { connection?: { stream?: NodeJS.ReadableStream & { destroy(): void } } }
+    ).connection?.stream
+    if (stream === undefined) return () => undefined
+    let received = 0
+    const onData = (chunk: Buffer | string) => {
+      received += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length
+      if (received <= this.#maxResultBytes) return
+      stream.removeListener('data', onData)
+      this.#broken.add(client)
+      stream.destroy()
+      exceeded()
+    }
+    stream.on('data', onData)
+    return () => stream.removeListener('data', onData)
   }
 
   /**
@@ -651,14 +754,21 @@ export class Database {
    * most maxRows rows. It does NOT run the parser gate: use it for SQL written by this server, and
    * {@link query} for SQL that comes from a model or a user.
    */
-  async readQuery(
+  readQuery(sql: string, params: readonly unknown[] = [], options: QueryOptions = {}): Promise<QueryResult> {
+    return this.#execute(sql, params, options, undefined)
+  }
+
+  /** The executor; with `references`, the function policy judges them first, in the same transaction. */
+  async #execute(
     sql: string,
-    params: readonly unknown[] = [],
-    options: QueryOptions = {},
+    params: readonly unknown[],
+    options: QueryOptions,
+    references: SqlReferences | undefined,
   ): Promise<QueryResult> {
     const limits = this.#resolveLimits(options)
     const { Cursor: CursorClass } = await this.#getPool()
     return this.#inReadOnlyTransaction(limits, options.signal, async (client) => {
+      if (references !== undefined) await assertReferencesAllowed(client, references)
       // Extended protocol (Parse/Bind/Execute): PostgreSQL itself refuses a second statement here.
       const cursor = client.query(new CursorClass(sql, [...params], { rowMode: 'array' }))
       const { rows, fields } = await readCursor(cursor, limits.maxRows + 1)
@@ -685,7 +795,7 @@ export class Database {
   ): Promise<QueryResult> {
     const verdict = await checkReadOnlySql(sql)
     if (!verdict.ok) throw new SqlRefusedError(verdict.code, verdict.message, verdict.position)
-    return this.readQuery(sql, params, options)
+    return this.#execute(sql, params, options, verdict.references)
   }
 
   /**
@@ -718,9 +828,23 @@ export class Database {
     }
     let result: QueryResult
     try {
-      result = await this.readQuery(statement, options.params ?? [], { ...options, maxRows: 1 })
+      result = await this.#execute(
+        statement,
+        options.params ?? [],
+        { ...options, maxRows: 1 },
+        composed.references,
+      )
     } catch (error) {
-      // PostgreSQL counts positions in the composed statement; the caller wrote only `sql`.
+      // PostgreSQL (and the function policy) count positions in the composed statement; the
+      // caller wrote only `sql`.
+      if (error instanceof SqlRefusedError) {
+        const shifted = error.position === undefined ? undefined : error.position - prefix.length
+        throw new SqlRefusedError(
+          error.code,
+          error.message,
+          shifted !== undefined && shifted > 0 ? shifted : undefined,
+        )
+      }
       const pgError = error as { position?: unknown }
       const position = Number(pgError.position)
       if (Number.isInteger(position) && position > prefix.length)
