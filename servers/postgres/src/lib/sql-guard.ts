@@ -67,7 +67,7 @@ const deniedFunctions: ReadonlyArray<readonly [pattern: RegExp, reason: string]>
   ],
   // These run SQL passed as a string, which this gate never sees.
   [
-    /^(query|cursor|table|schema|database)_to_xml|^ts_stat$|^ts_rewrite$|^crosstab|^connectby$/,
+    /^(query|cursor|table|schema|database)_to_xml|^ts_stat$|^ts_rewrite$|^crosstab|^connectby$|^xpath_table$/,
     'runs SQL given as a string',
   ],
   [
