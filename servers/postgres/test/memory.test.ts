@@ -52,7 +52,6 @@ it.each([
     ] as const) {
       const result = await client.callTool(
         { name: 'query', arguments: { sql, max_rows: maxRows } },
-        undefined,
         { timeout: 120_000 },
       )
       expect(errorKind(result), textOf(result)).toBe('invalid_argument')
