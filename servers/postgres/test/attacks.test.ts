@@ -98,6 +98,8 @@ const attacks: Record<string, string[]> = {
     'SELECT txid_status(1)',
     'SELECT public.keel_grab(4211)',
     'SELECT * FROM public.keel_grab_view',
+    'SELECT public.keel_lock_agg(4216)',
+    'SELECT public.keel_lock_agg(x) FROM generate_series(4217, 4218) AS x',
   ],
   'locks, notifications and maintenance': [
     'LOCK TABLE shop.orders IN ACCESS EXCLUSIVE MODE',
@@ -202,7 +204,10 @@ async function createAttackDatabase(legacy: boolean): Promise<Scratch> {
      CREATE VIEW public.keel_file_view AS SELECT pg_read_file_old('/etc/hostname', 0, 100) AS content;
      CREATE VIEW public.keel_hba_view AS SELECT * FROM pg_hba_file_rules;
      CREATE VIEW public.keel_view_of_view AS SELECT * FROM public.keel_file_view;
-     CREATE OPERATOR public.@@@ (RIGHTARG = text, FUNCTION = pg_catalog.pg_read_file);`,
+     CREATE OPERATOR public.@@@ (RIGHTARG = text, FUNCTION = pg_catalog.pg_read_file);
+     CREATE FUNCTION public.keel_lock_step(s bigint, k bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+       BEGIN PERFORM pg_advisory_lock(k); RETURN coalesce(s, 0) + 1; END $$;
+     CREATE AGGREGATE public.keel_lock_agg(bigint) (SFUNC = public.keel_lock_step, STYPE = bigint);`,
   )
   if (legacy) {
     const quoted = `"${scratch.name}"`
@@ -332,7 +337,7 @@ describe.each(combinations)('attacks through the MCP tools, connected as %s', (_
       expect(result.isError, textOf(result)).toBeFalsy()
       const held = await adminQuery<{ count: number }>(
         scratch.superuserUrl,
-        `SELECT count(*)::int AS count FROM pg_locks WHERE locktype = 'advisory' AND objid IN (4211, 4212, 4213, 4214, 4215)`,
+        `SELECT count(*)::int AS count FROM pg_locks WHERE locktype = 'advisory' AND objid IN (4211, 4212, 4213, 4214, 4215, 4216, 4217, 4218)`,
       )
       expect(held[0]?.count).toBe(0)
     },

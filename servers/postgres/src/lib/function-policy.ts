@@ -12,9 +12,9 @@
  * - system views and tables PUBLIC may not read (pg_hba_file_rules, pg_file_settings, pg_authid, …)
  *   are refused for the same reason.
  *
- * "Reach by name" covers every overload and schema of a function name (the safe side), functions
- * behind operators, explicit casts and type input, and the definitions of the views a statement
- * reads, recursively. Bodies of user-defined functions are not inspected; what they do runs inside
+ * "Reach by name" covers every overload and schema of a function name (the safe side), the support
+ * functions of aggregates, the functions behind operators (and their planner estimators), explicit
+ * casts and type input, and the definitions of the views a statement reads, recursively. Bodies of user-defined functions are not inspected; what they do runs inside
  * the read-only, rolled-back transaction, and the session is reset after every call (database.ts).
  */
 import type { PoolClient } from 'pg'
@@ -139,8 +139,15 @@ export async function assertReferencesAllowed(client: Queryable, references: Sql
     `WITH reached AS (
        SELECT p.oid, 'call' AS via FROM pg_catalog.pg_proc p WHERE p.proname = ANY($1::text[])
        UNION ALL
-       SELECT o.oprcode, 'operator ' || o.oprname FROM pg_catalog.pg_operator o
-        WHERE o.oprname = ANY($2::text[]) AND o.oprcode <> 0
+       SELECT f.fn, 'aggregate ' || p.proname FROM pg_catalog.pg_aggregate a
+         JOIN pg_catalog.pg_proc p ON p.oid = a.aggfnoid
+        CROSS JOIN LATERAL unnest(ARRAY[a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggserialfn,
+              a.aggdeserialfn, a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn]::oid[]) AS f(fn)
+        WHERE p.proname = ANY($1::text[]) AND f.fn <> 0
+       UNION ALL
+       SELECT f.fn, 'operator ' || o.oprname FROM pg_catalog.pg_operator o
+        CROSS JOIN LATERAL unnest(ARRAY[o.oprcode, o.oprrest, o.oprjoin]::oid[]) AS f(fn)
+        WHERE o.oprname = ANY($2::text[]) AND f.fn <> 0
        UNION ALL
        SELECT c.castfunc, 'cast to ' || t.typname FROM pg_catalog.pg_cast c
          JOIN pg_catalog.pg_type t ON t.oid = c.casttarget

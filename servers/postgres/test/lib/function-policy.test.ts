@@ -76,11 +76,19 @@ const quote = (name: string) => `"${name.replace(/"/g, '""')}"`
 async function everyFunction(): Promise<FunctionName[]> {
   return adminQuery<FunctionName>(
     scratch.superuserUrl,
-    `SELECT min(n.nspname) AS schema, p.proname AS name,
+    `WITH reached AS (
+       SELECT p.proname AS called, p.oid FROM pg_proc p
+       UNION ALL
+       SELECT p.proname, f.fn FROM pg_aggregate a JOIN pg_proc p ON p.oid = a.aggfnoid
+        CROSS JOIN LATERAL unnest(ARRAY[a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggserialfn,
+              a.aggdeserialfn, a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn]::oid[]) AS f(fn)
+        WHERE f.fn <> 0
+     )
+     SELECT min(n.nspname) FILTER (WHERE p.proname = r.called) AS schema, r.called AS name,
             bool_or(NOT has_function_privilege('public', p.oid, 'EXECUTE')) AS privileged,
             bool_or(p.provolatile = 'v' AND NOT (n.nspname = 'pg_catalog' AND p.proname = ANY($1::text[]))) AS volatile
-       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-      GROUP BY p.proname ORDER BY p.proname`,
+       FROM reached r JOIN pg_proc p ON p.oid = r.oid JOIN pg_namespace n ON n.oid = p.pronamespace
+      GROUP BY r.called ORDER BY r.called`,
     [volatileAllowList],
   )
 }
