@@ -72,6 +72,35 @@ const attacks: Record<string, string[]> = {
     'CALL public.keel_commit_and_drop()',
     "LOAD 'plpgsql'",
   ],
+  // Decided by what the catalog says about each function, not by its name.
+  'functions, operators and views PostgreSQL reserves for privileged roles': [
+    "SELECT pg_read_file_old('/etc/passwd', 0, 4000)",
+    "SELECT pg_catalog.pg_read_file_old('/etc/passwd', 0, 4000)",
+    "SELECT * FROM pg_catalog.pg_read_file_old('/etc/passwd', 0, 4000) AS f(content)",
+    'SELECT length(x) FROM (SELECT pg_read_file_old($$/etc/passwd$$, 0, 4000) AS x) AS s',
+    "SELECT @@@ '/etc/hostname'",
+    'SELECT * FROM pg_hba_file_rules',
+    'SELECT * FROM pg_catalog.pg_file_settings',
+    'SELECT * FROM pg_ident_file_mappings',
+    'SELECT rolname, rolpassword FROM pg_authid',
+    'SELECT * FROM pg_shadow',
+    'SELECT * FROM public.keel_file_view',
+    'SELECT * FROM public.keel_hba_view',
+    'SELECT * FROM public.keel_view_of_view',
+    "SELECT pg_stat_reset_shared('bgwriter')",
+    'SELECT pg_current_logfile()',
+    'SELECT pg_rotate_logfile_old()',
+  ],
+  'volatile functions outside the allow list': [
+    "SELECT currval('shop.invoice_number_seq')",
+    'SELECT lastval()',
+    'SELECT pg_advisory_unlock_all()',
+    'SELECT txid_status(1)',
+    'SELECT public.keel_grab(4211)',
+    'SELECT * FROM public.keel_grab_view',
+    'SELECT public.keel_lock_agg(4216)',
+    'SELECT public.keel_lock_agg(x) FROM generate_series(4217, 4218) AS x',
+  ],
   'locks, notifications and maintenance': [
     'LOCK TABLE shop.orders IN ACCESS EXCLUSIVE MODE',
     'SELECT pg_advisory_lock(1)',
@@ -145,32 +174,84 @@ const explainAttacks = [
   'SELECT 1) ; DROP TABLE shop.orders; --',
 ]
 
-let scratch: Awaited<ReturnType<typeof createScratchDatabase>>
-let before: DatabaseChecksum
+type Scratch = Awaited<ReturnType<typeof createScratchDatabase>>
+const scratches: Partial<Record<'standard' | 'legacy', { scratch: Scratch; before: DatabaseChecksum }>> = {}
+const superuserName = decodeURIComponent(new URL(shared.superuserUrl).username)
+const appName = decodeURIComponent(new URL(shared.url).username)
 
-beforeAll(async () => {
-  scratch = await createScratchDatabase(shared.superuserUrl, shared.url)
+/**
+ * A scratch copy of the sample schema, with objects a model could reach but the parser gate
+ * cannot see into. `legacy`: the database and both roles default to
+ * standard_conforming_strings = off, where a backslash escapes a quote inside '…'.
+ */
+async function createAttackDatabase(legacy: boolean): Promise<Scratch> {
+  const scratch = await createScratchDatabase(shared.superuserUrl, shared.url)
   await seedSampleSchema(scratch.superuserUrl, { readerRole: shared.readerRole })
-  // Objects a model could reach but the parser gate cannot see into.
   await adminQuery(
     scratch.superuserUrl,
     `CREATE FUNCTION public.keel_wipe_items() RETURNS bigint LANGUAGE plpgsql AS $$
        BEGIN DELETE FROM shop.order_items; RETURN 1; END $$;
      CREATE PROCEDURE public.keel_commit_and_drop() LANGUAGE plpgsql AS $$
-       BEGIN COMMIT; DROP TABLE shop.orders; END $$;`,
+       BEGIN COMMIT; DROP TABLE shop.orders; END $$;
+     CREATE FUNCTION public.keel_grab(k bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+       BEGIN PERFORM pg_advisory_lock(k); RETURN k; END $$;
+     CREATE VIEW public.keel_grab_view AS SELECT public.keel_grab(4212) AS k;
+     -- Declared STABLE (a lie PostgreSQL does not check): the gate lets them through, and only
+     -- the session reset after the call stands between their lock and the next caller.
+     CREATE FUNCTION public.keel_grab_stable(k bigint) RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+       BEGIN PERFORM pg_advisory_lock(k); RETURN k; END $$;
+     CREATE VIEW public.keel_grab_stable_view AS SELECT public.keel_grab_stable(4214) AS k;
+     CREATE VIEW public.keel_file_view AS SELECT pg_read_file_old('/etc/hostname', 0, 100) AS content;
+     CREATE VIEW public.keel_hba_view AS SELECT * FROM pg_hba_file_rules;
+     CREATE VIEW public.keel_view_of_view AS SELECT * FROM public.keel_file_view;
+     CREATE OPERATOR public.@@@ (RIGHTARG = text, FUNCTION = pg_catalog.pg_read_file);
+     CREATE FUNCTION public.keel_lock_step(s bigint, k bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+       BEGIN PERFORM pg_advisory_lock(k); RETURN coalesce(s, 0) + 1; END $$;
+     CREATE AGGREGATE public.keel_lock_agg(bigint) (SFUNC = public.keel_lock_step, STYPE = bigint);`,
   )
-  before = await databaseChecksum(scratch.superuserUrl)
+  if (legacy) {
+    const quoted = `"${scratch.name}"`
+    await adminQuery(
+      shared.superuserUrl,
+      `ALTER DATABASE ${quoted} SET standard_conforming_strings = off;
+       ALTER ROLE "${superuserName}" IN DATABASE ${quoted} SET standard_conforming_strings = off;
+       ALTER ROLE "${appName}" IN DATABASE ${quoted} SET standard_conforming_strings = off;`,
+    )
+  }
+  return scratch
+}
+
+beforeAll(async () => {
+  const standard = await createAttackDatabase(false)
+  const legacy = await createAttackDatabase(true)
+  // Checksums after both exist: role settings per database are cluster-wide catalog rows.
+  scratches.standard = { scratch: standard, before: await databaseChecksum(standard.superuserUrl) }
+  scratches.legacy = { scratch: legacy, before: await databaseChecksum(legacy.superuserUrl) }
 })
 
 afterAll(async () => {
   await closeAll()
-  await scratch?.drop()
+  await scratches.standard?.scratch.drop()
+  await scratches.legacy?.scratch.drop()
 })
 
-describe.each([
-  ['a superuser', () => scratch.superuserUrl],
-  ['a non-superuser that can read everything', () => scratch.url],
-])('attacks through the MCP tools, connected as %s', (_who, url) => {
+const combinations = (['standard', 'legacy'] as const).flatMap((database) => [
+  [`a superuser (${database} strings)`, database, 'superuserUrl'] as const,
+  [`a non-superuser that can read everything (${database} strings)`, database, 'url'] as const,
+])
+
+describe.each(combinations)('attacks through the MCP tools, connected as %s', (_who, database, which) => {
+  const scratch = {
+    get superuserUrl() {
+      return scratches[database]?.scratch.superuserUrl ?? ''
+    },
+  }
+  const before = {
+    get parts() {
+      return scratches[database]?.before.parts
+    },
+  }
+  const url = () => scratches[database]?.scratch[which] ?? ''
   let client: TestClient
   beforeAll(async () => {
     client = (await connect(url(), { argv: ['--pool-size', '2'] })).client
@@ -199,13 +280,13 @@ describe.each([
     },
   )
 
-  it('explains a call of a writing function without running it, and refuses to analyze it', async () => {
+  it('refuses to explain or analyze a call of a volatile user-defined function (it could write)', async () => {
     const sql = 'SELECT public.keel_wipe_items()'
-    const plan = await client.callTool({ name: 'explain_query', arguments: { sql } })
-    expect(plan.structuredContent.analyzed).toBe(false)
-    const analyzed = await client.callTool({ name: 'explain_query', arguments: { sql, analyze: true } })
-    expect(errorKind(analyzed)).toBe('permission_denied')
-    expect(textOf(analyzed)).toContain('cannot execute DELETE in a read-only transaction')
+    for (const analyze of [false, true]) {
+      const result = await client.callTool({ name: 'explain_query', arguments: { sql, analyze } })
+      expect(errorKind(result)).toBe('permission_denied')
+      expect(textOf(result)).toContain('public.keel_wipe_items() is not allowed: it is volatile')
+    }
   })
 
   it('binds parameters as values: SQL in a parameter is data', async () => {
@@ -229,6 +310,38 @@ describe.each([
     })
     expect(result.structuredContent.rows).toEqual([['on', 'on']])
   })
+
+  it.each([
+    "SELECT 'x\\' , ' , pg_read_file($$/etc/hostname$$) --'",
+    "SELECT 'x\\' , ' , pg_advisory_lock(4215) --'",
+    "SELECT 'x\\' , ' , pg_terminate_backend(pg_backend_pid()) --'",
+  ])('reads %s as the parser gate does: two string literals, whatever the database defaults', async (sql) => {
+    const result = await client.callTool({ name: 'query', arguments: { sql } })
+    expect(result.isError, textOf(result)).toBeFalsy()
+    const second = sql.slice(sql.indexOf(" ' , ") + 2, -1)
+    expect(result.structuredContent.rows).toEqual([['x\\', second]])
+  })
+
+  it('runs with standard_conforming_strings on, which the caller cannot change', async () => {
+    const result = await client.callTool({
+      name: 'query',
+      arguments: { sql: "SELECT current_setting('standard_conforming_strings')" },
+    })
+    expect(result.structuredContent.rows).toEqual([['on']])
+  })
+
+  it.each(['SELECT public.keel_grab_stable(4213)', 'SELECT * FROM public.keel_grab_stable_view'])(
+    'leaves no advisory lock behind after %s, which takes one the gate cannot see',
+    async (sql) => {
+      const result = await client.callTool({ name: 'query', arguments: { sql } })
+      expect(result.isError, textOf(result)).toBeFalsy()
+      const held = await adminQuery<{ count: number }>(
+        scratch.superuserUrl,
+        `SELECT count(*)::int AS count FROM pg_locks WHERE locktype = 'advisory' AND objid IN (4211, 4212, 4213, 4214, 4215, 4216, 4217, 4218)`,
+      )
+      expect(held[0]?.count).toBe(0)
+    },
+  )
 
   it('still serves reads after every attack', async () => {
     const result = await client.callTool({

@@ -30,6 +30,7 @@ export type ErrorReason =
   | 'statement_timeout'
   | 'lock_timeout'
   | 'query_cancelled'
+  | 'result_too_large'
   | 'authentication_failed'
   | 'connection_failed'
   | 'admin_shutdown'
@@ -80,6 +81,19 @@ export class QueryCancelledError extends Error {
   override readonly name = 'QueryCancelledError'
   constructor(options?: ErrorOptions) {
     super('The query was cancelled by the caller.', options)
+  }
+}
+
+/** The result grew past the byte budget of one call; the statement was cancelled on the server. */
+export class ResultTooLargeError extends Error {
+  override readonly name = 'ResultTooLargeError'
+  readonly maxBytes: number
+  constructor(maxBytes: number, options?: ErrorOptions) {
+    super(
+      `The result was stopped after ${Math.round(maxBytes / 1024 / 1024)} MiB: one call may not receive more, whatever max_rows says.`,
+      options,
+    )
+    this.maxBytes = maxBytes
   }
 }
 
@@ -179,6 +193,11 @@ export function classifyPgError(error: unknown): ClassifiedError {
     })
   }
   if (error instanceof QueryCancelledError) return classified('cancelled', 'query_cancelled', error.message)
+  if (error instanceof ResultTooLargeError) {
+    return classified('invalid_argument', 'result_too_large', error.message, {
+      hint: 'Narrow the query: select fewer or shorter columns (left(column, 200), length(column)), filter with WHERE, add LIMIT, or aggregate (count, sum, group by).',
+    })
+  }
   if (error instanceof DatabaseConfigError) return classified('internal', 'configuration', error.message)
 
   const pgError = (typeof error === 'object' && error !== null ? error : {}) as PgLikeError

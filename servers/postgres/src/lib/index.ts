@@ -37,6 +37,7 @@ export {
   isConnectionError,
   QueryCancelledError,
   QueryTimeoutError,
+  ResultTooLargeError,
   redactConnectionString,
   SqlRefusedError,
 } from './errors.js'
@@ -55,14 +56,17 @@ export {
   toJsonValue,
   uniqueNames,
 } from './format.js'
+export { assertReferencesAllowed, volatileAllowList } from './function-policy.js'
 export { type PlanSummary, summarizePlan } from './plan.js'
 export {
   type AcceptedStatement,
   checkReadOnlySql,
+  collectSqlReferences,
   deniedFunctionReason,
   loadSqlParser,
   type SqlAccepted,
   type SqlGuardResult,
+  type SqlReferences,
   type SqlRefusal,
   type SqlRefusalCode,
 } from './sql-guard.js'

@@ -20,6 +20,23 @@ export interface SqlAccepted {
   readonly statement: AcceptedStatement
   /** For `statement: 'explain'`: whether it is EXPLAIN ANALYZE (the inner query runs). */
   readonly analyze: boolean
+  /**
+   * What the statement names that the database must judge (see function-policy.ts): the parser
+   * knows names only, PostgreSQL knows which functions, operators and views they are.
+   */
+  readonly references: SqlReferences
+}
+
+/** Names a statement uses, as written (unquoted names already lower-cased by the parser). */
+export interface SqlReferences {
+  /** Function names (unqualified), with the 1-based position of the first call of each. */
+  readonly functions: ReadonlyMap<string, number | undefined>
+  /** Operator names (`+`, `@@`, `~~`, …): each runs a function. */
+  readonly operators: ReadonlySet<string>
+  /** Target type names of explicit casts: a cast and a type's input run functions too. */
+  readonly types: ReadonlySet<string>
+  /** Relation names (unqualified): views run the functions in their definitions. */
+  readonly relations: ReadonlySet<string>
 }
 
 export interface SqlRefusal {
@@ -50,7 +67,7 @@ const deniedFunctions: ReadonlyArray<readonly [pattern: RegExp, reason: string]>
   ],
   // These run SQL passed as a string, which this gate never sees.
   [
-    /^(query|cursor|table|schema|database)_to_xml|^ts_stat$|^ts_rewrite$|^crosstab|^connectby$/,
+    /^(query|cursor|table|schema|database)_to_xml|^ts_stat$|^ts_rewrite$|^crosstab|^connectby$|^xpath_table$/,
     'runs SQL given as a string',
   ],
   [
@@ -166,12 +183,54 @@ function qualifiedName(funcCall: Record<string, unknown>): string {
     .join('.')
 }
 
+const lastName = (parts: unknown): string | undefined => {
+  if (!Array.isArray(parts)) return undefined
+  const last = parts.at(-1)
+  return isRecord(last) && isRecord(last.String) && typeof last.String.sval === 'string'
+    ? last.String.sval
+    : undefined
+}
+
+interface MutableReferences {
+  functions: Map<string, number | undefined>
+  operators: Set<string>
+  types: Set<string>
+  relations: Set<string>
+}
+
+const emptyReferences = (): MutableReferences => ({
+  functions: new Map(),
+  operators: new Set(),
+  types: new Set(),
+  relations: new Set(),
+})
+
+/** Records the names one parse-tree node hands to the database to resolve. */
+function collectReference(sql: string, key: string, value: Record<string, unknown>, into: MutableReferences) {
+  if (key === 'FuncCall') {
+    const name = functionName(value)
+    if (name !== undefined && !into.functions.has(name))
+      into.functions.set(name, positionOf(sql, value.location))
+  } else if (key === 'A_Expr') {
+    const name = lastName(value.name)
+    if (name !== undefined) into.operators.add(name)
+  } else if (key === 'SubLink') {
+    const name = lastName(value.operName)
+    if (name !== undefined) into.operators.add(name)
+  } else if (key === 'TypeCast' && isRecord(value.typeName)) {
+    const name = lastName(value.typeName.names)
+    if (name !== undefined) into.types.add(name)
+  } else if (key === 'RangeVar' && typeof value.relname === 'string') {
+    into.relations.add(value.relname)
+  }
+}
+
 /**
  * Walks every object and array below `root` (iteratively, so deep trees cannot overflow the stack)
  * and returns the first reason to refuse. Generic on purpose: a function call or a nested write
  * cannot hide in a node type this code does not know about.
  */
-function findViolation(sql: string, root: unknown): SqlRefusal | undefined {
+function findViolation(sql: string, root: unknown, references: MutableReferences): SqlRefusal | undefined {
   const stack: unknown[] = [root]
   while (stack.length > 0) {
     const node = stack.pop()
@@ -181,6 +240,7 @@ function findViolation(sql: string, root: unknown): SqlRefusal | undefined {
     }
     if (!isRecord(node)) continue
     for (const [key, value] of Object.entries(node)) {
+      if (isRecord(value)) collectReference(sql, key, value, references)
       if (key === 'FuncCall' && isRecord(value)) {
         const name = functionName(value)
         const reason = name === undefined ? undefined : deniedFunctionReason(name)
@@ -268,10 +328,11 @@ export async function checkReadOnlySql(sql: string): Promise<SqlGuardResult> {
   const statement = statements[0]?.stmt ?? {}
   const [nodeType] = Object.keys(statement)
   const body = nodeType === undefined ? undefined : statement[nodeType]
-  if (nodeType === 'VariableShowStmt') return { ok: true, statement: 'show', analyze: false }
+  const references = emptyReferences()
+  if (nodeType === 'VariableShowStmt') return { ok: true, statement: 'show', analyze: false, references }
   if (nodeType === 'SelectStmt') {
-    const violation = findViolation(sql, body)
-    return violation ?? { ok: true, statement: 'select', analyze: false }
+    const violation = findViolation(sql, body, references)
+    return violation ?? { ok: true, statement: 'select', analyze: false, references }
   }
   if (nodeType === 'ExplainStmt' && isRecord(body)) {
     const inner = isRecord(body.query) ? body.query : {}
@@ -282,12 +343,41 @@ export async function checkReadOnlySql(sql: string): Promise<SqlGuardResult> {
         `EXPLAIN is allowed only for read-only queries; found ${describeStatement(innerType ?? '')}.`,
       )
     }
-    const violation = findViolation(sql, inner)
-    return violation ?? { ok: true, statement: 'explain', analyze: explainOptions(body).analyze }
+    const violation = findViolation(sql, inner, references)
+    return violation ?? { ok: true, statement: 'explain', analyze: explainOptions(body).analyze, references }
   }
   return refuse(
     'not_read_only',
     `Only read-only queries are allowed (SELECT, WITH … SELECT, VALUES, TABLE, EXPLAIN, SHOW); ${describeStatement(nodeType ?? '')} is refused.`,
     positionOf(sql, statements[0]?.stmt_location ?? 0),
   )
+}
+
+/**
+ * The names SQL written by someone else uses (a view's definition, from pg_get_viewdef), so that
+ * what a view runs is judged like what the caller wrote. Unparseable text yields undefined.
+ */
+export async function collectSqlReferences(sql: string): Promise<SqlReferences | undefined> {
+  const { parseSync } = await loadSqlParser()
+  let tree: unknown
+  try {
+    tree = parseSync(sql)
+  } catch {
+    return undefined
+  }
+  const references = emptyReferences()
+  const stack: unknown[] = [tree]
+  while (stack.length > 0) {
+    const node = stack.pop()
+    if (Array.isArray(node)) {
+      stack.push(...node)
+      continue
+    }
+    if (!isRecord(node)) continue
+    for (const [key, value] of Object.entries(node)) {
+      if (isRecord(value)) collectReference(sql, key, value, references)
+      if (typeof value === 'object' && value !== null) stack.push(value)
+    }
+  }
+  return references
 }

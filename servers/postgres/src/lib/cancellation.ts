@@ -1,0 +1,149 @@
+/**
+ * Reading through cursors, and stopping what runs on the server: cancelling a statement (with
+ * pg_cancel_backend from another connection or the protocol's CancelRequest, repeated until it has
+ * stopped) and the byte budget that cuts a result off while it arrives.
+ */
+import { connect as netConnect } from 'node:net'
+import type { FieldDef, Pool, PoolClient } from 'pg'
+import type Cursor from 'pg-cursor'
+import { isConnectionError } from './errors.js'
+
+/** After a cancel, how long to wait for the statement to stop before dropping the connection. */
+const cancelGraceMs = 2_000
+/** How long one cancel gets to take effect before it is sent again. */
+const cancelRetryMs = 100
+
+/** What cancelling needs of the Database: a pool with room for a second connection, or none. */
+export interface CancelContext {
+  getPool(): Promise<Pool>
+  readonly poolSize: number
+  readonly broken: WeakSet<object>
+}
+
+/** pg-cursor's read with the field list, which the promise form of read() drops. */
+export function readCursor(cursor: Cursor, rows: number): Promise<{ rows: unknown[][]; fields: FieldDef[] }> {
+  return new Promise((resolve, reject) => {
+    cursor.read(rows, (error, result, info) => {
+      if (error) reject(error)
+      else resolve({ rows: result as unknown[][], fields: info?.fields ?? [] })
+    })
+  })
+}
+
+/** Resolves when `promise` settles or `ms` pass, whichever is first; never rejects. */
+export async function settleWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms)
+  })
+  const settled = promise.then(
+    () => true,
+    () => true,
+  )
+  try {
+    return await Promise.race([settled, deadline])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+interface ClientInternals {
+  processID: number
+  secretKey: number
+  host: string
+  port: number
+}
+
+/**
+ * Counts the bytes `client` receives from now on; past the budget, stops the inflow at once
+ * (destroying the socket, so pg's parser stops buffering) and calls `exceeded`. The caller then
+ * cancels the backend and drops the connection. Returns the function that stops counting.
+ */
+export function countReceivedBytes(
+  client: PoolClient,
+  maxBytes: number,
+  broken: WeakSet<object>,
+  exceeded: () => void,
+): () => void {
+  const stream = (
+    client as unknown as { connection?: { stream?: NodeJS.ReadableStream & { destroy(): void } } }
+  ).connection?.stream
+  if (stream === undefined) return () => undefined
+  let received = 0
+  const onData = (chunk: Buffer | string) => {
+    received += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length
+    if (received <= maxBytes) return
+    stream.removeListener('data', onData)
+    broken.add(client)
+    stream.destroy()
+    exceeded()
+  }
+  stream.on('data', onData)
+  return () => stream.removeListener('data', onData)
+}
+
+/**
+ * Cancels the statement running on `target` and waits (at most cancelGraceMs) for it to stop.
+ * PostgreSQL ignores a cancel that arrives while the backend waits for the next protocol message,
+ * as it does between pg-cursor's Parse/Bind/Describe and its Execute; the statement would then
+ * run on after the connection is dropped (until its statement_timeout). So the cancel is sent
+ * again until the statement has really ended.
+ */
+export async function cancelUntilStopped(
+  target: PoolClient,
+  running: Promise<unknown>,
+  pool: CancelContext,
+): Promise<void> {
+  const deadline = performance.now() + cancelGraceMs
+  do {
+    await cancelBackend(target, pool)
+    if (await settleWithin(running, cancelRetryMs)) return
+  } while (performance.now() < deadline)
+}
+
+/**
+ * Cancels the statement running on `target`: pg_cancel_backend from another pool connection when
+ * the pool has room; otherwise, or when that is not permitted (a SET ROLE session may not signal
+ * its own login role's backends), the protocol-level CancelRequest with the backend's secret key.
+ */
+export async function cancelBackend(target: PoolClient, context: CancelContext): Promise<void> {
+  const { processID } = target as unknown as ClientInternals
+  try {
+    const pool = await context.getPool()
+    if (pool.idleCount > 0 || pool.totalCount < context.poolSize) {
+      const other = await pool.connect()
+      let failed = false
+      try {
+        const result = await other.query<{ cancelled: boolean }>(
+          'SELECT pg_catalog.pg_cancel_backend($1) AS cancelled',
+          [processID],
+        )
+        if (result.rows[0]?.cancelled === true) return
+      } catch (error) {
+        failed = isConnectionError(error)
+        throw error
+      } finally {
+        other.release(failed || context.broken.has(other) ? true : undefined)
+      }
+    }
+  } catch {
+    // Fall through to the protocol-level cancel.
+  }
+  await cancelViaProtocol(target)
+}
+
+function cancelViaProtocol(target: PoolClient): Promise<void> {
+  const { processID, secretKey, host, port } = target as unknown as ClientInternals
+  return new Promise<void>((resolve) => {
+    const socket = host.startsWith('/') ? netConnect(`${host}/.s.PGSQL.${port}`) : netConnect(port, host)
+    const packet = Buffer.alloc(16)
+    packet.writeInt32BE(16, 0)
+    packet.writeInt32BE(80877102, 4) // CancelRequest code
+    packet.writeInt32BE(processID, 8)
+    packet.writeInt32BE(secretKey, 12)
+    socket.setTimeout(cancelGraceMs, () => socket.destroy())
+    socket.once('connect', () => socket.end(packet))
+    socket.once('close', () => resolve())
+    socket.once('error', () => resolve())
+  })
+}

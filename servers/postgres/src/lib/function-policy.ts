@@ -1,0 +1,180 @@
+/**
+ * The database half of the gate: the parser (sql-guard.ts) knows only names; PostgreSQL knows which
+ * functions they are. Before the caller's statement runs, every function it can reach by name is
+ * judged by what the catalog says about it, not by its name:
+ *
+ * - functions not executable by PUBLIC are refused: PostgreSQL revokes exactly its admin and
+ *   file-reading functions from PUBLIC, so a superuser or a privileged role gets no more here than
+ *   any role would;
+ * - volatile functions are refused unless on a short allow list of harmless ones (volatile is how
+ *   PostgreSQL marks functions with side effects: locks, sequences, settings, old file readers
+ *   such as pg_read_file_old that check superuser inside instead of through a grant);
+ * - system views and tables PUBLIC may not read (pg_hba_file_rules, pg_file_settings, pg_authid, …)
+ *   are refused for the same reason.
+ *
+ * "Reach by name" covers every overload and schema of a function name (the safe side), the support
+ * functions of aggregates, the functions behind operators (and their planner estimators), explicit
+ * casts and type input, and the definitions of the views a statement reads, recursively. Bodies of user-defined functions are not inspected; what they do runs inside
+ * the read-only, rolled-back transaction, and the session is reset after every call (database.ts).
+ */
+import type { PoolClient } from 'pg'
+import { SqlRefusedError } from './errors.js'
+import { collectSqlReferences, deniedFunctionReason, type SqlReferences } from './sql-guard.js'
+
+/** Volatile pg_catalog functions that change nothing and read no server file. */
+export const volatileAllowList: readonly string[] = [
+  'random',
+  'clock_timestamp',
+  'timeofday',
+  'gen_random_uuid',
+  'pg_relation_size',
+  'pg_total_relation_size',
+  'pg_table_size',
+  'pg_indexes_size',
+  'pg_database_size',
+  'pg_is_in_recovery',
+  'pg_partition_tree',
+  'pg_partition_ancestors',
+]
+
+/** How many rounds of views-inside-views are followed before the statement is refused. */
+const maxViewDepth = 16
+
+type Queryable = Pick<PoolClient, 'query'>
+
+interface Collected {
+  functions: Map<string, number | undefined>
+  operators: Set<string>
+  types: Set<string>
+}
+
+function merge(into: Collected, references: SqlReferences): void {
+  for (const [name, position] of references.functions)
+    if (!into.functions.has(name)) into.functions.set(name, position)
+  for (const name of references.operators) into.operators.add(name)
+  for (const name of references.types) into.types.add(name)
+}
+
+const refusal = (message: string, position?: number) =>
+  new SqlRefusedError('not_read_only', message, position)
+
+/**
+ * Follows the relations the statement names: refuses system relations PUBLIC may not read, and
+ * adds what user-defined views call to `collected`.
+ */
+async function followRelations(
+  client: Queryable,
+  relations: ReadonlySet<string>,
+  collected: Collected,
+): Promise<void> {
+  const seen = new Set<string>()
+  let pending = [...relations]
+  for (let depth = 0; pending.length > 0; depth++) {
+    if (depth >= maxViewDepth)
+      throw refusal(
+        `Views nested more than ${maxViewDepth} deep cannot be checked; query the tables instead.`,
+      )
+    for (const name of pending) seen.add(name)
+    const result = await client.query<{
+      schema: string
+      name: string
+      kind: string
+      system: boolean
+      public_readable: boolean
+      definition: string | null
+    }>(
+      `SELECT n.nspname AS schema, c.relname AS name, c.relkind::text AS kind,
+              n.nspname IN ('pg_catalog', 'information_schema') AS system,
+              pg_catalog.has_table_privilege('public', c.oid, 'SELECT') AS public_readable,
+              CASE WHEN c.relkind = 'v' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+                   THEN pg_catalog.pg_get_viewdef(c.oid) END AS definition
+         FROM pg_catalog.pg_class c
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relname = ANY($1::text[]) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`,
+      [pending],
+    )
+    const next = new Set<string>()
+    for (const row of result.rows) {
+      if (row.system && !row.public_readable) {
+        throw refusal(
+          `${row.schema}.${row.name} is not allowed: PostgreSQL lets only privileged roles read it (it exposes server files, settings or secrets).`,
+        )
+      }
+      if (row.definition === null) continue
+      const references = await collectSqlReferences(row.definition)
+      if (references === undefined)
+        throw refusal(`The view ${row.schema}.${row.name} cannot be checked; query its tables instead.`)
+      for (const [name] of references.functions) {
+        const reason = deniedFunctionReason(name)
+        if (reason !== undefined)
+          throw refusal(
+            `The view ${row.schema}.${row.name} calls ${name}(), which is not allowed: it ${reason}.`,
+          )
+      }
+      merge(collected, {
+        ...references,
+        functions: new Map([...references.functions].map(([k]) => [k, undefined])),
+      })
+      for (const name of references.relations) if (!seen.has(name)) next.add(name)
+    }
+    pending = [...next]
+  }
+}
+
+/**
+ * Throws {@link SqlRefusedError} when the statement with these references could run a function
+ * PostgreSQL reserves for privileged roles, a volatile function outside {@link volatileAllowList},
+ * or read a privileged system relation. Runs on the call's connection, inside its transaction.
+ */
+export async function assertReferencesAllowed(client: Queryable, references: SqlReferences): Promise<void> {
+  const collected: Collected = { functions: new Map(), operators: new Set(), types: new Set() }
+  merge(collected, references)
+  await followRelations(client, references.relations, collected)
+  if (collected.functions.size === 0 && collected.operators.size === 0 && collected.types.size === 0) return
+  const names = [...collected.functions.keys()]
+  // Quoted names keep their case and resolve only to that spelling; the lower-cased spelling is
+  // checked too, so a quirk of either side can only refuse more.
+  const lookup = [...new Set([...names, ...names.map((name) => name.toLowerCase())])]
+  const result = await client.query<{ name: string; schema: string; privileged: boolean; via: string }>(
+    `WITH reached AS (
+       SELECT p.oid, 'call' AS via FROM pg_catalog.pg_proc p WHERE p.proname = ANY($1::text[])
+       UNION ALL
+       SELECT f.fn, 'aggregate ' || p.proname FROM pg_catalog.pg_aggregate a
+         JOIN pg_catalog.pg_proc p ON p.oid = a.aggfnoid
+        CROSS JOIN LATERAL unnest(ARRAY[a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggserialfn,
+              a.aggdeserialfn, a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn]::oid[]) AS f(fn)
+        WHERE p.proname = ANY($1::text[]) AND f.fn <> 0
+       UNION ALL
+       SELECT f.fn, 'operator ' || o.oprname FROM pg_catalog.pg_operator o
+        CROSS JOIN LATERAL unnest(ARRAY[o.oprcode, o.oprrest, o.oprjoin]::oid[]) AS f(fn)
+        WHERE o.oprname = ANY($2::text[]) AND f.fn <> 0
+       UNION ALL
+       SELECT c.castfunc, 'cast to ' || t.typname FROM pg_catalog.pg_cast c
+         JOIN pg_catalog.pg_type t ON t.oid = c.casttarget
+        WHERE t.typname = ANY($3::text[]) AND c.castfunc <> 0
+       UNION ALL
+       SELECT t.typinput, 'input of type ' || t.typname FROM pg_catalog.pg_type t
+        WHERE t.typname = ANY($3::text[])
+     )
+     SELECT p.proname AS name, n.nspname AS schema, r.via,
+            NOT pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE') AS privileged
+       FROM reached r
+       JOIN pg_catalog.pg_proc p ON p.oid = r.oid
+       JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+      WHERE NOT pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')
+         OR (p.provolatile = 'v' AND NOT (n.nspname = 'pg_catalog' AND p.proname = ANY($4::text[])))
+      ORDER BY 4 DESC, 1
+      LIMIT 1`,
+    [lookup, [...collected.operators], [...collected.types], volatileAllowList],
+  )
+  const denied = result.rows[0]
+  if (denied === undefined) return
+  const reason = denied.privileged
+    ? 'PostgreSQL reserves it for privileged roles (server files, settings, other sessions)'
+    : `it is volatile (it can change state), and of the volatile functions only ${volatileAllowList.slice(0, 4).join(', ')} and a few size functions are allowed`
+  const through = denied.via === 'call' ? '' : ` (reached through the ${denied.via})`
+  throw refusal(
+    `Function ${denied.schema}.${denied.name}()${through} is not allowed: ${reason}.`,
+    denied.via === 'call' ? (collected.functions.get(denied.name) ?? undefined) : undefined,
+  )
+}

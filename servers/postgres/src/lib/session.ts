@@ -1,0 +1,193 @@
+/**
+ * The pool and the session every call runs in: a lazily loaded pg.Pool whose connections start
+ * with the string rules, read-only default and role the server relies on (in the startup packet
+ * and again by SET before any use), TLS options with libpq's sslmode meanings, and the reset that
+ * returns a connection to that clean session after every call.
+ */
+import type { ConnectionOptions } from 'node:tls'
+import type { Pool, PoolClient, PoolConfig } from 'pg'
+import type Cursor from 'pg-cursor'
+import { settleWithin } from './cancellation.js'
+import { DatabaseConfigError } from './errors.js'
+import { loadDependency } from './load.js'
+import type { DatabaseOptions, SslOptions } from './types.js'
+
+export type CursorClass = typeof Cursor
+type PgModule = typeof import('pg')
+
+/** The pool and the cursor class loaded with it. */
+export interface PoolHandle {
+  readonly pool: Pool
+  readonly Cursor: CursorClass
+}
+
+export interface PoolSettings {
+  readonly options: DatabaseOptions
+  readonly poolSize: number
+  /** From {@link sessionSetupSql}. */
+  readonly sessionSetup: string
+  /** Clients that emit an error are added here, to be destroyed rather than reused. */
+  readonly broken: WeakSet<object>
+}
+
+const rollbackDeadlineMs = 5_000
+
+/**
+ * Set in the startup packet of every connection: a client setting there outranks database and role
+ * defaults (ALTER DATABASE/ROLE … SET), and RESET/DISCARD ALL return to it. The parser gate reads
+ * string literals as PostgreSQL does only under these rules: with standard_conforming_strings off,
+ * `'x\' , '` would be one literal to the gate and a literal plus code to the server.
+ */
+const startupSettings = [
+  'standard_conforming_strings=on',
+  'backslash_quote=safe_encoding',
+  'default_transaction_read_only=on',
+]
+
+/**
+ * Splits the connection string's own `options` startup parameter off (pg would let it replace
+ * ours), so that it can be sent before ours.
+ */
+function splitStartupOptions(connectionString: string): { connectionString: string; options?: string } {
+  try {
+    const url = new URL(connectionString)
+    const options = url.searchParams.get('options')
+    if (options === null) return { connectionString }
+    url.searchParams.delete('options')
+    return { connectionString: url.toString(), options }
+  } catch {
+    return { connectionString }
+  }
+}
+
+export const identifierPattern = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/
+
+/** Quotes an SQL identifier (doubling embedded quotes). Only for values already validated. */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`
+}
+
+/**
+ * Run on every new connection and again after every call's DISCARD ALL, before anything else.
+ * Repeats the startup settings, in case a connection string's own options replaced them.
+ */
+export function sessionSetupSql(role: string | undefined): string {
+  return [
+    'SET standard_conforming_strings = on',
+    'SET backslash_quote = safe_encoding',
+    'SET default_transaction_read_only = on',
+    ...(role === undefined ? [] : [`SET ROLE ${quoteIdentifier(role)}`]),
+  ].join('; ')
+}
+
+/** The node TLS options for an sslmode, with libpq's meaning of each mode. */
+export function tlsOptions(ssl: SslOptions): false | ConnectionOptions {
+  const client = {
+    ...(ssl.cert === undefined ? {} : { cert: ssl.cert }),
+    ...(ssl.key === undefined ? {} : { key: ssl.key }),
+  }
+  const ca = ssl.ca === undefined ? {} : { ca: ssl.ca }
+  switch (ssl.mode) {
+    case 'disable':
+      return false
+    case 'require':
+      return { rejectUnauthorized: false, ...client }
+    case 'verify-ca':
+      return { rejectUnauthorized: true, checkServerIdentity: () => undefined, ...ca, ...client }
+    case 'verify-full':
+      return { rejectUnauthorized: true, ...ca, ...client }
+  }
+}
+
+/**
+ * Creates the pool (loading pg and pg-cursor on first use: start-up of the server must not pay
+ * for them). pg-pool awaits onConnect before handing a client out, so no statement can ever run on
+ * a connection without the session setup.
+ */
+export async function createPool(settings: PoolSettings): Promise<PoolHandle> {
+  const { options: databaseOptions, poolSize, sessionSetup, broken } = settings
+  const pg = loadDependency<PgModule>('pg')
+  const CursorConstructor = loadDependency<CursorClass>('pg-cursor')
+  // Dates and timestamps stay PostgreSQL's text: a JS Date would shift `timestamp without time
+  // zone` into the process time zone and drop microseconds. Intervals stay text too.
+  const textArrayOid: number = 1009 // text[]: not among pg-types' named builtins
+  const textArray = pg.types.getTypeParser(textArrayOid, 'text')
+  // int8 (20) arrives as text too: pg's default parser returns the same string after a regex test
+  // per value, a cost that shows at 100,000 rows.
+  const rawText = new Set([20, 1082, 1114, 1184, 1186])
+  const rawTextArrays = new Set([1182, 1115, 1185, 1187])
+  const getTypeParser = ((oid: number, format?: 'text' | 'binary') => {
+    if (format !== 'binary' && rawText.has(oid)) return (value: string) => value
+    if (format !== 'binary' && rawTextArrays.has(oid)) return textArray
+    return pg.types.getTypeParser(oid, format)
+  }) as typeof pg.types.getTypeParser
+  const connection =
+    databaseOptions.connectionString === undefined
+      ? undefined
+      : splitStartupOptions(databaseOptions.connectionString)
+  // Ours come last: for a repeated -c the last one wins.
+  const configured = connection === undefined ? process.env.PGOPTIONS : connection.options
+  const options = [configured, ...startupSettings.map((setting) => `-c ${setting}`)]
+    .filter((part) => part !== undefined && part !== '')
+    .join(' ')
+  const config: PoolConfig = {
+    options,
+    max: poolSize,
+    application_name: databaseOptions.applicationName ?? 'keel-mcp-postgres',
+    connectionTimeoutMillis: databaseOptions.connectionTimeoutMs ?? 10_000,
+    idleTimeoutMillis: databaseOptions.idleTimeoutMs ?? 10_000,
+    allowExitOnIdle: true,
+    keepAlive: true,
+    types: { getTypeParser },
+    // Awaited by pg-pool before the client is handed out; if it fails the client is discarded,
+    // so no statement can ever run on a connection without these settings.
+    onConnect: async (client) => {
+      // Errors while idle reach the pool's 'error' event (reported below); errors while checked
+      // out surface through the running statement. Either way the client is never reused.
+      client.on('error', () => {
+        broken.add(client)
+      })
+      try {
+        await client.query(sessionSetup)
+      } catch (error) {
+        // A missing role or one the login may not switch to is a configuration problem, not
+        // something the caller of a query can fix.
+        const code = (error as { code?: unknown }).code
+        if (code === '22023' || code === '42704' || code === '42501') {
+          throw new DatabaseConfigError(`Cannot switch to the configured role: ${(error as Error).message}`, {
+            cause: error,
+          })
+        }
+        throw error
+      }
+    },
+  }
+  if (connection !== undefined) config.connectionString = connection.connectionString
+  if (databaseOptions.ssl !== undefined) config.ssl = tlsOptions(databaseOptions.ssl)
+  const pool = new pg.Pool(config)
+  // Without a listener, an idle connection dropped by the server (restart, admin shutdown,
+  // idle timeout) would crash the process. pg-pool has already removed the client.
+  pool.on('error', (error) => databaseOptions.onBackgroundError?.(error))
+  return { pool, Cursor: CursorConstructor }
+}
+
+/**
+ * Returns the connection to a fresh session: the transaction rolled back, then DISCARD ALL
+ * (session-level advisory locks, LISTEN, prepared statements, cursors, temporary tables,
+ * settings: whatever a function or view did that a rollback keeps) and the session setup again.
+ * The parser gate cannot see into function and view bodies, so this does not depend on it.
+ * False when any step fails or stalls: the connection must then be destroyed.
+ */
+export async function resetSession(client: PoolClient, sessionSetup: string): Promise<boolean> {
+  const reset = (async () => {
+    await client.query('ROLLBACK')
+    await client.query('DISCARD ALL')
+    await client.query(sessionSetup)
+  })()
+  reset.catch(() => undefined)
+  if (!(await settleWithin(reset, rollbackDeadlineMs))) return false
+  return reset.then(
+    () => true,
+    () => false,
+  )
+}

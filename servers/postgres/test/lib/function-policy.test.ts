@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Database } from '../../src/lib/database.js'
+import { SqlRefusedError } from '../../src/lib/errors.js'
+import { volatileAllowList } from '../../src/lib/function-policy.js'
+import { deniedFunctionReason } from '../../src/lib/sql-guard.js'
+import { adminQuery, createScratchDatabase, sharedPostgres } from '../harness/index.js'
+
+/**
+ * Every function of the test cluster (catalog and installed extensions), by name, through the gate
+ * as a superuser and as a plain role: refused exactly when the catalog says a privileged role is
+ * needed for some overload, or when some overload is volatile and not on the allow list (or the
+ * name is on the gate's own deny list); allowed otherwise. EXPLAIN is used so nothing runs.
+ */
+const shared = sharedPostgres()
+const opened: Database[] = []
+let scratch: Awaited<ReturnType<typeof createScratchDatabase>>
+
+/** Extensions with functions worth walking, installed where the cluster ships them. */
+const extensions = [
+  'adminpack',
+  'dblink',
+  'pgcrypto',
+  'uuid-ossp',
+  'tablefunc',
+  'pageinspect',
+  'pg_buffercache',
+  'pgstattuple',
+  'file_fdw',
+  'postgres_fdw',
+  'hstore',
+  'pg_trgm',
+  'xml2',
+  'lo',
+  'amcheck',
+  'pg_surgery',
+  'pg_visibility',
+  'pg_walinspect',
+  'pg_prewarm',
+  'pgrowlocks',
+  'pg_freespacemap',
+  'ltree',
+  'citext',
+  'fuzzystrmatch',
+  'intarray',
+  'unaccent',
+  'tsm_system_rows',
+  'old_snapshot',
+]
+let installed: string[] = []
+
+beforeAll(async () => {
+  scratch = await createScratchDatabase(shared.superuserUrl, shared.url)
+  const available = await adminQuery<{ name: string }>(
+    scratch.superuserUrl,
+    'SELECT name FROM pg_available_extensions WHERE name = ANY($1::text[])',
+    [extensions],
+  )
+  installed = available.map((row) => row.name)
+  for (const name of installed) await adminQuery(scratch.superuserUrl, `CREATE EXTENSION "${name}" CASCADE`)
+})
+
+afterAll(async () => {
+  await Promise.all(opened.map((database) => database.close()))
+  await scratch?.drop()
+})
+
+interface FunctionName {
+  schema: string
+  name: string
+  privileged: boolean
+  volatile: boolean
+}
+
+const quote = (name: string) => `"${name.replace(/"/g, '""')}"`
+
+async function everyFunction(): Promise<FunctionName[]> {
+  return adminQuery<FunctionName>(
+    scratch.superuserUrl,
+    `WITH reached AS (
+       SELECT p.proname AS called, p.oid FROM pg_proc p
+       UNION ALL
+       SELECT p.proname, f.fn FROM pg_aggregate a JOIN pg_proc p ON p.oid = a.aggfnoid
+        CROSS JOIN LATERAL unnest(ARRAY[a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggserialfn,
+              a.aggdeserialfn, a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn]::oid[]) AS f(fn)
+        WHERE f.fn <> 0
+     )
+     SELECT min(n.nspname) FILTER (WHERE p.proname = r.called) AS schema, r.called AS name,
+            bool_or(NOT has_function_privilege('public', p.oid, 'EXECUTE')) AS privileged,
+            bool_or(p.provolatile = 'v' AND NOT (n.nspname = 'pg_catalog' AND p.proname = ANY($1::text[]))) AS volatile
+       FROM reached r JOIN pg_proc p ON p.oid = r.oid JOIN pg_namespace n ON n.oid = p.pronamespace
+      GROUP BY r.called ORDER BY r.called`,
+    [volatileAllowList],
+  )
+}
+
+async function verdict(database: Database, sql: string): Promise<'refused' | 'allowed'> {
+  try {
+    await database.explain(sql)
+    return 'allowed'
+  } catch (error) {
+    if (error instanceof SqlRefusedError) return 'refused'
+    // Wrong argument count, a window function without OVER, …: PostgreSQL's answer, not the gate's.
+    return 'allowed'
+  }
+}
+
+describe.each([
+  ['a superuser', () => shared.superuserUrl, () => scratch.superuserUrl],
+  ['a plain role', () => shared.url, () => scratch.url],
+])('the function policy, connected as %s', (_who, url, scratchUrl) => {
+  it('refuses every function (catalog and extensions) PUBLIC may not run or that is volatile outside the allow list, and no other', async () => {
+    const database = new Database({ connectionString: scratchUrl(), poolSize: 4 })
+    opened.push(database)
+    const functions = await everyFunction()
+    expect(functions.length).toBeGreaterThan(2_000)
+    const wrong: string[] = []
+    let refusedCount = 0
+    for (let index = 0; index < functions.length; index += 4) {
+      await Promise.all(
+        functions.slice(index, index + 4).map(async (fn) => {
+          const expected =
+            fn.privileged || fn.volatile || deniedFunctionReason(fn.name) !== undefined
+              ? 'refused'
+              : 'allowed'
+          const actual = await verdict(database, `SELECT ${quote(fn.schema)}.${quote(fn.name)}()`)
+          if (actual === 'refused') refusedCount++
+          if (actual !== expected) wrong.push(`${fn.schema}.${fn.name}: expected ${expected}, got ${actual}`)
+        }),
+      )
+    }
+    expect(wrong).toEqual([])
+    expect(refusedCount).toBeGreaterThan(200)
+  })
+
+  it.each([
+    'SELECT x, row_number() OVER w, sum(x) OVER (ORDER BY x ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), lag(x) OVER w FROM generate_series(1, 5) AS x WINDOW w AS (ORDER BY x)',
+    'WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 5), s AS (SELECT sum(n) AS total FROM t) SELECT total FROM s',
+    'SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_disc(0.9) WITHIN GROUP (ORDER BY x), mode() WITHIN GROUP (ORDER BY x % 3) FROM generate_series(1, 10) AS x',
+    `SELECT jsonb_build_object('a', 1) -> 'a', '{"b": [1, 2]}'::jsonb #>> '{b,1}', jsonb_path_query_array('{"a": [1, 2, 3]}', '$.a[*] ? (@ > 1)'), json_agg(x) FROM generate_series(1, 3) AS x`,
+    "SELECT to_tsvector('english', 'The quick brown foxes') @@ to_tsquery('english', 'fox'), ts_rank(to_tsvector('simple', 'a b a'), plainto_tsquery('simple', 'a')), ts_headline('english', 'The quick brown fox', to_tsquery('fox'))",
+    "SELECT date_trunc('month', now()), random() < 2, gen_random_uuid() IS NOT NULL, clock_timestamp() > '2000-01-01', x::numeric(10, 2), 'abc' ~~ 'a%', 1 = ANY(ARRAY[1, 2]) FROM generate_series(1, 2) AS x",
+    "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'shop'",
+    'SELECT count(*) FROM pg_stat_activity',
+    'SELECT c.full_name, count(o.id), rank() OVER (ORDER BY count(o.id) DESC) FROM shop.customers c LEFT JOIN shop.orders o ON o.customer_id = c.id GROUP BY c.full_name',
+    "SELECT pg_size_pretty(pg_total_relation_size('shop.orders'))",
+  ])('still runs analytics: %s', async (sql) => {
+    const database = new Database({ connectionString: url() })
+    opened.push(database)
+    const result = await database.query(sql)
+    expect(result.rowCount).toBeGreaterThan(0)
+  })
+})

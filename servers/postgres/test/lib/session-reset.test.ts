@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Database } from '../../src/lib/database.js'
+import { adminQuery, createScratchDatabase, sharedPostgres } from '../harness/index.js'
+
+/**
+ * No session-level effect of a call survives it, whatever the SQL went through. The statements run
+ * through readQuery, the executor without the parser gate, and through volatile functions the gate
+ * never sees into: the guarantee must come from the reset after the call, not from the gate.
+ * One connection in the pool, so the next call runs on the same backend.
+ */
+const shared = sharedPostgres()
+let scratch: Awaited<ReturnType<typeof createScratchDatabase>>
+const opened: Database[] = []
+
+beforeAll(async () => {
+  scratch = await createScratchDatabase(shared.superuserUrl, shared.url)
+  await adminQuery(
+    scratch.superuserUrl,
+    `CREATE FUNCTION public.keel_leave_traces() RETURNS int LANGUAGE plpgsql AS $$
+       BEGIN
+         PERFORM pg_advisory_lock(4311);
+         PERFORM pg_advisory_lock_shared(4312);
+         EXECUTE 'PREPARE keel_left_behind AS SELECT 1';
+         EXECUTE 'LISTEN keel_channel';
+         RETURN 1;
+       END $$;
+     CREATE VIEW public.keel_trace_view AS SELECT public.keel_leave_traces() AS traces;`,
+  )
+})
+
+afterAll(async () => {
+  await Promise.all(opened.map((database) => database.close()))
+  await scratch?.drop()
+})
+
+interface SessionState {
+  pid: number
+  advisory: number
+  prepared: number
+  listening: number
+  cursors: number
+  work_mem: string
+  application_name: string
+  read_only: string
+  strings: string
+}
+
+const stateQuery = `SELECT pg_backend_pid() AS pid,
+  (SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()) AS advisory,
+  (SELECT count(*)::int FROM pg_prepared_statements) AS prepared,
+  (SELECT count(*)::int FROM pg_listening_channels()) AS listening,
+  (SELECT count(*)::int FROM pg_cursors WHERE statement <> current_query()) AS cursors,
+  current_setting('work_mem') AS work_mem,
+  current_setting('application_name') AS application_name,
+  current_setting('default_transaction_read_only') AS read_only,
+  current_setting('standard_conforming_strings') AS strings`
+
+async function state(database: Database): Promise<SessionState> {
+  const result = await database.readQuery(stateQuery)
+  const [row] = result.rows
+  return Object.fromEntries(result.fields.map((field, index) => [field.name, row?.[index]])) as never
+}
+
+const effects = [
+  'SELECT pg_advisory_lock(4301)',
+  'SELECT pg_advisory_lock_shared(4302)',
+  'SELECT pg_try_advisory_lock(4303)',
+  'PREPARE keel_prepared AS SELECT 1',
+  'LISTEN keel_channel',
+  'DECLARE keel_cursor CURSOR WITH HOLD FOR SELECT 1',
+  "SELECT set_config('work_mem', '1MB', false)",
+  "SELECT set_config('application_name', 'hijacked', false)",
+  "SET work_mem = '2MB'",
+  'SET default_transaction_read_only = off',
+  'SET standard_conforming_strings = off',
+  'SELECT public.keel_leave_traces()',
+  'SELECT * FROM public.keel_trace_view',
+]
+
+describe.each([
+  ['a superuser', () => scratch.superuserUrl],
+  ['a plain role', () => scratch.url],
+])('the session after a call, connected as %s', (_who, url) => {
+  let database: Database
+  let clean: SessionState
+  beforeAll(async () => {
+    database = new Database({ connectionString: url(), poolSize: 1 })
+    opened.push(database)
+    clean = await state(database)
+    expect(clean).toMatchObject({
+      advisory: 0,
+      prepared: 0,
+      listening: 0,
+      cursors: 0,
+      read_only: 'on',
+      strings: 'on',
+    })
+  })
+
+  it.each(effects)('keeps nothing of %s', async (sql) => {
+    // Some of these fail inside the read-only transaction; what they did before failing must go too.
+    await database.readQuery(sql).catch(() => undefined)
+    const after = await state(database)
+    expect(after).toEqual({ ...clean, pid: after.pid })
+    const held = await adminQuery<{ count: number }>(
+      scratch.superuserUrl,
+      "SELECT count(*)::int AS count FROM pg_locks WHERE locktype = 'advisory'",
+    )
+    expect(held[0]?.count).toBe(0)
+  })
+
+  it('ran every effect on the same backend it then checked (the connection was reset, not replaced)', async () => {
+    await database.readQuery('SELECT pg_advisory_lock(4304)')
+    expect((await state(database)).pid).toBe(clean.pid)
+  })
+})
