@@ -16,6 +16,12 @@ export { FsError, type FsErrorCode, type FsErrorOptions, isErrnoError, toFsError
 export { type FileInfo, getFileInfo } from './file-info.js'
 export { createDirectory, type MoveOptions, moveFile } from './fs-ops.js'
 export {
+  type DirectoryEntry,
+  type ListDirectoryOptions,
+  type ListDirectoryResult,
+  listDirectory,
+} from './list-directory.js'
+export {
   type GuardResult,
   intersectRoots,
   isWithin,
@@ -54,17 +60,13 @@ export {
   searchContent,
 } from './search-content.js'
 export {
-  type DirectoryEntry,
-  type DirectoryTreeOptions,
-  type DirectoryTreeResult,
-  defaultScanLimit,
-  directoryTree,
-  type ListDirectoryOptions,
-  type ListDirectoryResult,
-  listDirectory,
   type SearchFilesOptions,
   type SearchFilesResult,
   searchFiles,
+} from './search-files.js'
+export { type DirectoryTreeOptions, type DirectoryTreeResult, directoryTree } from './tree.js'
+export {
+  defaultScanLimit,
   type WalkFileSystem,
   type WalkOptions,
   type WalkProblem,

@@ -7,7 +7,8 @@ import { FsError, toFsError } from './errors.js'
 import { foldCase, linearRegex } from './glob.js'
 import type { SafePath } from './path-guard.js'
 import { assertDescriptorInsideSync, hasProcFileDescriptors, looksBinary } from './safe-io.js'
-import { listFilesForSearch, ProblemLog, type WalkOptions, type WalkProblems } from './walk.js'
+import { listFilesForSearch } from './search-files.js'
+import { ProblemLog, type WalkOptions, type WalkProblems } from './walk.js'
 
 /** Options of {@link searchContent}. */
 export interface SearchContentOptions extends WalkOptions {

@@ -5,8 +5,11 @@ import { chmod, rm, symlink, utimes } from 'node:fs/promises'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { makeTree, type Tree, useTempDirectories } from '../../test/temp-tree.js'
+import { listDirectory } from './list-directory.js'
 import { PathGuard } from './path-guard.js'
-import { directoryTree, listDirectory, searchFiles, type WalkFileSystem } from './walk.js'
+import { searchFiles } from './search-files.js'
+import { directoryTree } from './tree.js'
+import type { WalkFileSystem } from './walk.js'
 
 const tempDirectory = useTempDirectories()
 

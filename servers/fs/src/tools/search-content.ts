@@ -48,6 +48,8 @@ export const searchContentTool = defineTool({
     skipped: skippedShape,
   },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  // A slow query or a search of a large tree can run as an MCP task: the client polls for it.
+  taskSupport: 'optional',
   async run(args, context) {
     const guard = await guardOf(context)
     const root = await guard.resolveSafe(args.path)

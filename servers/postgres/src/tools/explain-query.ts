@@ -23,6 +23,8 @@ export const explainQuery = defineTool({
     plan: z.record(z.string(), z.unknown()).describe('EXPLAIN (FORMAT JSON) output: Plan, Planning Time, …'),
   },
   annotations: readOnly,
+  // A slow query or a search of a large tree can run as an MCP task: the client polls for it.
+  taskSupport: 'optional',
   async run({ sql, params, analyze }, { deps, signal }) {
     const result = await withSql(sql, () => deps.db.explain(sql, { analyze, params: params ?? [], signal }))
     const { summary, tree } = summarizePlan(result.plan)

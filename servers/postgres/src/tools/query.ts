@@ -89,6 +89,8 @@ export const query = defineTool({
       .describe('Why rows are missing: the row limit, or the size limit of one result'),
   },
   annotations: readOnly,
+  // A slow query or a search of a large tree can run as an MCP task: the client polls for it.
+  taskSupport: 'optional',
   async run({ sql, params, max_rows, format }, { deps, signal }) {
     const maxRows = max_rows ?? deps.maxRows
     const result = await withSql(sql, () => deps.db.query(sql, params ?? [], { maxRows, signal }))
