@@ -48,6 +48,8 @@ export interface CommonConfig {
   allowedOrigins: string[]
   /** Largest accepted HTTP request body in bytes. */
   maxBodyBytes: number
+  /** An HTTP session unused this long is closed. */
+  sessionIdleMs: number
   /** Removes every tool that is not read-only. */
   readOnly: boolean
   /** Enabled toolsets (`['all']` for all). */
@@ -147,6 +149,13 @@ const COMMON_FLAGS: CommonFlag[] = [
     placeholder: 'bytes',
     description: 'Largest HTTP request body (default 4 MiB).',
   },
+  {
+    flag: 'session-idle-ms',
+    type: 'string',
+    env: ['MCP_SESSION_IDLE_MS'],
+    placeholder: 'ms',
+    description: 'Close an HTTP session unused this long (default 600000, 10 min).',
+  },
   { flag: 'read-only', type: 'boolean', env: ['MCP_READ_ONLY'], description: 'Expose only read-only tools.' },
   {
     flag: 'toolsets',
@@ -203,6 +212,11 @@ const commonSchema = z.object({
     .int()
     .min(1024)
     .default(4 * 1024 * 1024),
+  sessionIdleMs: z.coerce
+    .number({ error: 'must be a number' })
+    .int()
+    .min(1000, 'must be at least 1000')
+    .default(10 * 60 * 1000),
   readOnly: z.boolean().default(false),
   toolsets: z.array(z.string()).default([]),
   tools: z.array(z.string()).default([]),
@@ -220,6 +234,7 @@ const COMMON_KEYS: Record<string, keyof z.input<typeof commonSchema>> = {
   'allowed-hosts': 'allowedHosts',
   'allowed-origins': 'allowedOrigins',
   'max-body': 'maxBodyBytes',
+  'session-idle-ms': 'sessionIdleMs',
   'read-only': 'readOnly',
   toolsets: 'toolsets',
   tools: 'tools',

@@ -19,17 +19,38 @@ export interface HttpEndpoint {
 
 /** Limits of the HTTP front door. */
 export interface HttpLimits {
+  /** Sessions alive at once; past it the least recently used idle session is evicted first. */
   maxSessions: number
+  /** Sessions one client (one bearer token, else one address) keeps; its oldest idle one gives way. */
+  maxSessionsPerClient: number
+  /** A session unused this long is closed. */
   sessionIdleMs: number
+  /** Time a client gets to send its request headers. */
+  headersTimeoutMs: number
+  /** Time a client gets to send a whole request (not the response: SSE streams are not cut). */
+  requestTimeoutMs: number
+  /** A too-large body up to this size is read and discarded so the client can read the 413; past it the connection is closed. */
+  discardBodyBytes: number
 }
 
-const DEFAULT_LIMITS: HttpLimits = { maxSessions: 256, sessionIdleMs: 30 * 60 * 1000 }
+const DEFAULT_LIMITS: HttpLimits = {
+  maxSessions: 1024,
+  maxSessionsPerClient: 32,
+  sessionIdleMs: 10 * 60 * 1000,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  discardBodyBytes: 64 * 1024 * 1024,
+}
 const LOCAL_NAMES = ['localhost', '127.0.0.1', '[::1]', '::1']
 
 interface Session {
   transport: NodeStreamableHTTPServerTransport
   server: McpServer
   lastSeen: number
+  /** Who opened it: a digest of the bearer token, else the remote address. */
+  client: string
+  /** Requests (and SSE streams) being served on it right now: such a session is not idle. */
+  active: number
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
@@ -42,6 +63,10 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   })
   res.end(payload)
 }
+
+// RFC 9110 Host: a name or IPv4 address, or a bracketed IPv6 address, and an optional port. Anything
+// else (`localhost:1234@evil.example`) is not a Host header this server answers.
+const HOST_HEADER = /^(?:[a-z0-9._~-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i
 
 function hostnameOf(hostHeader: string): string {
   const value = hostHeader.trim().toLowerCase()
@@ -66,6 +91,22 @@ function attachBearer(req: IncomingMessage): void {
   ;(req as IncomingMessage & { auth?: { token: string; clientId: string; scopes: string[] } }).auth = token
     ? { token, clientId: 'bearer', scopes: [] }
     : undefined
+}
+
+/**
+ * Reads and drops what is left of a too-large body, up to `bound` bytes, so that the client (a
+ * `fetch` that writes the whole body before it reads) gets the 413 instead of a broken pipe. Past
+ * the bound, or when the declared length is past it, the connection is closed instead.
+ */
+async function discardBody(req: IncomingMessage, bound: number): Promise<boolean> {
+  const declared = Number(req.headers['content-length'])
+  if (Number.isFinite(declared) && declared > bound) return false
+  let size = 0
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length
+    if (size > bound) return false
+  }
+  return true
 }
 
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
@@ -94,7 +135,14 @@ export async function serveHttp<D, C>(
   limits: Partial<HttpLimits> = {},
 ): Promise<HttpEndpoint> {
   const { config, logger, spec } = runtime
-  const { maxSessions, sessionIdleMs } = { ...DEFAULT_LIMITS, ...limits }
+  const {
+    maxSessions,
+    maxSessionsPerClient,
+    sessionIdleMs,
+    headersTimeoutMs,
+    requestTimeoutMs,
+    discardBodyBytes,
+  } = { ...DEFAULT_LIMITS, sessionIdleMs: config.sessionIdleMs, ...limits }
   const loopback = isLoopback(config.host)
   const allowedHosts = new Set([
     ...(loopback ? LOCAL_NAMES : []),
@@ -118,16 +166,72 @@ export async function serveHttp<D, C>(
     () => {
       const now = Date.now()
       for (const [id, session] of sessions) {
-        if (now - session.lastSeen > sessionIdleMs) {
+        if (session.active === 0 && now - session.lastSeen > sessionIdleMs) {
           logger.info('closing idle session', { session: id })
-          sessions.delete(id)
-          void session.server.close().catch(() => {})
+          closeSession(id, session)
         }
       }
     },
-    Math.min(60_000, sessionIdleMs),
+    Math.max(1000, Math.min(60_000, sessionIdleMs / 2)),
   )
   sweep.unref()
+
+  function closeSession(id: string, session: Session) {
+    sessions.delete(id)
+    void session.server.close().catch(() => {})
+  }
+
+  /** The least recently used session with nothing in flight, among those `which` accepts. */
+  function oldestIdle(which: (session: Session) => boolean): [string, Session] | undefined {
+    let oldest: [string, Session] | undefined
+    for (const entry of sessions) {
+      const [, session] = entry
+      if (session.active > 0 || !which(session)) continue
+      if (!oldest || session.lastSeen < oldest[1].lastSeen) oldest = entry
+    }
+    return oldest
+  }
+
+  /**
+   * Makes room for one more session of `client`: its own oldest idle session gives way when it is at
+   * its cap, and the oldest idle session of anyone when the server is at its cap. Abandoned sessions
+   * therefore never lock anyone out. False when nothing idle can give way.
+   */
+  function makeRoom(client: string): boolean {
+    const own = [...sessions.values()].filter((session) => session.client === client).length
+    if (own >= maxSessionsPerClient) {
+      const victim = oldestIdle((session) => session.client === client)
+      if (!victim) return false
+      logger.debug('evicting a session: its client is at its session cap', { session: victim[0] })
+      closeSession(...victim)
+    }
+    if (sessions.size >= maxSessions) {
+      const victim = oldestIdle(() => true)
+      if (!victim) return false
+      logger.debug('evicting the least recently used idle session', { session: victim[0] })
+      closeSession(...victim)
+    }
+    return true
+  }
+
+  function clientOf(req: IncomingMessage): string {
+    const header = req.headers.authorization
+    if (typeof header === 'string' && /^bearer\s+/i.test(header))
+      return `token:${digest(header).toString('hex')}`
+    return `address:${req.socket.remoteAddress ?? 'unknown'}`
+  }
+
+  /** Runs `work` with the session marked busy (not evictable, not idle). */
+  async function busy<T>(session: Session, work: () => Promise<T>): Promise<T> {
+    session.active++
+    session.lastSeen = Date.now()
+    try {
+      return await work()
+    } finally {
+      session.active--
+      session.lastSeen = Date.now()
+    }
+  }
 
   function hostAllowed(req: IncomingMessage): boolean {
     // With no loopback bind and no configured names there is nothing to compare against.
@@ -179,8 +283,8 @@ export async function serveHttp<D, C>(
     }
     if (method !== 'POST') {
       if (session) {
-        session.lastSeen = Date.now()
-        await session.transport.handleRequest(req, res)
+        // A GET stream keeps the session busy until the client closes it.
+        await busy(session, () => session.transport.handleRequest(req, res))
         return
       }
       sendJson(res, 405, errorResponse(null, INVALID_REQUEST, 'Method not allowed without a session'), {
@@ -193,15 +297,14 @@ export async function serveHttp<D, C>(
       body = await readBody(req, config.maxBodyBytes)
     } catch (error) {
       if (error instanceof BodyTooLarge) {
+        const drained = await discardBody(req, discardBodyBytes).catch(() => false)
         sendJson(
           res,
           413,
           errorResponse(null, INVALID_REQUEST, `Request body larger than ${config.maxBodyBytes} bytes`),
-          {
-            connection: 'close',
-          },
+          { connection: 'close' },
         )
-        req.resume()
+        if (!drained) req.socket.destroySoon()
         return
       }
       throw error
@@ -215,12 +318,11 @@ export async function serveHttp<D, C>(
     }
     const check = checkEnvelope(parsed)
     if (!check.ok) {
-      sendJson(res, 400, errorResponse(check.id, INVALID_REQUEST, check.message))
+      sendJson(res, 400, errorResponse(check.id, check.code, check.message))
       return
     }
     if (session) {
-      session.lastSeen = Date.now()
-      await session.transport.handleRequest(req, res, parsed)
+      await busy(session, () => session.transport.handleRequest(req, res, parsed))
       return
     }
     if (config.stateless) {
@@ -241,10 +343,16 @@ export async function serveHttp<D, C>(
       )
       return
     }
-    if (sessions.size >= maxSessions) {
-      sendJson(res, 503, errorResponse(message.id ?? null, -32000, 'Too many sessions; try again later'), {
-        'retry-after': '5',
-      })
+    const client = clientOf(req)
+    if (!makeRoom(client)) {
+      sendJson(
+        res,
+        503,
+        errorResponse(message.id ?? null, -32000, 'Too many sessions in use; try again later'),
+        {
+          'retry-after': '5',
+        },
+      )
       return
     }
     const server = createInstance(runtime, { forwardProcessLogs: false, connection: 'session' })
@@ -252,7 +360,7 @@ export async function serveHttp<D, C>(
       sessionIdGenerator: () => randomUUID(),
       eventStore: new BoundedEventStore(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, server, lastSeen: Date.now() })
+        sessions.set(id, { transport, server, lastSeen: Date.now(), client, active: 0 })
         logger.debug('session opened', { session: id })
       },
       onsessionclosed: (id) => {
@@ -266,7 +374,9 @@ export async function serveHttp<D, C>(
     await transport.handleRequest(req, res, parsed)
   }
 
-  const httpServer: Server = createServer((req, res) => {
+  // Slow clients: headers and request bodies must arrive within their timeouts (checked every
+  // second), so trickling sockets are closed in seconds; responses (SSE streams) are not limited.
+  const httpServer: Server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost')
     if (url.pathname === '/healthz') {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -278,6 +388,12 @@ export async function serveHttp<D, C>(
     }
     if (url.pathname !== '/mcp') {
       sendJson(res, 404, { error: 'Not found: MCP is served at /mcp' })
+      return
+    }
+    const hostHeader = req.headers.host
+    if (typeof hostHeader !== 'string' || !HOST_HEADER.test(hostHeader.trim())) {
+      logger.warn('refused a request with a malformed Host header')
+      sendJson(res, 400, errorResponse(null, INVALID_REQUEST, 'Bad Request: malformed Host header'))
       return
     }
     // DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends Host: evil.example.
@@ -304,13 +420,23 @@ export async function serveHttp<D, C>(
     }
     attachBearer(req)
     handleMcp(req, res).catch((error: unknown) => {
+      // A client that went away mid-request (or was cut by a timeout) is not a server error.
+      if (
+        req.destroyed ||
+        (error as { code?: string }).code === 'ECONNRESET' ||
+        (error as Error).message === 'aborted'
+      ) {
+        logger.debug('http request abandoned by the client', { error: (error as Error).message })
+        if (!res.headersSent) res.destroy()
+        return
+      }
       logger.error('http request failed', { error })
       if (!res.headersSent) sendJson(res, 500, errorResponse(null, -32603, 'Internal error'))
       else res.end()
     })
   })
-  httpServer.requestTimeout = 0
-  httpServer.headersTimeout = 30_000
+  httpServer.headersTimeout = headersTimeoutMs
+  httpServer.requestTimeout = requestTimeoutMs
 
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject)

@@ -2,6 +2,7 @@
 
 export const PARSE_ERROR = -32700
 export const INVALID_REQUEST = -32600
+export const INVALID_PARAMS = -32602
 
 /** A JSON-RPC error response. */
 export interface JsonRpcErrorResponse {
@@ -19,10 +20,12 @@ export function errorResponse(
   return { jsonrpc: '2.0', id, error: { code, message } }
 }
 
-type Check = { ok: true } | { ok: false; id: string | number | null; message: string }
+type Check = { ok: true } | { ok: false; id: string | number | null; code: number; message: string }
 
+// JSON-RPC: ids SHOULD NOT have fractional parts; MCP's schema takes integers, and past 2^53 two ids
+// compare equal. So an id is a string or a safe integer; anything else is an invalid request.
 const validId = (id: unknown): id is string | number =>
-  typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id))
+  typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id))
 
 /**
  * Checks the JSON-RPC envelope of one parsed message (a request, notification or response).
@@ -30,25 +33,60 @@ const validId = (id: unknown): id is string | number =>
  */
 export function checkEnvelope(message: unknown): Check {
   if (Array.isArray(message))
-    return { ok: false, id: null, message: 'Invalid Request: JSON-RPC batches are not supported' }
+    return {
+      ok: false,
+      id: null,
+      code: INVALID_REQUEST,
+      message: 'Invalid Request: JSON-RPC batches are not supported',
+    }
   if (message === null || typeof message !== 'object') {
-    return { ok: false, id: null, message: 'Invalid Request: expected a JSON-RPC object' }
+    return {
+      ok: false,
+      id: null,
+      code: INVALID_REQUEST,
+      message: 'Invalid Request: expected a JSON-RPC object',
+    }
   }
   const record = message as Record<string, unknown>
   const id = validId(record.id) ? record.id : null
-  if (record.jsonrpc !== '2.0') return { ok: false, id, message: 'Invalid Request: "jsonrpc" must be "2.0"' }
+  if (record.jsonrpc !== '2.0')
+    return { ok: false, id, code: INVALID_REQUEST, message: 'Invalid Request: "jsonrpc" must be "2.0"' }
   if ('method' in record) {
     if (typeof record.method !== 'string' || record.method === '') {
-      return { ok: false, id, message: 'Invalid Request: "method" must be a non-empty string' }
+      return {
+        ok: false,
+        id,
+        code: INVALID_REQUEST,
+        message: 'Invalid Request: "method" must be a non-empty string',
+      }
     }
     if ('id' in record && !validId(record.id)) {
-      return { ok: false, id: null, message: 'Invalid Request: "id" must be a string or a number' }
+      return {
+        ok: false,
+        id: null,
+        code: INVALID_REQUEST,
+        message: 'Invalid Request: "id" must be a string or an integer (at most 2^53 - 1)',
+      }
     }
     if ('params' in record && (record.params === null || typeof record.params !== 'object')) {
-      return { ok: false, id, message: 'Invalid Request: "params" must be an object' }
+      return { ok: false, id, code: INVALID_REQUEST, message: 'Invalid Request: "params" must be an object' }
+    }
+    // JSON-RPC allows positional params; MCP names every parameter.
+    if (Array.isArray(record.params)) {
+      return {
+        ok: false,
+        id,
+        code: INVALID_PARAMS,
+        message: 'Invalid params: MCP takes params as an object, not an array',
+      }
     }
     return { ok: true }
   }
   if (('result' in record || 'error' in record) && 'id' in record) return { ok: true }
-  return { ok: false, id, message: 'Invalid Request: not a request, notification or response' }
+  return {
+    ok: false,
+    id,
+    code: INVALID_REQUEST,
+    message: 'Invalid Request: not a request, notification or response',
+  }
 }

@@ -95,7 +95,7 @@ export class LineTransport implements Transport {
     }
     const check = checkEnvelope(message)
     if (!check.ok) {
-      this.#reply(errorResponse(check.id, INVALID_REQUEST, check.message))
+      this.#reply(errorResponse(check.id, check.code, check.message))
       return
     }
     try {
