@@ -126,6 +126,24 @@ export const hooks = {
       cleanup: () => fake.close(),
     }
   },
+
+  /**
+   * slack: the server's own loopback fake of the Slack Web API (servers/slack/test); the token is
+   * the fake's, and list_channels must show the fake workspace's #general.
+   */
+  async slack({ repo }) {
+    const entry = join(repo, 'servers/slack/test/fake-slack.ts')
+    if (!existsSync(entry)) throw new Error('servers/slack/test/fake-slack.ts (startFakeSlack) is missing')
+    const { startFakeSlack, BOT_TOKEN } = await importHarness(entry)
+    const fake = await startFakeSlack()
+    return {
+      env: { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_API_URL: fake.url },
+      pickCall: preferredCall(['list_channels']),
+      check: (result) =>
+        textOf(result).includes('general') ? undefined : `expected #general in: ${textOf(result)}`,
+      cleanup: () => fake.close(),
+    }
+  },
 }
 
 /** Prepares a server for its run: its hook, or the default. */

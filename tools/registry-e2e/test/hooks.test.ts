@@ -66,3 +66,28 @@ describe('the github hook', () => {
     }
   })
 })
+
+describe('the slack hook', () => {
+  it('serves the fake Slack the server is pointed at, and stops it', async () => {
+    const { hooks } = await import('../src/hooks.mjs')
+    const repo = new URL('../../..', import.meta.url).pathname
+    const prepared = await hooks.slack({ repo })
+    try {
+      const response = await fetch(`${prepared.env.SLACK_API_URL}conversations.list`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${prepared.env.SLACK_BOT_TOKEN}` },
+      })
+      const listed = await response.json()
+      expect(prepared.pickCall([{ name: 'list_channels', inputSchema: { required: [] } }])).toEqual({
+        name: 'list_channels',
+        arguments: {},
+      })
+      expect(prepared.check({ content: [{ type: 'text', text: JSON.stringify(listed) }] })).toBeUndefined()
+    } finally {
+      await prepared.cleanup()
+      await rm(new URL('../../../servers/slack/test/.registry-e2e-harness.mjs', import.meta.url), {
+        force: true,
+      })
+    }
+  })
+})

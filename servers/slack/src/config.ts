@@ -1,0 +1,116 @@
+import { type OptionSpecs, z } from '@keel-mcp/core'
+
+/** The Slack server's own options (the common flags come from core). */
+export interface SlackOptions {
+  botToken: string | undefined
+  userToken: string | undefined
+  teamId: string | undefined
+  apiUrl: string
+  allowWrites: boolean
+  writeChannels: string[] | undefined
+  channels: string[] | undefined
+  excludeChannels: string[] | undefined
+  includePrivate: boolean
+  includeDms: boolean
+}
+
+const channelList = z
+  .array(z.string().regex(/^#?[a-z0-9._-]{1,80}$|^[CGD][A-Z0-9]{2,}$/, 'must be channel ids or #names'))
+  .min(1)
+
+export const options: OptionSpecs<SlackOptions> = {
+  botToken: {
+    flag: 'bot-token',
+    env: 'SLACK_BOT_TOKEN',
+    type: 'string',
+    placeholder: 'xoxb-…',
+    secret: true,
+    description: 'Bot token (prefer the env var: argv shows in process lists).',
+    schema: z.string().min(1).max(500).optional(),
+  },
+  userToken: {
+    flag: 'user-token',
+    env: 'SLACK_USER_TOKEN',
+    type: 'string',
+    placeholder: 'xoxp-…',
+    secret: true,
+    description: 'User token: enables search_messages (Slack allows search with user tokens only).',
+    schema: z.string().min(1).max(500).optional(),
+  },
+  teamId: {
+    flag: 'team-id',
+    env: 'SLACK_TEAM_ID',
+    type: 'string',
+    placeholder: 'T…',
+    description: 'Workspace id, for org-wide tokens.',
+    schema: z
+      .string()
+      .regex(/^[TE][A-Z0-9]+$/, 'must be a workspace id like T0123')
+      .optional(),
+  },
+  apiUrl: {
+    flag: 'api-url',
+    env: 'SLACK_API_URL',
+    type: 'string',
+    placeholder: 'url',
+    description: 'Web API root (default https://slack.com/api/; GovSlack: https://slack-gov.com/api/).',
+    schema: z.string().url('must be a URL').default('https://slack.com/api/'),
+  },
+  allowWrites: {
+    flag: 'allow-writes',
+    env: 'SLACK_ALLOW_WRITES',
+    type: 'boolean',
+    description:
+      'Offer the writing tools (post, reply, react, edit and delete own messages). Off by default.',
+    schema: z.boolean().default(false),
+  },
+  writeChannels: {
+    flag: 'write-channels',
+    env: 'SLACK_WRITE_CHANNELS',
+    type: 'string',
+    multiple: true,
+    placeholder: 'a,b',
+    description: 'With --allow-writes: only these channels (ids or #names) may be written to.',
+    schema: channelList.optional(),
+  },
+  channels: {
+    flag: 'channels',
+    env: 'SLACK_CHANNELS',
+    type: 'string',
+    multiple: true,
+    placeholder: 'a,b',
+    description: 'Only these channels (ids or #names) can be read.',
+    schema: channelList.optional(),
+  },
+  excludeChannels: {
+    flag: 'exclude-channels',
+    env: 'SLACK_EXCLUDE_CHANNELS',
+    type: 'string',
+    multiple: true,
+    placeholder: 'a,b',
+    description: 'These channels can never be read or written.',
+    schema: channelList.optional(),
+  },
+  includePrivate: {
+    flag: 'include-private',
+    env: 'SLACK_INCLUDE_PRIVATE',
+    type: 'boolean',
+    description: 'Also list and read private channels the token is in.',
+    schema: z.boolean().default(false),
+  },
+  includeDms: {
+    flag: 'include-dms',
+    env: 'SLACK_INCLUDE_DMS',
+    type: 'boolean',
+    description: 'Also list and read direct messages the token is in.',
+    schema: z.boolean().default(false),
+  },
+}
+
+export const helpFooter = `Environment:
+  SLACK_BOT_TOKEN    xoxb-… bot token (scopes per tool: see the README)
+  SLACK_USER_TOKEN   xoxp-… user token, for search_messages only
+  SLACK_API_URL      Web API root (tests, GovSlack)
+
+Reads cover public channels by default; writes are off unless --allow-writes, and then limited to
+--write-channels when given. --read-only removes every writing tool, whatever else was asked.`

@@ -1,0 +1,69 @@
+import { ToolError } from '@keel-mcp/core'
+import { SlackError } from './lib/slack.js'
+
+const hints: Record<string, { kind: ConstructorParameters<typeof ToolError>[0]; hint?: string }> = {
+  invalid_auth: { kind: 'unauthenticated', hint: 'Check SLACK_BOT_TOKEN (and SLACK_USER_TOKEN for search).' },
+  not_authed: { kind: 'unauthenticated', hint: 'Set SLACK_BOT_TOKEN.' },
+  account_inactive: { kind: 'unauthenticated', hint: 'The token belongs to a deactivated user or app.' },
+  token_revoked: { kind: 'unauthenticated', hint: 'Issue a new token.' },
+  token_expired: { kind: 'unauthenticated', hint: 'Issue a new token.' },
+  missing_scope: { kind: 'permission_denied' },
+  not_allowed_token_type: {
+    kind: 'permission_denied',
+    hint: 'This call needs the other kind of token (bot or user).',
+  },
+  channel_not_found: {
+    kind: 'not_found',
+    hint: 'Check the id, or find it with find_channel / list_channels.',
+  },
+  user_not_found: { kind: 'not_found', hint: 'Check the id, or find it with find_user / list_users.' },
+  message_not_found: {
+    kind: 'not_found',
+    hint: 'Check the channel and ts (get_channel_history lists them).',
+  },
+  thread_not_found: { kind: 'not_found', hint: 'Check thread_ts: the ts of the thread’s first message.' },
+  not_in_channel: { kind: 'permission_denied', hint: 'Invite the bot to the channel (/invite @bot) first.' },
+  is_archived: { kind: 'conflict', hint: 'The channel is archived: it cannot be written to.' },
+  msg_too_long: {
+    kind: 'invalid_argument',
+    hint: 'Shorten the message (Slack takes at most 40,000 characters).',
+  },
+  no_text: { kind: 'invalid_argument', hint: 'Give the message some text.' },
+  already_reacted: { kind: 'conflict', hint: 'That reaction is already there.' },
+  invalid_name: { kind: 'invalid_argument', hint: 'Use an emoji name without colons, e.g. thumbsup.' },
+  cant_update_message: { kind: 'permission_denied', hint: 'Only the bot’s own messages can be edited.' },
+  cant_delete_message: { kind: 'permission_denied', hint: 'Only the bot’s own messages can be deleted.' },
+  edit_window_closed: { kind: 'conflict', hint: 'The workspace no longer allows editing this message.' },
+  invalid_cursor: { kind: 'invalid_argument', hint: 'Use the cursor the previous page returned.' },
+  ratelimited: { kind: 'rate_limited' },
+  request_error: { kind: 'unavailable', hint: 'Slack could not be reached; try again.' },
+  http_error: { kind: 'unavailable', hint: 'Slack had a server error; try again later.' },
+  fatal_error: { kind: 'unavailable', hint: 'Slack had a server error; try again later.' },
+  internal_error: { kind: 'unavailable', hint: 'Slack had a server error; try again later.' },
+}
+
+/** Maps Slack's `ok: false` codes and client failures to the error the model reads. No token, ever. */
+export function toToolError(error: unknown): ToolError | undefined {
+  if (ToolError.is(error)) return error
+  if (!(error instanceof SlackError)) return undefined
+  const known = hints[error.error] ?? { kind: 'internal' as const }
+  let hint = known.hint
+  if (error.error === 'missing_scope') {
+    hint = error.details.needed
+      ? `The token lacks the scope "${error.details.needed}": add it to the Slack app and reinstall it.`
+      : 'The token lacks a scope this call needs (see the README’s scopes table).'
+  }
+  if (error.error === 'ratelimited') {
+    const after = error.details.retryAfterSeconds
+    hint =
+      after !== undefined
+        ? `Slack asks to wait ${after} s; retry after ${new Date(Date.now() + after * 1000).toISOString()}.`
+        : 'Wait and retry.'
+  }
+  const kind = known.kind === 'internal' ? 'invalid_argument' : known.kind
+  return new ToolError(kind, `Slack: ${error.error}`, {
+    ...(hint ? { hint } : {}),
+    details: { slack: error.error },
+    cause: error,
+  })
+}

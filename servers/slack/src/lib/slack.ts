@@ -1,0 +1,340 @@
+/**
+ * The Slack side: the Web API client (created on first use), a name directory filled lazily, and the
+ * channel policy (allow and deny lists, private channels and DMs). Nothing here knows about MCP.
+ */
+/** A Slack Web API response or object: JSON whose shape varies by method. */
+// biome-ignore lint/suspicious/noExplicitAny: Slack's responses are untyped JSON, read field by field
+export type SlackRecord = Record<string, any>
+
+/** The subset of `@slack/web-api`'s WebClient the server calls. */
+export interface SlackApi {
+  apiCall(method: string, options?: Record<string, unknown>): Promise<SlackRecord>
+}
+
+export interface ClientOptions {
+  apiUrl: string
+  teamId?: string | undefined
+  /** Retries of 5xx and network errors; rate-limited calls wait for Retry-After and retry. */
+  retries?: number
+  /** Shortest wait between retries, ms (tests shorten it). */
+  minRetryMs?: number
+  log(message: string, fields?: Record<string, unknown>): void
+}
+
+/** A Slack API failure the server explains: `error` is Slack's code (`channel_not_found`, …). */
+export class SlackError extends Error {
+  override name = 'SlackError'
+  constructor(
+    readonly error: string,
+    message: string,
+    readonly details: { needed?: string; retryAfterSeconds?: number; status?: number } = {},
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * Creates a WebClient for `token` on first use: `@slack/web-api` is loaded only then, so starting
+ * the server costs nothing. Its own retry and rate-limit handling is used (a 429 waits for
+ * Retry-After, then retries); its logger goes to ours at debug level, never to stdout.
+ */
+export function createSlackApi(token: string, options: ClientOptions): SlackApi {
+  let client: Promise<SlackApi> | undefined
+  const load = async (): Promise<SlackApi> => {
+    const { WebClient, LogLevel } = (await import('@slack/web-api')) as typeof import('@slack/web-api')
+    const quiet =
+      (message: string) =>
+      (...parts: unknown[]) =>
+        options.log(message, {
+          detail: parts
+            .map((part) => String(part))
+            .join(' ')
+            .slice(0, 300),
+        })
+    return new WebClient(token, {
+      slackApiUrl: options.apiUrl,
+      ...(options.teamId ? { teamId: options.teamId } : {}),
+      rejectRateLimitedCalls: false,
+      retryConfig: {
+        retries: options.retries ?? 3,
+        factor: 2,
+        minTimeout: options.minRetryMs ?? 500,
+        maxTimeout: 30_000,
+        randomize: true,
+      },
+      logLevel: LogLevel.DEBUG,
+      logger: {
+        debug: quiet('slack client'),
+        info: quiet('slack client'),
+        warn: quiet('slack client warning'),
+        error: quiet('slack client error'),
+        setLevel: () => {},
+        getLevel: () => LogLevel.DEBUG,
+        setName: () => {},
+      },
+    }) as unknown as SlackApi
+  }
+  return {
+    async apiCall(method, args = {}) {
+      client ??= load()
+      try {
+        return await (await client).apiCall(method, args)
+      } catch (error) {
+        throw toSlackError(error)
+      }
+    },
+  }
+}
+
+/** Turns the WebClient's errors into {@link SlackError}; never carries the token or the request. */
+export function toSlackError(error: unknown): unknown {
+  const record = error as {
+    code?: string
+    data?: SlackRecord
+    retryAfter?: number
+    statusCode?: number
+  }
+  switch (record?.code) {
+    case 'slack_webapi_platform_error': {
+      const code = String(record.data?.error ?? 'unknown_error')
+      return new SlackError(code, `Slack refused the call: ${code}`, {
+        ...(typeof record.data?.needed === 'string' ? { needed: record.data.needed } : {}),
+      })
+    }
+    case 'slack_webapi_rate_limited_error':
+      return new SlackError('ratelimited', 'Slack rate-limited the call', {
+        ...(typeof record.retryAfter === 'number' ? { retryAfterSeconds: record.retryAfter } : {}),
+      })
+    case 'slack_webapi_http_error':
+      return new SlackError('http_error', `Slack answered HTTP ${record.statusCode ?? '?'}`, {
+        ...(typeof record.statusCode === 'number' ? { status: record.statusCode } : {}),
+      })
+    case 'slack_webapi_request_error':
+      return new SlackError('request_error', 'Slack could not be reached')
+    default:
+      return error
+  }
+}
+
+export interface UserEntry {
+  id: string
+  name: string
+  realName?: string
+  displayName?: string
+  isBot?: boolean
+  deleted?: boolean
+}
+
+export interface ChannelEntry {
+  id: string
+  name: string
+  isPrivate: boolean
+  isDm: boolean
+  isArchived: boolean
+  isMember?: boolean
+  topic?: string
+  purpose?: string
+  members?: number
+}
+
+/** Most entries the directory keeps of each kind (a bounded cache, whatever the workspace size). */
+export const DIRECTORY_LIMIT = 200_000
+/** Pages one lookup may fetch before it says "not found yet" (each page holds up to 1,000). */
+const PAGES_PER_LOOKUP = 100
+
+export function toChannel(raw: SlackRecord): ChannelEntry {
+  const isDm = raw.is_im === true || raw.is_mpim === true
+  return {
+    id: String(raw.id),
+    name: String(raw.name ?? raw.user ?? raw.id),
+    isPrivate: raw.is_private === true || raw.is_group === true,
+    isDm,
+    isArchived: raw.is_archived === true,
+    ...(typeof raw.is_member === 'boolean' ? { isMember: raw.is_member } : {}),
+    ...(raw.topic?.value ? { topic: String(raw.topic.value) } : {}),
+    ...(raw.purpose?.value ? { purpose: String(raw.purpose.value) } : {}),
+    ...(typeof raw.num_members === 'number' ? { members: raw.num_members } : {}),
+  }
+}
+
+export function toUser(raw: SlackRecord): UserEntry {
+  return {
+    id: String(raw.id),
+    name: String(raw.name ?? raw.id),
+    ...(raw.real_name || raw.profile?.real_name
+      ? { realName: String(raw.real_name ?? raw.profile.real_name) }
+      : {}),
+    ...(raw.profile?.display_name ? { displayName: String(raw.profile.display_name) } : {}),
+    ...(raw.is_bot ? { isBot: true } : {}),
+    ...(raw.deleted ? { deleted: true } : {}),
+  }
+}
+
+/**
+ * Names and ids of users and channels, learnt as calls see them and, for a lookup by name, by
+ * paging the workspace's lists from where the last lookup stopped. Never filled at start-up:
+ * `initialize` and `tools/list` never wait for it, whatever the workspace's size.
+ */
+export class Directory {
+  readonly #users = new Map<string, UserEntry>()
+  readonly #userByName = new Map<string, string>()
+  readonly #channels = new Map<string, ChannelEntry>()
+  readonly #channelByName = new Map<string, string>()
+  #userCursor: string | null | undefined
+  #channelCursor: string | null | undefined
+
+  constructor(
+    private readonly api: SlackApi,
+    private readonly channelTypes: string,
+  ) {}
+
+  rememberUser(user: UserEntry): void {
+    if (this.#users.size >= DIRECTORY_LIMIT && !this.#users.has(user.id)) return
+    this.#users.set(user.id, user)
+    this.#userByName.set(user.name.toLowerCase(), user.id)
+    if (user.displayName) this.#userByName.set(user.displayName.toLowerCase(), user.id)
+  }
+
+  rememberChannel(channel: ChannelEntry): void {
+    if (this.#channels.size >= DIRECTORY_LIMIT && !this.#channels.has(channel.id)) return
+    this.#channels.set(channel.id, channel)
+    if (!channel.isDm) this.#channelByName.set(channel.name.toLowerCase(), channel.id)
+  }
+
+  /** A user by `@name` (handle or display name), paging users.list as far as needed. */
+  async findUser(name: string, signal?: AbortSignal): Promise<UserEntry | undefined> {
+    const key = name.replace(/^@/, '').toLowerCase()
+    for (let page = 0; ; page++) {
+      const id = this.#userByName.get(key)
+      if (id) return this.#users.get(id)
+      if (this.#userCursor === null || page >= PAGES_PER_LOOKUP) return undefined
+      signal?.throwIfAborted()
+      const response = await this.api.apiCall('users.list', {
+        limit: 1000,
+        ...(this.#userCursor ? { cursor: this.#userCursor } : {}),
+      })
+      for (const raw of response.members ?? []) this.rememberUser(toUser(raw))
+      this.#userCursor = response.response_metadata?.next_cursor || null
+    }
+  }
+
+  /** A channel by `#name`, paging conversations.list as far as needed. */
+  async findChannel(name: string, signal?: AbortSignal): Promise<ChannelEntry | undefined> {
+    const key = name.replace(/^#/, '').toLowerCase()
+    for (let page = 0; ; page++) {
+      const id = this.#channelByName.get(key)
+      if (id) return this.#channels.get(id)
+      if (this.#channelCursor === null || page >= PAGES_PER_LOOKUP) return undefined
+      signal?.throwIfAborted()
+      const response = await this.api.apiCall('conversations.list', {
+        limit: 1000,
+        types: this.channelTypes,
+        exclude_archived: false,
+        ...(this.#channelCursor ? { cursor: this.#channelCursor } : {}),
+      })
+      for (const raw of response.channels ?? []) this.rememberChannel(toChannel(raw))
+      this.#channelCursor = response.response_metadata?.next_cursor || null
+    }
+  }
+
+  /** A channel by id: cached, else conversations.info. */
+  async channel(id: string): Promise<ChannelEntry> {
+    const known = this.#channels.get(id)
+    if (known) return known
+    const response = await this.api.apiCall('conversations.info', { channel: id })
+    const channel = toChannel(response.channel ?? {})
+    this.rememberChannel(channel)
+    return channel
+  }
+
+  /** Display names for user ids (users.info for the ones not seen yet, at most 50 a call). */
+  async userNames(ids: Iterable<string>): Promise<Map<string, string>> {
+    const names = new Map<string, string>()
+    let lookups = 0
+    for (const id of new Set(ids)) {
+      let user = this.#users.get(id)
+      if (!user && lookups < 50 && /^[UW][A-Z0-9]+$/.test(id)) {
+        lookups++
+        const response = await this.api.apiCall('users.info', { user: id }).catch(() => undefined)
+        if (response?.user) {
+          user = toUser(response.user)
+          this.rememberUser(user)
+        }
+      }
+      if (user) names.set(id, user.displayName || user.realName || user.name)
+    }
+    return names
+  }
+
+  get sizes(): { users: number; channels: number } {
+    return { users: this.#users.size, channels: this.#channels.size }
+  }
+}
+
+export interface ChannelPolicyOptions {
+  allow?: readonly string[] | undefined
+  exclude?: readonly string[] | undefined
+  writeAllow?: readonly string[] | undefined
+  includePrivate: boolean
+  includeDms: boolean
+}
+
+const isId = (value: string) => /^[CGD][A-Z0-9]{2,}$/.test(value)
+const matches = (list: readonly string[], channel: ChannelEntry) =>
+  list.some((entry) =>
+    isId(entry) ? entry === channel.id : entry.replace(/^#/, '').toLowerCase() === channel.name.toLowerCase(),
+  )
+
+/** Why a channel may not be read (or written); undefined when it may. */
+export function channelRefusal(
+  channel: ChannelEntry,
+  policy: ChannelPolicyOptions,
+  access: 'read' | 'write',
+): string | undefined {
+  const label = channel.isDm ? 'this conversation' : `#${channel.name}`
+  if (policy.exclude && matches(policy.exclude, channel))
+    return `${label} is excluded by the server's --exclude-channels`
+  if (policy.allow && !matches(policy.allow, channel))
+    return `${label} is not in the server's --channels allow list`
+  if (channel.isDm && !policy.includeDms)
+    return 'direct messages are off (the server was started without --include-dms)'
+  if (channel.isPrivate && !channel.isDm && !policy.includePrivate)
+    return `${label} is private (the server was started without --include-private)`
+  if (access === 'write' && policy.writeAllow && !matches(policy.writeAllow, channel))
+    return `${label} is not in the server's --write-channels`
+  return undefined
+}
+
+/** `ts` → ISO time. */
+export function timeOf(ts: string | undefined): string | undefined {
+  const seconds = Number(ts)
+  return Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000).toISOString() : undefined
+}
+
+/** `https://x.slack.com/archives/C123/p1700000000123456?thread_ts=…` → channel and ts. */
+export function parsePermalink(url: string): { channel: string; ts: string; threadTs?: string } | undefined {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return undefined
+  }
+  const match = /\/archives\/([CGD][A-Z0-9]+)\/p(\d{10})(\d{6})\/?$/.exec(parsed.pathname)
+  if (!match) return undefined
+  const threadTs = parsed.searchParams.get('thread_ts') ?? undefined
+  return {
+    channel: match[1] as string,
+    ts: `${match[2]}.${match[3]}`,
+    ...(threadTs && /^\d+\.\d+$/.test(threadTs) ? { threadTs } : {}),
+  }
+}
+
+/**
+ * Escapes Slack's broadcast mentions (`<!channel>`, `<!here>`, `<!everyone>`, and `<!subteam…>`
+ * group pings) so a message notifies nobody it did not mean to.
+ */
+export function escapeBroadcasts(text: string): string {
+  return text.replace(/<!(channel|here|everyone|subteam\^[A-Z0-9]+)(\|[^>]*)?>/gi, (whole) =>
+    whole.replace(/</g, '&lt;').replace(/>/g, '&gt;'),
+  )
+}

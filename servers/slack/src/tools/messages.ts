@@ -1,0 +1,178 @@
+import { ToolError, z } from '@keel-mcp/core'
+import { parsePermalink, type SlackRecord } from '../lib/slack.js'
+import {
+  channelArgument,
+  channelFor,
+  compactMessages,
+  cursorArgument,
+  defineTool,
+  limitArgument,
+  read,
+  text,
+  tsArgument,
+} from './shared.js'
+
+const timeArgument = (what: string) =>
+  z
+    .string()
+    .regex(/^\d{9,11}(\.\d{1,6})?$|^\d{4}-\d{2}-\d{2}/, 'must be a Slack ts or an ISO date')
+    .optional()
+    .describe(what)
+
+/** A Slack ts from a ts or an ISO date. */
+function toTs(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined
+  if (/^\d{9,11}(\.\d{1,6})?$/.test(value)) return value
+  const ms = Date.parse(value)
+  if (!Number.isFinite(ms)) throw new ToolError('invalid_argument', `Not a date: ${value}`)
+  return (ms / 1000).toFixed(6)
+}
+
+export const getChannelHistory = defineTool({
+  name: 'get_channel_history',
+  title: 'Channel history',
+  description:
+    'Recent messages of a channel, newest first, or those between oldest and latest (ts or ISO date). Thread starters show reply counts; get_thread_replies reads a thread.',
+  input: {
+    channel: channelArgument,
+    limit: limitArgument(50, 200),
+    oldest: timeArgument('From (ts or ISO date)'),
+    latest: timeArgument('Until (ts or ISO date)'),
+    cursor: cursorArgument,
+  },
+  annotations: read,
+  async run({ channel, limit, oldest, latest, cursor }, { deps, signal }) {
+    const found = await channelFor(deps, channel, 'read', signal)
+    const from = toTs(oldest)
+    const until = toTs(latest)
+    const response = await deps.bot().apiCall('conversations.history', {
+      channel: found.id,
+      limit,
+      ...(from ? { oldest: from } : {}),
+      ...(until ? { latest: until } : {}),
+      ...(from || until ? { inclusive: true } : {}),
+      ...(cursor ? { cursor } : {}),
+    })
+    const next = response.has_more ? response.response_metadata?.next_cursor || undefined : undefined
+    const messages = await compactMessages(deps, response.messages ?? [])
+    return {
+      text: text(
+        { channel: found.id, channel_name: found.name, messages, next_cursor: next ?? null },
+        { untrusted: true, next },
+      ),
+    }
+  },
+})
+
+export const getThreadReplies = defineTool({
+  name: 'get_thread_replies',
+  title: 'Thread replies',
+  description: 'A thread: its first message and the replies, oldest first. Paged by cursor.',
+  input: {
+    channel: channelArgument,
+    thread_ts: tsArgument.describe('ts of the thread’s first message'),
+    limit: limitArgument(100, 200),
+    cursor: cursorArgument,
+  },
+  annotations: read,
+  async run({ channel, thread_ts, limit, cursor }, { deps, signal }) {
+    const found = await channelFor(deps, channel, 'read', signal)
+    const response = await deps.bot().apiCall('conversations.replies', {
+      channel: found.id,
+      ts: thread_ts,
+      limit,
+      ...(cursor ? { cursor } : {}),
+    })
+    const next = response.has_more ? response.response_metadata?.next_cursor || undefined : undefined
+    const messages = await compactMessages(deps, response.messages ?? [])
+    return {
+      text: text(
+        { channel: found.id, thread_ts, messages, next_cursor: next ?? null },
+        { untrusted: true, next },
+      ),
+    }
+  },
+})
+
+export const getMessage = defineTool({
+  name: 'get_message',
+  title: 'Message by link',
+  description: 'One message by its permalink (https://…slack.com/archives/C…/p…), thread replies included.',
+  input: { permalink: z.string().url().max(500).describe('Message link') },
+  annotations: read,
+  async run({ permalink }, { deps, signal }) {
+    const parsed = parsePermalink(permalink)
+    if (!parsed) {
+      throw new ToolError('invalid_argument', 'Not a Slack message link', {
+        hint: 'Copy it with "Copy link" on the message: …/archives/<channel>/p<digits>.',
+      })
+    }
+    const found = await channelFor(deps, parsed.channel, 'read', signal)
+    const response = parsed.threadTs
+      ? await deps.bot().apiCall('conversations.replies', {
+          channel: found.id,
+          ts: parsed.threadTs,
+          latest: parsed.ts,
+          oldest: parsed.ts,
+          inclusive: true,
+          limit: 1,
+        })
+      : await deps.bot().apiCall('conversations.history', {
+          channel: found.id,
+          latest: parsed.ts,
+          oldest: parsed.ts,
+          inclusive: true,
+          limit: 1,
+        })
+    const message = (response.messages ?? []).find((candidate: SlackRecord) => candidate.ts === parsed.ts)
+    if (!message) throw new ToolError('not_found', 'No such message (deleted, or the bot cannot see it)')
+    const [compact] = await compactMessages(deps, [message])
+    return {
+      text: text({ channel: found.id, channel_name: found.name, message: compact }, { untrusted: true }),
+    }
+  },
+})
+
+export const searchMessages = defineTool({
+  name: 'search_messages',
+  title: 'Search messages',
+  description:
+    'Slack search with its modifiers (in:#channel from:@user before:2024-01-31 has:link "exact phrase"). Newest first, paged.',
+  input: {
+    query: z.string().min(1).max(500).describe('Search query'),
+    count: limitArgument(20, 100),
+    page: z.number().int().min(1).max(100).default(1).describe('Page'),
+  },
+  annotations: read,
+  async run({ query, count, page }, { deps }) {
+    const client = deps.user()
+    if (!client) throw new ToolError('unavailable', 'Search needs SLACK_USER_TOKEN')
+    const response = await client.apiCall('search.messages', { query, count, page, sort: 'timestamp' })
+    const matches = (response.messages?.matches ?? []) as Array<SlackRecord>
+    const policyChecked: Array<SlackRecord> = []
+    for (const match of matches) {
+      const channelId = match.channel?.id
+      // Results from channels the server may not read are dropped, whatever search returns.
+      try {
+        if (channelId) await channelFor(deps, channelId, 'read', new AbortController().signal)
+        policyChecked.push(match)
+      } catch {}
+    }
+    const compact = await compactMessages(deps, policyChecked)
+    const results = compact.map((message, index) => ({
+      ...message,
+      channel: policyChecked[index]?.channel?.id,
+      channel_name: policyChecked[index]?.channel?.name,
+      permalink: policyChecked[index]?.permalink,
+    }))
+    const paging = response.messages?.paging ?? {}
+    const more = typeof paging.pages === 'number' && page < paging.pages
+    return {
+      text:
+        text(
+          { total: response.messages?.total ?? results.length, page, messages: results, more },
+          { untrusted: true },
+        ) + (more ? `\nMore available: call again with page ${page + 1}.` : ''),
+    }
+  },
+})

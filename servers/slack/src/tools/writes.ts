@@ -1,0 +1,134 @@
+import { ToolError, z } from '@keel-mcp/core'
+import { escapeBroadcasts, type SlackRecord } from '../lib/slack.js'
+import {
+  channelArgument,
+  channelFor,
+  defineTool,
+  destructive,
+  type SlackDeps,
+  text,
+  tsArgument,
+  write,
+} from './shared.js'
+
+const messageText = z.string().min(1).max(40_000).describe('Message text (Slack mrkdwn)')
+const broadcast = z
+  .boolean()
+  .default(false)
+  .describe('Let @channel/@here/@everyone notify (escaped otherwise)')
+
+/** No link previews, no parsing of names into mentions, no broadcast unless asked. */
+function safeText(value: string, allowBroadcast: boolean) {
+  return {
+    text: allowBroadcast ? value : escapeBroadcasts(value),
+    parse: 'none',
+    link_names: false,
+    unfurl_links: false,
+    unfurl_media: false,
+  }
+}
+
+/** Only the bot's own messages may be edited or deleted: checked before Slack is asked. */
+async function assertOwn(deps: SlackDeps, channel: string, ts: string): Promise<void> {
+  const [self, history] = await Promise.all([
+    deps.self(),
+    deps
+      .bot()
+      .apiCall('conversations.history', { channel, latest: ts, oldest: ts, inclusive: true, limit: 1 }),
+  ])
+  const message = (history.messages ?? []).find((candidate: SlackRecord) => candidate.ts === ts)
+  if (!message) throw new ToolError('not_found', `No message ${ts} in that channel`)
+  const own = message.user === self.userId || (self.botId !== undefined && message.bot_id === self.botId)
+  if (!own) throw new ToolError('permission_denied', 'Only messages this bot posted can be edited or deleted')
+}
+
+export const postMessage = defineTool({
+  name: 'post_message',
+  title: 'Post a message',
+  description:
+    'Post to a channel the server allows writing to. No link previews; broadcasts escaped unless allow_broadcast.',
+  input: { channel: channelArgument, text: messageText, allow_broadcast: broadcast },
+  annotations: write,
+  toolset: 'writes',
+  async run({ channel, text: body, allow_broadcast }, { deps, signal }) {
+    const found = await channelFor(deps, channel, 'write', signal)
+    const response = await deps
+      .bot()
+      .apiCall('chat.postMessage', { channel: found.id, ...safeText(body, allow_broadcast) })
+    return { text: text({ channel: found.id, ts: response.ts }) }
+  },
+})
+
+export const replyToThread = defineTool({
+  name: 'reply_to_thread',
+  title: 'Reply in a thread',
+  description: 'Reply in a thread (thread_ts: the first message’s ts). Same rules as post_message.',
+  input: {
+    channel: channelArgument,
+    thread_ts: tsArgument.describe('ts of the thread’s first message'),
+    text: messageText,
+    allow_broadcast: broadcast,
+  },
+  annotations: write,
+  toolset: 'writes',
+  async run({ channel, thread_ts, text: body, allow_broadcast }, { deps, signal }) {
+    const found = await channelFor(deps, channel, 'write', signal)
+    const response = await deps
+      .bot()
+      .apiCall('chat.postMessage', { channel: found.id, thread_ts, ...safeText(body, allow_broadcast) })
+    return { text: text({ channel: found.id, ts: response.ts, thread_ts }) }
+  },
+})
+
+export const addReaction = defineTool({
+  name: 'add_reaction',
+  title: 'Add a reaction',
+  description: 'React to a message with an emoji name (thumbsup, eyes, white_check_mark).',
+  input: {
+    channel: channelArgument,
+    ts: tsArgument,
+    name: z
+      .string()
+      .regex(/^:?[a-z0-9_+'-]{1,100}:?$/, 'must be an emoji name')
+      .describe('Emoji name'),
+  },
+  annotations: { ...write, idempotentHint: true },
+  toolset: 'writes',
+  async run({ channel, ts, name }, { deps, signal }) {
+    const found = await channelFor(deps, channel, 'write', signal)
+    await deps
+      .bot()
+      .apiCall('reactions.add', { channel: found.id, timestamp: ts, name: name.replace(/:/g, '') })
+    return { text: text({ channel: found.id, ts, reaction: name.replace(/:/g, '') }) }
+  },
+})
+
+export const updateMessage = defineTool({
+  name: 'update_message',
+  title: 'Edit own message',
+  description: 'Replace the text of a message this bot posted.',
+  input: { channel: channelArgument, ts: tsArgument, text: messageText, allow_broadcast: broadcast },
+  annotations: destructive,
+  toolset: 'writes',
+  async run({ channel, ts, text: body, allow_broadcast }, { deps, signal }) {
+    const found = await channelFor(deps, channel, 'write', signal)
+    await assertOwn(deps, found.id, ts)
+    await deps.bot().apiCall('chat.update', { channel: found.id, ts, ...safeText(body, allow_broadcast) })
+    return { text: text({ channel: found.id, ts, updated: true }) }
+  },
+})
+
+export const deleteMessage = defineTool({
+  name: 'delete_message',
+  title: 'Delete own message',
+  description: 'Delete a message this bot posted.',
+  input: { channel: channelArgument, ts: tsArgument },
+  annotations: destructive,
+  toolset: 'writes',
+  async run({ channel, ts }, { deps, signal }) {
+    const found = await channelFor(deps, channel, 'write', signal)
+    await assertOwn(deps, found.id, ts)
+    await deps.bot().apiCall('chat.delete', { channel: found.id, ts })
+    return { text: text({ channel: found.id, ts, deleted: true }) }
+  },
+})
