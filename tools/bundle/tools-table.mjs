@@ -16,12 +16,16 @@ const readme = join(process.cwd(), 'README.md')
 const bin = join(process.cwd(), 'dist/index.js')
 const manifest = JSON.parse(await readFile(join(process.cwd(), 'package.json'), 'utf8'))
 
-/** tools/list of the built bin (servers list their tools without external services or config). */
-export function listTools() {
+/**
+ * tools/list of the built bin (servers list their tools without external services or config).
+ * `args` and `env` default to the package's "keel": { "toolsTable": { "args", "env" } }, for a
+ * server whose catalogue depends on configuration.
+ */
+export function listTools(
+  args = manifest.keel?.toolsTable?.args ?? [],
+  env = manifest.keel?.toolsTable?.env ?? {},
+) {
   return new Promise((resolve, reject) => {
-    // A server whose catalogue depends on configuration (tools offered only with a flag or a token)
-    // names what shows them all in package.json: "keel": { "toolsTable": { "args": [], "env": {} } }.
-    const { args = [], env = {} } = manifest.keel?.toolsTable ?? {}
     const child = spawn(process.execPath, [bin, '--log-level', 'silent', ...args], {
       stdio: ['pipe', 'pipe', 'inherit'],
       env: { ...process.env, ...env },

@@ -5,52 +5,15 @@
 //
 //   node scripts/toolsets-table.mjs           rewrite the table in ./README.md
 //   node scripts/toolsets-table.mjs --check   exit 1 when ./README.md is out of date
-import { spawn } from 'node:child_process'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { withTable } from '@keel-mcp/bundle/tools-table.mjs'
+import { listTools as listBinTools, withTable } from '@keel-mcp/bundle/tools-table.mjs'
 
 const TOOLSETS = ['context', 'repos', 'issues', 'pull_requests', 'actions', 'users']
-const bin = join(process.cwd(), 'dist/index.js')
 const readme = join(process.cwd(), 'README.md')
 
-function listTools(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, '--log-level', 'silent', ...args], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-      env: { ...process.env, GITHUB_TOKEN: '', GITHUB_PERSONAL_ACCESS_TOKEN: '', MCP_TOOLSETS: '' },
-    })
-    let buffer = ''
-    const timer = setTimeout(() => {
-      child.kill()
-      reject(new Error('no tools/list answer within 10 s'))
-    }, 10_000)
-    child.stdout.setEncoding('utf8').on('data', (chunk) => {
-      buffer += chunk
-      for (let index = buffer.indexOf('\n'); index !== -1; index = buffer.indexOf('\n')) {
-        const message = JSON.parse(buffer.slice(0, index))
-        buffer = buffer.slice(index + 1)
-        if (message.id === 2) {
-          clearTimeout(timer)
-          child.stdin.end()
-          resolve(message.result.tools)
-        }
-      }
-    })
-    const send = (message) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`)
-    send({
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-11-25',
-        capabilities: {},
-        clientInfo: { name: 'toolsets-table', version: '1' },
-      },
-    })
-    send({ method: 'notifications/initialized' })
-    send({ id: 2, method: 'tools/list' })
-  })
-}
+const listTools = (args) =>
+  listBinTools(args, { GITHUB_TOKEN: '', GITHUB_PERSONAL_ACCESS_TOKEN: '', MCP_TOOLSETS: '' })
 
 const cell = (text) => String(text).replaceAll('|', '\\|').replaceAll('*', '\\*').replaceAll('\n', ' ')
 
