@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util'
 import { z } from 'zod'
+import { AUTH_ENV, AUTH_FLAGS, type AuthConfig, authConfigProblem, authShape } from './auth-config.js'
 import { type LogLevel, parseLogLevel } from './logger.js'
 
 /** One server-specific option: a flag and/or env vars, validated by a zod schema. */
@@ -40,6 +41,8 @@ export interface CommonConfig {
   port: number
   /** Bearer token required on HTTP when set. */
   authToken: string | undefined
+  /** OAuth 2.1 resource server (on when `auth.issuer` is set). */
+  auth: AuthConfig
   /** Streamable HTTP without sessions (for replicas behind a load balancer). */
   stateless: boolean
   /** Extra Host header names accepted on HTTP (besides localhost names when bound to loopback). */
@@ -290,7 +293,7 @@ export function parseConfig<C>(
 ): ParseOutcome<C> {
   const serverOptions = (source.options ?? {}) as Record<string, OptionSpec<unknown>>
   const argOptions: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = {}
-  for (const flag of COMMON_FLAGS)
+  for (const flag of [...COMMON_FLAGS, ...AUTH_FLAGS])
     argOptions[flag.flag] = { type: flag.type, ...(flag.multiple ? { multiple: true } : {}) }
   for (const spec of Object.values(serverOptions)) {
     if (argOptions[spec.flag]) throw new Error(`option --${spec.flag} is defined twice`)
@@ -341,6 +344,9 @@ export function parseConfig<C>(
       `Invalid ${flag ? `--${flag.flag}${flag.env ? ` (env ${flag.env.join('/')})` : ''}` : key}: ${describeIssue(common.error)}`,
     )
   }
+  const auth = parseAuth(values, env, secrets)
+  const authProblem = authConfigProblem(auth, common.data.authToken)
+  if (authProblem) throw new ConfigError(authProblem)
   let logLevel: LogLevel = 'info'
   if (common.data.logLevel !== undefined) {
     const level = parseLogLevel(common.data.logLevel)
@@ -350,9 +356,14 @@ export function parseConfig<C>(
       )
     logLevel = level
   }
-  if (common.data.transport === 'http' && !isLoopback(common.data.host) && !common.data.authToken) {
+  if (
+    common.data.transport === 'http' &&
+    !isLoopback(common.data.host) &&
+    !common.data.authToken &&
+    !auth.issuer
+  ) {
     warnings.push(
-      `HTTP bound to ${common.data.host} without --auth-token: anyone who can reach it can use this server`,
+      `HTTP bound to ${common.data.host} without --auth-token or --auth-issuer: anyone who can reach it can use this server`,
     )
   }
   const toolsets = common.data.toolsets
@@ -407,10 +418,41 @@ export function parseConfig<C>(
   const { logLevel: _ignored, ...rest } = common.data
   return {
     kind: 'config',
-    config: { ...rest, authToken: rest.authToken, logLevel, options: options as C, positionals },
+    config: { ...rest, authToken: rest.authToken, auth, logLevel, options: options as C, positionals },
     secrets,
     warnings,
   }
+}
+
+function parseAuth(
+  values: Record<string, string | boolean | string[] | undefined>,
+  env: NodeJS.ProcessEnv,
+  secrets: string[],
+): AuthConfig {
+  const raw: Record<string, unknown> = {}
+  for (const flag of AUTH_FLAGS) {
+    const fromArgv = values[flag.flag] as string | string[] | undefined
+    const fromEnv = fromArgv === undefined ? readEnv(env, flag.env) : undefined
+    raw[flag.key] = flag.multiple
+      ? fromArgv !== undefined || fromEnv
+        ? list(fromArgv ?? fromEnv?.value)
+        : undefined
+      : (fromArgv ?? fromEnv?.value)
+  }
+  raw.clientId = readEnv(env, AUTH_ENV.clientId)?.value
+  raw.clientSecret = readEnv(env, AUTH_ENV.clientSecret)?.value
+  if (typeof raw.clientSecret === 'string') secrets.push(raw.clientSecret)
+  const parsed = z.object(authShape).safeParse(raw)
+  if (!parsed.success) {
+    const key = String(parsed.error.issues[0]?.path[0] ?? '')
+    const flag = AUTH_FLAGS.find((candidate) => candidate.key === key)
+    const where = flag
+      ? `--${flag.flag} (env ${flag.env.join('/')})`
+      : `env ${AUTH_ENV[key as keyof typeof AUTH_ENV] ?? key}`
+    throw new ConfigError(`Invalid ${where}: ${describeIssue(parsed.error)}`)
+  }
+  const { issuer, resource, audience, introspectionUrl, clientId, clientSecret } = parsed.data
+  return { ...parsed.data, issuer, resource, audience, introspectionUrl, clientId, clientSecret }
 }
 
 /** True for loopback addresses and names. */
@@ -450,6 +492,9 @@ export function helpText<C>(source: ConfigSource<C>): string {
   }
   lines.push('', 'Common options:')
   for (const flag of COMMON_FLAGS)
+    lines.push(flagLine(flag.flag, flag.type, flag.placeholder, flag.env, flag.description))
+  lines.push('', 'OAuth 2.1 resource server (HTTP):')
+  for (const flag of AUTH_FLAGS)
     lines.push(flagLine(flag.flag, flag.type, flag.placeholder, flag.env, flag.description))
   lines.push('', 'HTTP serves MCP at /mcp and a health check at /healthz.')
   if (source.helpFooter) lines.push('', source.helpFooter)

@@ -152,6 +152,17 @@ export function svgIcon(svg: string, theme?: 'light' | 'dark'): Icon {
 export interface RequestAuth {
   /** The raw token, exactly as presented after `Bearer `. */
   readonly token: string
+  /**
+   * With OAuth (`--auth-issuer`), the verified token's subject (`sub`): who the caller is, for
+   * audit logs and per-user behaviour. Undefined without OAuth (the token is then unverified).
+   */
+  readonly subject?: string | undefined
+  /** With OAuth: the issuer that vouched for the token. */
+  readonly issuer?: string
+  /** With OAuth: the OAuth client the token was issued to. */
+  readonly clientId?: string | undefined
+  /** With OAuth: the token's granted scopes. */
+  readonly scopes?: readonly string[]
 }
 
 /** A tool definition. Create with {@link defineTool} or a {@link toolFactory}. */

@@ -2,7 +2,13 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '@modelcontextprotocol/node'
-import { createMcpHandler, isLegacyRequest, type McpServer } from '@modelcontextprotocol/server'
+import {
+  type AuthInfo,
+  createMcpHandler,
+  isLegacyRequest,
+  type McpServer,
+} from '@modelcontextprotocol/server'
+import type { AuthGate, GateAnswer } from './auth/gate.js'
 import { createInstance, type Runtime } from './build-server.js'
 import { isLoopback } from './config.js'
 import { BoundedEventStore } from './event-store.js'
@@ -31,6 +37,8 @@ export interface HttpLimits {
   requestTimeoutMs: number
   /** A too-large body up to this size is read and discarded so the client can read the 413; past it the connection is closed. */
   discardBodyBytes: number
+  /** OAuth: least time between two refetches of the issuer's keys when a token names an unknown key. */
+  jwksCooldownMs: number
 }
 
 const DEFAULT_LIMITS: HttpLimits = {
@@ -40,6 +48,7 @@ const DEFAULT_LIMITS: HttpLimits = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   discardBodyBytes: 64 * 1024 * 1024,
+  jwksCooldownMs: 30_000,
 }
 const LOCAL_NAMES = ['localhost', '127.0.0.1', '[::1]', '::1']
 
@@ -73,6 +82,12 @@ function hostnameOf(hostHeader: string): string {
   if (value.startsWith('[')) return value.slice(0, value.indexOf(']') + 1)
   const colon = value.lastIndexOf(':')
   return colon === -1 ? value : value.slice(0, colon)
+}
+
+function sendAnswer(res: ServerResponse, answer: GateAnswer) {
+  if (res.headersSent) return
+  res.writeHead(answer.status, { ...answer.headers, 'content-length': Buffer.byteLength(answer.body) })
+  res.end(answer.body)
 }
 
 function digest(value: string): Buffer {
@@ -142,6 +157,7 @@ export async function serveHttp<D, C>(
     headersTimeoutMs,
     requestTimeoutMs,
     discardBodyBytes,
+    jwksCooldownMs,
   } = { ...DEFAULT_LIMITS, sessionIdleMs: config.sessionIdleMs, ...limits }
   const loopback = isLoopback(config.host)
   const allowedHosts = new Set([
@@ -161,6 +177,17 @@ export async function serveHttp<D, C>(
   })
   const perRequestNode = toNodeHandler(perRequest, { onerror, maxRequestBodySize: config.maxBodyBytes })
   const sessions = new Map<string, Session>()
+  // OAuth 2.1 resource server: loaded only when an issuer is configured.
+  const issuer = config.auth.issuer
+  const gate: AuthGate | undefined = issuer
+    ? (await import('./auth/gate.js')).createAuthGate({
+        auth: { ...config.auth, issuer },
+        defaultResource: () => endpointUrl(),
+        tools: runtime.tools as never,
+        logger,
+        jwksCooldownMs,
+      })
+    : undefined
 
   const sweep = setInterval(
     () => {
@@ -215,6 +242,8 @@ export async function serveHttp<D, C>(
   }
 
   function clientOf(req: IncomingMessage): string {
+    const verified = (req as IncomingMessage & { auth?: AuthInfo }).auth
+    if (gate && verified) return gate.principal(verified)
     const header = req.headers.authorization
     if (typeof header === 'string' && /^bearer\s+/i.test(header))
       return `token:${digest(header).toString('hex')}`
@@ -273,7 +302,8 @@ export async function serveHttp<D, C>(
     const sessionHeader = req.headers['mcp-session-id']
     const sessionId = typeof sessionHeader === 'string' ? sessionHeader : undefined
     const session = sessionId ? sessions.get(sessionId) : undefined
-    if (sessionId && !session) {
+    // A session belongs to the subject that opened it: another token's holder does not find it.
+    if (sessionId && (!session || (gate && session.client !== clientOf(req)))) {
       sendJson(
         res,
         404,
@@ -319,6 +349,13 @@ export async function serveHttp<D, C>(
     const check = checkEnvelope(parsed)
     if (!check.ok) {
       sendJson(res, 400, errorResponse(check.id, check.code, check.message))
+      return
+    }
+    const verified = (req as IncomingMessage & { auth?: AuthInfo }).auth
+    const challenge = gate && verified ? gate.scopeChallenge(parsed, verified) : undefined
+    if (challenge) {
+      logger.info('refused a call that needs the write scope', { remote: req.socket.remoteAddress })
+      sendAnswer(res, challenge)
       return
     }
     if (session) {
@@ -386,6 +423,11 @@ export async function serveHttp<D, C>(
       sendJson(res, 200, { status: 'ok', name: spec.name, version: spec.version, sessions: sessions.size })
       return
     }
+    const metadata = gate?.metadata(url.pathname, req.method ?? 'GET')
+    if (metadata) {
+      sendAnswer(res, metadata)
+      return
+    }
     if (url.pathname !== '/mcp') {
       sendJson(res, 404, { error: 'Not found: MCP is served at /mcp' })
       return
@@ -407,6 +449,21 @@ export async function serveHttp<D, C>(
       sendJson(res, 403, errorResponse(null, -32000, 'Forbidden: Origin not allowed'))
       return
     }
+    if (gate) {
+      gate
+        .authenticate(req)
+        .then((outcome) => {
+          if ('status' in outcome && 'body' in outcome) {
+            if (outcome.status === 401) logger.info('refused a request without a valid access token')
+            sendAnswer(res, outcome)
+            return
+          }
+          ;(req as IncomingMessage & { auth?: AuthInfo }).auth = outcome
+          return handleMcp(req, res)
+        })
+        .catch(failed)
+      return
+    }
     const auth = authorized(req)
     if (auth !== 'ok') {
       logger.warn('refused an unauthenticated request', { reason: auth, remote: req.socket.remoteAddress })
@@ -419,7 +476,9 @@ export async function serveHttp<D, C>(
       return
     }
     attachBearer(req)
-    handleMcp(req, res).catch((error: unknown) => {
+    handleMcp(req, res).catch(failed)
+
+    function failed(error: unknown) {
       // A client that went away mid-request (or was cut by a timeout) is not a server error.
       if (
         req.destroyed ||
@@ -433,7 +492,7 @@ export async function serveHttp<D, C>(
       logger.error('http request failed', { error })
       if (!res.headersSent) sendJson(res, 500, errorResponse(null, -32603, 'Internal error'))
       else res.end()
-    })
+    }
   })
   httpServer.headersTimeout = headersTimeoutMs
   httpServer.requestTimeout = requestTimeoutMs
@@ -446,10 +505,13 @@ export async function serveHttp<D, C>(
     })
   })
   const port = (httpServer.address() as AddressInfo).port
-  const hostForUrl =
-    config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host
+  function endpointUrl(): string {
+    const hostForUrl =
+      config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host
+    return `http://${hostForUrl}:${(httpServer.address() as AddressInfo).port}/mcp`
+  }
   return {
-    url: `http://${hostForUrl}:${port}/mcp`,
+    url: endpointUrl(),
     port,
     async close() {
       clearInterval(sweep)

@@ -4,6 +4,7 @@ import {
   ProtocolError,
   ProtocolErrorCode,
 } from '@modelcontextprotocol/server'
+import { lacksWriteScope, requestAuthOf } from './auth/context.js'
 import { InputNeeded, modernClientAccess, requestStateCodec, servesModernEra } from './client-access.js'
 import type { AnyTool, ClientAccess, ContentBlock, ToolContext } from './define.js'
 import { errorReference, formatToolError, isAbortError, ToolError } from './errors.js'
@@ -90,9 +91,20 @@ function unknownTool(runtime: Runtime<unknown, unknown>, name: string): Protocol
   )
 }
 
-function validateCall(runtime: Runtime<unknown, unknown>, name: string, raw: unknown): ValidatedCall {
+function validateCall(
+  runtime: Runtime<unknown, unknown>,
+  name: string,
+  raw: unknown,
+  ctx: CallRequestContext,
+): ValidatedCall {
   const tool = runtime.tools.find((candidate) => candidate.name === name)
   if (!tool) throw unknownTool(runtime, name)
+  if (lacksWriteScope(runtime.config.auth, tool, ctx.http)) {
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidRequest,
+      `Tool ${name} writes: the access token needs the ${runtime.config.auth.writeScope} scope`,
+    )
+  }
   const plan = planFor(tool)
   const parsed = plan.schema.safeParse(raw ?? {})
   if (!parsed.success) {
@@ -271,7 +283,7 @@ function taskClientAccess(client: ClientAccess, control: TaskControl): ClientAcc
 /** The parts of the SDK's request context a call reads. */
 interface CallRequestContext {
   sessionId?: string
-  http?: { authInfo?: { token?: string } }
+  http?: { authInfo?: { token?: string; scopes?: string[] } }
   mcpReq: {
     id: string | number
     signal: AbortSignal
@@ -295,7 +307,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
   const channelFor = (ctx: CallRequestContext, client: ClientAccess) => ({
     requestId: ctx.mcpReq.id,
     session: sessionFor(ctx.sessionId),
-    auth: ctx.http?.authInfo?.token ? { token: ctx.http.authInfo.token } : undefined,
+    auth: requestAuthOf(ctx.http?.authInfo),
     client,
     progressToken: ctx.mcpReq._meta?.progressToken as string | number | undefined,
     logThreshold: logThresholdOf(ctx),
@@ -307,7 +319,12 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
 
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const name = request.params.name
-    const call = validateCall(runtime as Runtime<unknown, unknown>, name, request.params.arguments)
+    const call = validateCall(
+      runtime as Runtime<unknown, unknown>,
+      name,
+      request.params.arguments,
+      ctx as CallRequestContext,
+    )
     const modern = servesModernEra(server)
     if (tasks && !modern && call.tool.taskSupport === 'required') {
       throw new ProtocolError(
@@ -361,7 +378,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         'Invalid tools/call request: task must be { ttl?: number }',
       )
     }
-    const call = validateCall(runtime as Runtime<unknown, unknown>, params.name, params.arguments)
+    const call = validateCall(runtime as Runtime<unknown, unknown>, params.name, params.arguments, ctx)
     if (!call.tool.taskSupport) {
       throw new ProtocolError(
         ProtocolErrorCode.MethodNotFound,

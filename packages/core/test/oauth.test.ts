@@ -1,0 +1,549 @@
+import {
+  Client,
+  ClientCredentialsProvider,
+  StreamableHTTPClientTransport,
+} from '@modelcontextprotocol/client'
+import { importJWK, SignJWT } from 'jose'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ConfigError, parseConfig } from '../src/config.js'
+import { type HttpEndpoint, serveHttp } from '../src/http.js'
+import { defineServer, toolFactory, z } from '../src/index.js'
+import { prepare } from '../src/run.js'
+import { CLIENTS, type ClientName, startIssuer, type TestIssuer } from './oauth-issuer.js'
+
+// OAuth 2.1 resource server end to end: a real authorization server (oidc-provider) on loopback,
+// the MCP server in front of it, the SDK v2 client's own OAuth support, and raw requests for the
+// tokens a well-behaved client never sends.
+
+interface Deps {
+  notes: string[]
+}
+
+const defineTool = toolFactory<Deps>()
+
+const whoami = defineTool({
+  name: 'whoami',
+  title: 'Who am I',
+  description: 'The verified caller.',
+  input: {},
+  output: { subject: z.string().optional(), clientId: z.string().optional(), scopes: z.array(z.string()) },
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  run: (_input, { auth }) => ({
+    data: {
+      ...(auth?.subject ? { subject: auth.subject } : {}),
+      ...(auth?.clientId ? { clientId: auth.clientId } : {}),
+      scopes: [...(auth?.scopes ?? [])],
+    },
+  }),
+})
+
+const addNote = defineTool({
+  name: 'add_note',
+  title: 'Add note',
+  description: 'Store a note.',
+  input: { text: z.string() },
+  annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+  run: ({ text }, { deps, auth }) => {
+    deps.notes.push(`${auth?.subject}: ${text}`)
+    return { text: `stored ${deps.notes.length}` }
+  },
+})
+
+const spec = defineServer<Deps>({
+  name: 'oauth-fixture',
+  version: '1.0.0',
+  description: 'OAuth test server',
+  tools: [whoami, addNote],
+  createDeps: () => ({ notes: [] }),
+})
+
+const INTROSPECTION_ENV = {
+  MCP_AUTH_CLIENT_ID: 'resource-server',
+  MCP_AUTH_CLIENT_SECRET: CLIENTS['resource-server'].secret,
+}
+
+async function startServer(issuer: TestIssuer, extra: string[] = [], env: Record<string, string> = {}) {
+  const runtime = await prepare(spec, {
+    argv: ['--transport', 'http', '--port', '0', '--auth-issuer', issuer.url, ...extra],
+    env: { LOG_LEVEL: 'silent', ...env },
+  })
+  // No cooldown between key-set refetches, so the rotation test needs no wait.
+  const endpoint = await serveHttp(runtime, { jwksCooldownMs: 0 })
+  return { runtime, endpoint }
+}
+
+function sdkClient(endpoint: HttpEndpoint, issuer: TestIssuer, client: ClientName) {
+  const provider = new ClientCredentialsProvider({
+    clientId: client,
+    clientSecret: CLIENTS[client].secret,
+    scope: CLIENTS[client].scope,
+    expectedIssuer: issuer.url,
+  })
+  const transport = new StreamableHTTPClientTransport(new URL(endpoint.url), { authProvider: provider })
+  const mcp = new Client({ name: 'oauth-test', version: '1.0.0' })
+  return { mcp, transport, provider }
+}
+
+const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+}
+
+async function post(endpoint: HttpEndpoint, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(endpoint.url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...headers,
+    },
+    body: JSON.stringify(body),
+  })
+  const text = await response.text()
+  return { status: response.status, headers: response.headers, text }
+}
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+/** A 2025-era session for `token`, and a raw tools/call on it. */
+async function openSession(endpoint: HttpEndpoint, token: string): Promise<string> {
+  const opened = await post(endpoint, INITIALIZE, bearer(token))
+  expect(opened.status).toBe(200)
+  const session = opened.headers.get('mcp-session-id')
+  if (!session) throw new Error('no session id')
+  await post(
+    endpoint,
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    {
+      ...bearer(token),
+      'mcp-session-id': session,
+      'mcp-protocol-version': '2025-11-25',
+    },
+  )
+  return session
+}
+
+function callOn(endpoint: HttpEndpoint, token: string, session: string, name: string, args: object = {}) {
+  return post(
+    endpoint,
+    { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name, arguments: args } },
+    { ...bearer(token), 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' },
+  )
+}
+
+/** Signs claims with the issuer's own current key: valid signatures on tokens the issuer would not issue. */
+async function forge(
+  issuer: TestIssuer,
+  claims: Record<string, unknown>,
+  header: Record<string, unknown> = {},
+) {
+  const key = await importJWK(issuer.signingKey, 'RS256')
+  const now = Math.floor(Date.now() / 1000)
+  return new SignJWT({
+    iss: issuer.url,
+    aud: issuer.resource,
+    sub: 'writer',
+    iat: now,
+    exp: now + 300,
+    scope: 'mcp:read mcp:write',
+    client_id: 'writer',
+    ...claims,
+  })
+    .setProtectedHeader({ alg: 'RS256', kid: issuer.signingKey.kid as string, typ: 'at+jwt', ...header })
+    .sign(key)
+}
+
+function challengeOf(headers: Headers): string {
+  return headers.get('www-authenticate') ?? ''
+}
+
+describe('OAuth 2.1 resource server', () => {
+  let issuer: TestIssuer
+  let endpoint: HttpEndpoint
+  let deps: Deps
+  const metadataUrl = () => `${new URL(endpoint.url).origin}/.well-known/oauth-protected-resource/mcp`
+
+  beforeAll(async () => {
+    issuer = await startIssuer()
+    const started = await startServer(
+      issuer,
+      ['--auth-scopes', 'mcp:read', '--auth-introspection-url', `${issuer.url}/token/introspection`],
+      INTROSPECTION_ENV,
+    )
+    endpoint = started.endpoint
+    deps = started.runtime.deps
+    issuer.resource = endpoint.url
+  })
+  afterAll(async () => {
+    await endpoint?.close()
+    await issuer?.close()
+  })
+
+  it('serves Protected Resource Metadata at the path-suffixed and the bare well-known URL', async () => {
+    for (const path of [
+      '/.well-known/oauth-protected-resource/mcp',
+      '/.well-known/oauth-protected-resource',
+    ]) {
+      const response = await fetch(new URL(path, endpoint.url))
+      expect(response.status).toBe(200)
+      expect(response.headers.get('access-control-allow-origin')).toBe('*')
+      expect(await response.json()).toEqual({
+        resource: endpoint.url,
+        authorization_servers: [issuer.url],
+        scopes_supported: ['mcp:read', 'mcp:write'],
+      })
+    }
+    const other = await fetch(new URL('/.well-known/oauth-protected-resource/elsewhere', endpoint.url))
+    expect(other.status).toBe(404)
+    const wrongMethod = await fetch(new URL('/.well-known/oauth-protected-resource/mcp', endpoint.url), {
+      method: 'POST',
+    })
+    expect(wrongMethod.status).toBe(405)
+  })
+
+  it('answers a request without a token 401 with a challenge naming the metadata and the scope', async () => {
+    const response = await post(endpoint, INITIALIZE)
+    expect(response.status).toBe(401)
+    const challenge = challengeOf(response.headers)
+    expect(challenge).toMatch(/^Bearer /)
+    expect(challenge).toContain(`resource_metadata="${metadataUrl()}"`)
+    expect(challenge).toContain('scope="mcp:read"')
+  })
+
+  it('lets the SDK v2 client discover the issuer, obtain a token and call tools as its subject', async () => {
+    const { mcp, transport } = sdkClient(endpoint, issuer, 'writer')
+    await mcp.connect(transport)
+    try {
+      const { tools } = await mcp.listTools()
+      expect(tools.map((tool) => tool.name).sort()).toEqual(['add_note', 'whoami'])
+      // The client asks for what the 401 challenge named: the scope every call needs, no more.
+      const me = await mcp.callTool({ name: 'whoami', arguments: {} })
+      expect(me.structuredContent).toEqual({ subject: 'writer', clientId: 'writer', scopes: ['mcp:read'] })
+      // A tool that writes gets a 403 naming the write scope; the client steps up and retries.
+      const stored = await mcp.callTool({ name: 'add_note', arguments: { text: 'hello' } })
+      expect(stored.isError).toBeFalsy()
+      expect(deps.notes).toContain('writer: hello')
+      const after = await mcp.callTool({ name: 'whoami', arguments: {} })
+      expect(after.structuredContent).toMatchObject({ scopes: ['mcp:read', 'mcp:write'] })
+    } finally {
+      await mcp.close()
+    }
+    expect(issuer.hits.get('/token')).toBeGreaterThan(1)
+  })
+
+  it('lets a read-only token read, and refuses a tool that writes with 403 insufficient_scope', async () => {
+    const token = await issuer.token('reader')
+    const session = await openSession(endpoint, token)
+    const read = await callOn(endpoint, token, session, 'whoami')
+    expect(read.status).toBe(200)
+    expect(read.text).toContain('"subject":"reader"')
+    const before = deps.notes.length
+    const write = await callOn(endpoint, token, session, 'add_note', { text: 'nope' })
+    expect(write.status).toBe(403)
+    const challenge = challengeOf(write.headers)
+    expect(challenge).toContain('error="insufficient_scope"')
+    expect(challenge).toContain('scope="mcp:read mcp:write"')
+    expect(challenge).toContain(`resource_metadata="${metadataUrl()}"`)
+    expect(JSON.parse(write.text)).toMatchObject({ error: 'insufficient_scope' })
+    expect(deps.notes.length).toBe(before)
+  })
+
+  it('refuses the write through the SDK client too when the client may not get the write scope', async () => {
+    const { mcp, transport } = sdkClient(endpoint, issuer, 'reader')
+    await mcp.connect(transport)
+    const before = deps.notes.length
+    try {
+      const me = await mcp.callTool({ name: 'whoami', arguments: {} })
+      expect(me.structuredContent).toMatchObject({ subject: 'reader', scopes: ['mcp:read'] })
+      await expect(mcp.callTool({ name: 'add_note', arguments: { text: 'nope' } })).rejects.toThrow()
+    } finally {
+      await mcp.close()
+    }
+    expect(deps.notes.length).toBe(before)
+  })
+
+  it('refuses a token without the required scope with 403 insufficient_scope', async () => {
+    const token = await issuer.token('outsider')
+    const response = await post(endpoint, INITIALIZE, bearer(token))
+    expect(response.status).toBe(403)
+    expect(challengeOf(response.headers)).toContain('error="insufficient_scope"')
+    expect(challengeOf(response.headers)).toContain('scope="mcp:read"')
+  })
+
+  it.each([
+    ['expired', async () => forge(issuer, { exp: Math.floor(Date.now() / 1000) - 600 })],
+    [
+      'wrong audience (issued by the issuer for another resource)',
+      async () => issuer.token('writer', { resource: 'http://127.0.0.1:1/other' }),
+    ],
+    ['wrong issuer', async () => forge(issuer, { iss: 'http://127.0.0.1:1' })],
+    ['not yet valid', async () => forge(issuer, { nbf: Math.floor(Date.now() / 1000) + 600 })],
+    [
+      'tampered (scope widened after signing)',
+      async () => {
+        const [header, payload, signature] = (await issuer.token('reader')).split('.') as [
+          string,
+          string,
+          string,
+        ]
+        const claims = JSON.parse(Buffer.from(payload, 'base64url').toString())
+        claims.scope = 'mcp:read mcp:write'
+        return `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}`
+      },
+    ],
+    [
+      'alg none',
+      async () => {
+        const real = JSON.parse(
+          Buffer.from((await forge(issuer, {})).split('.')[1] as string, 'base64url').toString(),
+        )
+        const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'at+jwt' })).toString('base64url')
+        return `${header}.${Buffer.from(JSON.stringify(real)).toString('base64url')}.`
+      },
+    ],
+    [
+      'HS256 keyed with the public key (algorithm confusion)',
+      async () => {
+        const now = Math.floor(Date.now() / 1000)
+        return new SignJWT({ scope: 'mcp:read mcp:write' })
+          .setProtectedHeader({ alg: 'HS256', kid: issuer.signingKey.kid as string })
+          .setSubject('writer')
+          .setIssuer(issuer.url)
+          .setAudience(issuer.resource)
+          .setIssuedAt(now)
+          .setExpirationTime(now + 300)
+          .sign(new TextEncoder().encode(issuer.signingKey.n as string))
+      },
+    ],
+    [
+      'signed by a key the issuer does not publish',
+      async () => {
+        const { generateKeyPair } = await import('jose')
+        const { privateKey } = await generateKeyPair('RS256')
+        const now = Math.floor(Date.now() / 1000)
+        return new SignJWT({ scope: 'mcp:read mcp:write' })
+          .setProtectedHeader({ alg: 'RS256', kid: issuer.signingKey.kid as string })
+          .setSubject('writer')
+          .setIssuer(issuer.url)
+          .setAudience(issuer.resource)
+          .setIssuedAt(now)
+          .setExpirationTime(now + 300)
+          .sign(privateKey)
+      },
+    ],
+    ['opaque and unknown to the issuer', async () => 'opaque-token-the-issuer-never-issued'],
+  ])('refuses a %s token with 401 invalid_token', async (_label, make) => {
+    const token = await make()
+    const response = await post(endpoint, INITIALIZE, bearer(token))
+    expect(response.status).toBe(401)
+    const challenge = challengeOf(response.headers)
+    expect(challenge).toContain('error="invalid_token"')
+    expect(challenge).toContain(`resource_metadata="${metadataUrl()}"`)
+  })
+
+  it('accepts a token the test signs correctly (the refusals above are for their flaw alone)', async () => {
+    const response = await post(endpoint, INITIALIZE, bearer(await forge(issuer, {})))
+    expect(response.status).toBe(200)
+  })
+
+  it('keeps a session to the subject that opened it', async () => {
+    const writer = await issuer.token('writer')
+    const session = await openSession(endpoint, writer)
+    const reader = await issuer.token('reader')
+    const hijack = await callOn(endpoint, reader, session, 'whoami')
+    expect(hijack.status).toBe(404)
+    const own = await callOn(endpoint, await issuer.token('writer'), session, 'whoami')
+    expect(own.status).toBe(200)
+  })
+
+  it('verifies opaque tokens with RFC 7662 introspection at the issuer', async () => {
+    const introspections = issuer.hits.get('/token/introspection') ?? 0
+    const { mcp, transport } = sdkClient(endpoint, issuer, 'opaque-writer')
+    await mcp.connect(transport)
+    try {
+      const me = await mcp.callTool({ name: 'whoami', arguments: {} })
+      expect(me.structuredContent).toMatchObject({ subject: 'opaque-writer', scopes: ['mcp:read'] })
+      const stored = await mcp.callTool({ name: 'add_note', arguments: { text: 'opaque' } })
+      expect(stored.isError).toBeFalsy()
+      const after = await mcp.callTool({ name: 'whoami', arguments: {} })
+      expect(after.structuredContent).toMatchObject({ scopes: ['mcp:read', 'mcp:write'] })
+    } finally {
+      await mcp.close()
+    }
+    expect(issuer.hits.get('/token/introspection') ?? 0).toBeGreaterThan(introspections)
+    expect(deps.notes).toContain('opaque-writer: opaque')
+  })
+
+  it('picks up a rotated signing key at the issuer', async () => {
+    const before = await issuer.token('writer')
+    expect((await post(endpoint, INITIALIZE, bearer(before))).status).toBe(200)
+    const jwksFetches = issuer.hits.get('/jwks') ?? 0
+    await issuer.rotate()
+    const after = await issuer.token('writer')
+    expect(JSON.parse(Buffer.from(after.split('.')[0] as string, 'base64url').toString()).kid).toBe(
+      issuer.signingKey.kid,
+    )
+    expect((await post(endpoint, INITIALIZE, bearer(after))).status).toBe(200)
+    expect(issuer.hits.get('/jwks') ?? 0).toBeGreaterThan(jwksFetches)
+    // The retired key is gone from the issuer's key set, so its tokens are no longer accepted.
+    expect((await post(endpoint, INITIALIZE, bearer(before))).status).toBe(401)
+  })
+})
+
+describe('OAuth resource server, other settings', () => {
+  let issuer: TestIssuer
+  beforeAll(async () => {
+    issuer = await startIssuer()
+  })
+  afterAll(async () => {
+    await issuer?.close()
+  })
+
+  it('checks the audience given by --auth-audience instead of the resource URL', async () => {
+    const { endpoint } = await startServer(issuer, ['--auth-audience', 'urn:keel:test'])
+    try {
+      issuer.resource = endpoint.url
+      const forUrn = await issuer.token('writer', { resource: 'urn:keel:test' })
+      expect((await post(endpoint, INITIALIZE, bearer(forUrn))).status).toBe(200)
+      const forUrl = await issuer.token('writer')
+      expect((await post(endpoint, INITIALIZE, bearer(forUrl))).status).toBe(401)
+    } finally {
+      await endpoint.close()
+    }
+  })
+
+  it('names --auth-resource in the metadata and takes it as the audience', async () => {
+    const resource = 'https://mcp.example.test/mcp'
+    const { endpoint } = await startServer(issuer, ['--auth-resource', resource])
+    try {
+      const metadata = await (
+        await fetch(new URL('/.well-known/oauth-protected-resource/mcp', endpoint.url))
+      ).json()
+      expect(metadata).toMatchObject({ resource, authorization_servers: [issuer.url] })
+      const refused = await post(endpoint, INITIALIZE)
+      expect(challengeOf(refused.headers)).toContain(
+        'resource_metadata="https://mcp.example.test/.well-known/oauth-protected-resource/mcp"',
+      )
+      const token = await issuer.token('writer', { resource })
+      expect((await post(endpoint, INITIALIZE, bearer(token))).status).toBe(200)
+    } finally {
+      await endpoint.close()
+    }
+  })
+
+  it('answers 503 with Retry-After while the issuer is unreachable, and still challenges a request without a token', async () => {
+    const gone = await startIssuer()
+    const url = gone.url
+    await gone.close()
+    const { endpoint } = await startServer({ ...gone, url } as TestIssuer)
+    try {
+      const response = await post(endpoint, INITIALIZE, bearer(await forge(issuer, {})))
+      expect(response.status).toBe(503)
+      expect(response.headers.get('retry-after')).toBe('5')
+      // Without a token nothing is fetched: the challenge still goes out.
+      expect((await post(endpoint, INITIALIZE)).status).toBe(401)
+    } finally {
+      await endpoint.close()
+    }
+  })
+})
+
+describe('OAuth configuration', () => {
+  const source = { name: 'demo', description: 'demo', version: '1.0.0' }
+  const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(source, argv, env)
+
+  it('reads the issuer and scopes from flags or env, with mcp:write as the default write scope', () => {
+    const outcome = parse([
+      '--auth-issuer',
+      'https://auth.example.com',
+      '--auth-scopes',
+      'mcp:read,mcp:tools',
+    ])
+    if (outcome.kind !== 'config') throw new Error('expected a config')
+    expect(outcome.config.auth).toMatchObject({
+      issuer: 'https://auth.example.com',
+      scopes: ['mcp:read', 'mcp:tools'],
+      writeScope: 'mcp:write',
+    })
+    const fromEnv = parse([], {
+      MCP_AUTH_ISSUER: 'https://auth.example.com',
+      MCP_AUTH_WRITE_SCOPE: 'repo:write',
+    })
+    if (fromEnv.kind !== 'config') throw new Error('expected a config')
+    expect(fromEnv.config.auth).toMatchObject({
+      issuer: 'https://auth.example.com',
+      writeScope: 'repo:write',
+    })
+  })
+
+  it.each([
+    [['--auth-issuer', 'http://auth.example.com'], {}, /--auth-issuer: must be an https:\/\/ URL/],
+    [['--auth-issuer', 'not a url'], {}, /--auth-issuer.*must be a URL/],
+    [
+      ['--auth-issuer', 'https://auth.example.com', '--auth-token', 'x'.repeat(20)],
+      {},
+      /either a static --auth-token or --auth-issuer/,
+    ],
+    [['--auth-audience', 'api'], {}, /--auth-audience: it needs --auth-issuer/],
+    [['--auth-scopes', 'mcp:read'], {}, /--auth-scopes: it needs --auth-issuer/],
+    [
+      [
+        '--auth-issuer',
+        'https://auth.example.com',
+        '--auth-introspection-url',
+        'https://auth.example.com/introspect',
+      ],
+      {},
+      /MCP_AUTH_CLIENT_ID and MCP_AUTH_CLIENT_SECRET/,
+    ],
+    [
+      [
+        '--auth-issuer',
+        'https://auth.example.com',
+        '--auth-introspection-url',
+        'http://auth.example.com/introspect',
+      ],
+      INTROSPECTION_ENV,
+      /--auth-introspection-url: must be an https/,
+    ],
+    [
+      ['--auth-issuer', 'https://auth.example.com', '--auth-scopes', 'bad"scope'],
+      {},
+      /not a valid OAuth scope/,
+    ],
+  ])('refuses %j', (argv, env, message) => {
+    expect(() => parse(argv, env)).toThrow(ConfigError)
+    expect(() => parse(argv, env)).toThrow(message)
+  })
+
+  it('allows plain http for a loopback issuer', () => {
+    for (const issuer of ['http://127.0.0.1:9000', 'http://localhost:9000/realms/x', 'http://[::1]:9000']) {
+      expect(parse(['--auth-issuer', issuer]).kind).toBe('config')
+    }
+  })
+
+  it('redacts the introspection client secret', () => {
+    const outcome = parse(
+      ['--auth-issuer', 'https://a.example.com', '--auth-introspection-url', 'https://a.example.com/i'],
+      INTROSPECTION_ENV,
+    )
+    if (outcome.kind !== 'config') throw new Error('expected a config')
+    expect(outcome.secrets).toContain(INTROSPECTION_ENV.MCP_AUTH_CLIENT_SECRET)
+  })
+
+  it('lists the OAuth options in --help', () => {
+    const outcome = parse(['--help'])
+    if (outcome.kind !== 'help') throw new Error('expected help')
+    for (const flag of [
+      '--auth-issuer',
+      '--auth-resource',
+      '--auth-audience',
+      '--auth-scopes',
+      '--auth-write-scope',
+      '--auth-introspection-url',
+    ])
+      expect(outcome.text).toContain(flag)
+  })
+})
