@@ -150,8 +150,12 @@ export function svgIcon(svg: string, theme?: 'light' | 'dark'): Icon {
 
 /** A bearer credential presented on an HTTP request. */
 export interface RequestAuth {
-  /** The raw token, exactly as presented after `Bearer `. */
-  readonly token: string
+  /**
+   * The raw token, exactly as presented after `Bearer ` — without OAuth only. With OAuth
+   * (`--auth-issuer`) the token was issued for this server alone and must never be passed on to
+   * another service (MCP forbids token passthrough), so it is not handed to tools.
+   */
+  readonly token?: string
   /**
    * With OAuth (`--auth-issuer`), the verified token's subject (`sub`): who the caller is, for
    * audit logs and per-user behaviour. Undefined without OAuth (the token is then unverified).

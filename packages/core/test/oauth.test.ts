@@ -26,13 +26,19 @@ const whoami = defineTool({
   title: 'Who am I',
   description: 'The verified caller.',
   input: {},
-  output: { subject: z.string().optional(), clientId: z.string().optional(), scopes: z.array(z.string()) },
+  output: {
+    subject: z.string().optional(),
+    clientId: z.string().optional(),
+    scopes: z.array(z.string()),
+    tokenVisible: z.boolean(),
+  },
   annotations: { readOnlyHint: true, openWorldHint: false },
   run: (_input, { auth }) => ({
     data: {
       ...(auth?.subject ? { subject: auth.subject } : {}),
       ...(auth?.clientId ? { clientId: auth.clientId } : {}),
       scopes: [...(auth?.scopes ?? [])],
+      tokenVisible: auth?.token !== undefined,
     },
   }),
 })
@@ -220,7 +226,13 @@ describe('OAuth 2.1 resource server', () => {
       expect(tools.map((tool) => tool.name).sort()).toEqual(['add_note', 'whoami'])
       // The client asks for what the 401 challenge named: the scope every call needs, no more.
       const me = await mcp.callTool({ name: 'whoami', arguments: {} })
-      expect(me.structuredContent).toEqual({ subject: 'writer', clientId: 'writer', scopes: ['mcp:read'] })
+      // The access token is for this server alone: tools never see it, so none can pass it on.
+      expect(me.structuredContent).toEqual({
+        subject: 'writer',
+        clientId: 'writer',
+        scopes: ['mcp:read'],
+        tokenVisible: false,
+      })
       // A tool that writes gets a 403 naming the write scope; the client steps up and retries.
       const stored = await mcp.callTool({ name: 'add_note', arguments: { text: 'hello' } })
       expect(stored.isError).toBeFalsy()

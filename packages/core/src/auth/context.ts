@@ -18,14 +18,14 @@ export function verifiedExtra(authInfo: AuthInfo | undefined): VerifiedExtra | u
   return typeof extra?.issuer === 'string' ? (extra as VerifiedExtra) : undefined
 }
 
-/** The tool context's view of the request's credential: the raw token, plus who it is for when verified. */
+/** The tool context's view of the request's credential: the raw token without OAuth, who it is for with OAuth. */
 export function requestAuthOf(authInfo: { token?: string } | undefined): RequestAuth | undefined {
   if (!authInfo?.token) return undefined
   const verified = verifiedExtra(authInfo as AuthInfo)
   if (!verified) return { token: authInfo.token }
   const info = authInfo as AuthInfo
+  // The access token itself stays here: it is for this server only (no token passthrough).
   return {
-    token: info.token,
     subject: verified.subject,
     issuer: verified.issuer,
     clientId: info.clientId || undefined,
