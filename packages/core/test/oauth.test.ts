@@ -3,6 +3,9 @@ import {
   ClientCredentialsProvider,
   StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client'
+import { ClientCredentialsProvider as V1ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js'
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { importJWK, SignJWT } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigError, parseConfig } from '../src/config.js'
@@ -78,7 +81,7 @@ async function startServer(issuer: TestIssuer, extra: string[] = [], env: Record
   return { runtime, endpoint }
 }
 
-function sdkClient(endpoint: HttpEndpoint, issuer: TestIssuer, client: ClientName) {
+function sdkClient(endpoint: HttpEndpoint, issuer: TestIssuer, client: ClientName, era?: 'modern') {
   const provider = new ClientCredentialsProvider({
     clientId: client,
     clientSecret: CLIENTS[client].secret,
@@ -86,8 +89,24 @@ function sdkClient(endpoint: HttpEndpoint, issuer: TestIssuer, client: ClientNam
     expectedIssuer: issuer.url,
   })
   const transport = new StreamableHTTPClientTransport(new URL(endpoint.url), { authProvider: provider })
-  const mcp = new Client({ name: 'oauth-test', version: '1.0.0' })
+  const mcp = new Client(
+    { name: 'oauth-test', version: '1.0.0' },
+    era === 'modern' ? ({ versionNegotiation: { mode: { pin: '2026-07-28' } } } as never) : {},
+  )
   return { mcp, transport, provider }
+}
+
+/** The v1 SDK client (`@modelcontextprotocol/sdk` 1.x) with its own client-credentials provider. */
+function v1SdkClient(endpoint: HttpEndpoint, issuer: TestIssuer, client: ClientName) {
+  const provider = new V1ClientCredentialsProvider({
+    clientId: client,
+    clientSecret: CLIENTS[client].secret,
+    scope: CLIENTS[client].scope,
+    expectedIssuer: issuer.url,
+  })
+  const transport = new V1StreamableHTTPClientTransport(new URL(endpoint.url), { authProvider: provider })
+  const mcp = new V1Client({ name: 'oauth-test-v1', version: '1.0.0' })
+  return { mcp, transport }
 }
 
 const INITIALIZE = {
@@ -243,6 +262,35 @@ describe('OAuth 2.1 resource server', () => {
       await mcp.close()
     }
     expect(issuer.hits.get('/token')).toBeGreaterThan(1)
+  })
+
+  it('serves the SDK v2 client in the 2026-07-28 era (per request, no session) the same way', async () => {
+    const { mcp, transport } = sdkClient(endpoint, issuer, 'writer', 'modern')
+    await mcp.connect(transport)
+    try {
+      expect(transport.sessionId).toBeUndefined()
+      const me = await mcp.callTool({ name: 'whoami', arguments: {} })
+      expect(me.structuredContent).toMatchObject({ subject: 'writer', scopes: ['mcp:read'] })
+      const stored = await mcp.callTool({ name: 'add_note', arguments: { text: 'modern' } })
+      expect(stored.isError).toBeFalsy()
+      expect(deps.notes).toContain('writer: modern')
+    } finally {
+      await mcp.close()
+    }
+  })
+
+  it('serves the v1 SDK client (its own OAuth support) the same way', async () => {
+    const { mcp, transport } = v1SdkClient(endpoint, issuer, 'writer')
+    await mcp.connect(transport as never)
+    try {
+      const me = await mcp.callTool({ name: 'whoami', arguments: {} })
+      expect(me.structuredContent).toMatchObject({ subject: 'writer' })
+      const stored = await mcp.callTool({ name: 'add_note', arguments: { text: 'v1' } })
+      expect(stored.isError).toBeFalsy()
+      expect(deps.notes).toContain('writer: v1')
+    } finally {
+      await mcp.close()
+    }
   })
 
   it('lets a read-only token read, and refuses a tool that writes with 403 insufficient_scope', async () => {
@@ -421,6 +469,41 @@ describe('OAuth resource server, other settings', () => {
       expect((await post(endpoint, INITIALIZE, bearer(forUrn))).status).toBe(200)
       const forUrl = await issuer.token('writer')
       expect((await post(endpoint, INITIALIZE, bearer(forUrl))).status).toBe(401)
+    } finally {
+      await endpoint.close()
+    }
+  })
+
+  it('verifies tokens and the write scope in --stateless mode too', async () => {
+    const { endpoint, runtime } = await startServer(issuer, ['--stateless', '--auth-scopes', 'mcp:read'])
+    try {
+      issuer.resource = endpoint.url
+      const { mcp, transport } = sdkClient(endpoint, issuer, 'writer')
+      await mcp.connect(transport)
+      try {
+        const me = await mcp.callTool({ name: 'whoami', arguments: {} })
+        expect(me.structuredContent).toMatchObject({ subject: 'writer' })
+        expect(
+          (await mcp.callTool({ name: 'add_note', arguments: { text: 'stateless' } })).isError,
+        ).toBeFalsy()
+      } finally {
+        await mcp.close()
+      }
+      expect(runtime.deps.notes).toEqual(['writer: stateless'])
+      const reader = await issuer.token('reader')
+      const write = await post(
+        endpoint,
+        {
+          jsonrpc: '2.0',
+          id: 3,
+          method: 'tools/call',
+          params: { name: 'add_note', arguments: { text: 'x' } },
+        },
+        bearer(reader),
+      )
+      expect(write.status).toBe(403)
+      expect(challengeOf(write.headers)).toContain('error="insufficient_scope"')
+      expect(runtime.deps.notes).toEqual(['writer: stateless'])
     } finally {
       await endpoint.close()
     }
