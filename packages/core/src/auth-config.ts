@@ -150,3 +150,18 @@ export function authConfigProblem(auth: AuthConfig, staticToken: string | undefi
     return 'Invalid --auth-introspection-url: set MCP_AUTH_CLIENT_ID and MCP_AUTH_CLIENT_SECRET for it'
   return undefined
 }
+
+/** Auth settings that work but are probably not what was meant. */
+export function authConfigWarnings(auth: AuthConfig, transport: string, host: string): string[] {
+  if (!auth.issuer) return []
+  if (transport !== 'http')
+    return ['--auth-issuer applies to --transport http only; stdio is not authenticated']
+  if (
+    auth.resource === undefined &&
+    !loopbackUrl(new URL(`http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}`))
+  )
+    return [
+      `--auth-issuer without --auth-resource: clients are told the resource is http://${host}:<port>/mcp; set --auth-resource to the public URL`,
+    ]
+  return []
+}

@@ -1,6 +1,13 @@
 import { parseArgs } from 'node:util'
 import { z } from 'zod'
-import { AUTH_ENV, AUTH_FLAGS, type AuthConfig, authConfigProblem, authShape } from './auth-config.js'
+import {
+  AUTH_ENV,
+  AUTH_FLAGS,
+  type AuthConfig,
+  authConfigProblem,
+  authConfigWarnings,
+  authShape,
+} from './auth-config.js'
 import { type LogLevel, parseLogLevel } from './logger.js'
 
 /** One server-specific option: a flag and/or env vars, validated by a zod schema. */
@@ -347,6 +354,7 @@ export function parseConfig<C>(
   const auth = parseAuth(values, env, secrets)
   const authProblem = authConfigProblem(auth, common.data.authToken)
   if (authProblem) throw new ConfigError(authProblem)
+  warnings.push(...authConfigWarnings(auth, common.data.transport, common.data.host))
   let logLevel: LogLevel = 'info'
   if (common.data.logLevel !== undefined) {
     const level = parseLogLevel(common.data.logLevel)

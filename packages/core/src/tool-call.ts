@@ -4,7 +4,7 @@ import {
   ProtocolError,
   ProtocolErrorCode,
 } from '@modelcontextprotocol/server'
-import { lacksWriteScope, requestAuthOf } from './auth/context.js'
+import { assertWriteScope, requestAuthOf } from './auth/context.js'
 import { InputNeeded, modernClientAccess, requestStateCodec, servesModernEra } from './client-access.js'
 import type { AnyTool, ClientAccess, ContentBlock, ToolContext } from './define.js'
 import { errorReference, formatToolError, isAbortError, ToolError } from './errors.js'
@@ -91,20 +91,9 @@ function unknownTool(runtime: Runtime<unknown, unknown>, name: string): Protocol
   )
 }
 
-function validateCall(
-  runtime: Runtime<unknown, unknown>,
-  name: string,
-  raw: unknown,
-  ctx: CallRequestContext,
-): ValidatedCall {
+function validateCall(runtime: Runtime<unknown, unknown>, name: string, raw: unknown): ValidatedCall {
   const tool = runtime.tools.find((candidate) => candidate.name === name)
   if (!tool) throw unknownTool(runtime, name)
-  if (lacksWriteScope(runtime.config.auth, tool, ctx.http)) {
-    throw new ProtocolError(
-      ProtocolErrorCode.InvalidRequest,
-      `Tool ${name} writes: the access token needs the ${runtime.config.auth.writeScope} scope`,
-    )
-  }
   const plan = planFor(tool)
   const parsed = plan.schema.safeParse(raw ?? {})
   if (!parsed.success) {
@@ -319,12 +308,8 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
 
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const name = request.params.name
-    const call = validateCall(
-      runtime as Runtime<unknown, unknown>,
-      name,
-      request.params.arguments,
-      ctx as CallRequestContext,
-    )
+    const call = validateCall(runtime as Runtime<unknown, unknown>, name, request.params.arguments)
+    assertWriteScope(runtime.config.auth, call.tool, (ctx as CallRequestContext).http)
     const modern = servesModernEra(server)
     if (tasks && !modern && call.tool.taskSupport === 'required') {
       throw new ProtocolError(
@@ -378,7 +363,8 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         'Invalid tools/call request: task must be { ttl?: number }',
       )
     }
-    const call = validateCall(runtime as Runtime<unknown, unknown>, params.name, params.arguments, ctx)
+    const call = validateCall(runtime as Runtime<unknown, unknown>, params.name, params.arguments)
+    assertWriteScope(runtime.config.auth, call.tool, ctx.http)
     if (!call.tool.taskSupport) {
       throw new ProtocolError(
         ProtocolErrorCode.MethodNotFound,

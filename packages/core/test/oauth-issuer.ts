@@ -80,10 +80,13 @@ function provider(issuer: string, key: JWK, state: { resource: string }): Provid
   return instance
 }
 
-/** Starts the issuer on a free loopback port. */
-export async function startIssuer(): Promise<TestIssuer> {
+/** Starts the issuer on a loopback port (a free one unless given). */
+export async function startIssuer(port = 0): Promise<TestIssuer> {
   const server: Server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, '127.0.0.1', resolve)
+  })
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   const state = { resource: 'http://127.0.0.1:1/unset' }
   let key = await signingKey('key-1')

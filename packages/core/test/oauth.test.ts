@@ -8,6 +8,8 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { importJWK, SignJWT } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { assertWriteScope, lacksWriteScope } from '../src/auth/context.js'
+import { metadataUrls } from '../src/auth/discovery.js'
 import { ConfigError, parseConfig } from '../src/config.js'
 import { type HttpEndpoint, serveHttp } from '../src/http.js'
 import { defineServer, toolFactory, z } from '../src/index.js'
@@ -528,21 +530,33 @@ describe('OAuth resource server, other settings', () => {
     }
   })
 
-  it('answers 503 with Retry-After while the issuer is unreachable, and still challenges a request without a token', async () => {
+  it('answers 503 with Retry-After while the issuer is unreachable, and recovers once it is back', async () => {
     const gone = await startIssuer()
-    const url = gone.url
+    const port = Number(new URL(gone.url).port)
     await gone.close()
-    const { endpoint } = await startServer({ ...gone, url } as TestIssuer)
+    const { endpoint } = await startServer(gone)
+    let back: TestIssuer | undefined
     try {
       const response = await post(endpoint, INITIALIZE, bearer(await forge(issuer, {})))
       expect(response.status).toBe(503)
       expect(response.headers.get('retry-after')).toBe('5')
       // Without a token nothing is fetched: the challenge still goes out.
       expect((await post(endpoint, INITIALIZE)).status).toBe(401)
+      back = await startIssuer(port)
+      back.resource = endpoint.url
+      const token = await back.token('writer')
+      // The server retries discovery at most every 5 s: poll (bounded) until it has.
+      let status = 0
+      for (let attempt = 0; attempt < 40 && status !== 200; attempt++) {
+        status = (await post(endpoint, INITIALIZE, bearer(token))).status
+        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 500))
+      }
+      expect(status).toBe(200)
     } finally {
       await endpoint.close()
+      await back?.close()
     }
-  })
+  }, 30_000)
 })
 
 describe('OAuth configuration', () => {
@@ -640,5 +654,83 @@ describe('OAuth configuration', () => {
       '--auth-introspection-url',
     ])
       expect(outcome.text).toContain(flag)
+  })
+})
+
+describe('the write-scope rule where a call is served', () => {
+  const auth = {
+    issuer: 'https://a.example.com',
+    resource: undefined,
+    audience: undefined,
+    scopes: [],
+    writeScope: 'mcp:write',
+    introspectionUrl: undefined,
+    clientId: undefined,
+    clientSecret: undefined,
+  }
+  const writer = { name: 'add_note', annotations: { readOnlyHint: false } }
+  const reader = { name: 'whoami', annotations: { readOnlyHint: true } }
+  const unannotated = { name: 'legacy', annotations: {} }
+
+  it.each([
+    ['a read-only tool, any token', reader, { authInfo: { scopes: [] } }, false],
+    ['a tool that writes, with the write scope', writer, { authInfo: { scopes: ['mcp:write'] } }, false],
+    ['a tool that writes, without it', writer, { authInfo: { scopes: ['mcp:read'] } }, true],
+    [
+      'a tool without readOnlyHint counts as writing',
+      unannotated,
+      { authInfo: { scopes: ['mcp:read'] } },
+      true,
+    ],
+    ['no HTTP request (stdio, in memory): not checked', writer, undefined, false],
+  ])('%s', (_label, tool, http, refused) => {
+    expect(lacksWriteScope(auth, tool, http)).toBe(refused)
+    if (refused) expect(() => assertWriteScope(auth, tool, http)).toThrow(/needs the mcp:write scope/)
+    else expect(() => assertWriteScope(auth, tool, http)).not.toThrow()
+  })
+
+  it('does nothing without an issuer', () => {
+    expect(lacksWriteScope({ ...auth, issuer: undefined }, writer, { authInfo: { scopes: [] } })).toBe(false)
+  })
+})
+
+function source() {
+  return { name: 'demo', description: 'demo', version: '1.0.0' }
+}
+
+describe('OAuth configuration warnings', () => {
+  const warnings = (argv: string[]) => {
+    const outcome = parseConfig(source(), argv, {})
+    if (outcome.kind !== 'config') throw new Error('expected a config')
+    return outcome.warnings
+  }
+
+  it('warns that stdio is not authenticated', () => {
+    expect(warnings(['--auth-issuer', 'https://a.example.com'])).toEqual([
+      expect.stringContaining('applies to --transport http only'),
+    ])
+  })
+
+  it('warns when a non-loopback bind has no --auth-resource, and not otherwise', () => {
+    const base = ['--transport', 'http', '--auth-issuer', 'https://a.example.com']
+    expect(warnings([...base, '--host', '0.0.0.0'])).toEqual([expect.stringContaining('set --auth-resource')])
+    expect(
+      warnings([...base, '--host', '0.0.0.0', '--auth-resource', 'https://mcp.example.com/mcp']),
+    ).toEqual([])
+    expect(warnings(base)).toEqual([])
+  })
+})
+
+describe('issuer metadata locations', () => {
+  it('tries RFC 8414 first, then OpenID discovery, with the path of the issuer', () => {
+    expect(metadataUrls('https://auth.example.com')).toEqual([
+      'https://auth.example.com/.well-known/oauth-authorization-server',
+      'https://auth.example.com/.well-known/openid-configuration',
+    ])
+    expect(metadataUrls('https://auth.example.com/realms/mcp/')).toEqual([
+      'https://auth.example.com/.well-known/oauth-authorization-server/realms/mcp',
+      'https://auth.example.com/.well-known/openid-configuration/realms/mcp',
+      'https://auth.example.com/realms/mcp/.well-known/openid-configuration',
+    ])
   })
 })

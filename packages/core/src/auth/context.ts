@@ -1,9 +1,10 @@
-import type { AuthInfo } from '@modelcontextprotocol/server'
+import { type AuthInfo, ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server'
 import type { AuthConfig } from '../auth-config.js'
 import type { RequestAuth } from '../define.js'
 
-// What a tool call sees of the request's credential. Imports types only: the tool-call path loads
-// nothing of the OAuth verifier (jose, discovery) through this file.
+// What a tool call sees of the request's credential, and the write-scope rule where a call is
+// served. Nothing of the OAuth verifier (jose, discovery) is imported here: the tool-call path
+// loads none of it.
 
 /** What a verified token says about its bearer (kept on `AuthInfo.extra` by the verifier). */
 export interface VerifiedExtra {
@@ -45,4 +46,17 @@ export function lacksWriteScope(
 ): boolean {
   if (!auth.issuer || !http || tool.annotations.readOnlyHint === true) return false
   return !http.authInfo?.scopes?.includes(auth.writeScope)
+}
+
+/** Throws the JSON-RPC error for a call {@link lacksWriteScope} refuses. */
+export function assertWriteScope(
+  auth: AuthConfig,
+  tool: { name: string; annotations: { readOnlyHint?: boolean } },
+  http: { authInfo?: { scopes?: string[] } } | undefined,
+): void {
+  if (!lacksWriteScope(auth, tool, http)) return
+  throw new ProtocolError(
+    ProtocolErrorCode.InvalidRequest,
+    `Tool ${tool.name} writes: the access token needs the ${auth.writeScope} scope`,
+  )
 }

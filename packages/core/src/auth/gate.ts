@@ -50,6 +50,15 @@ export interface AuthGateOptions {
 }
 
 const RETRY_DISCOVERY_MS = 5000
+
+function secureOrLoopback(value: string): boolean {
+  const url = new URL(value)
+  if (url.protocol === 'https:') return true
+  const host = url.hostname.replace(/^\[|\]$/g, '')
+  return (
+    url.protocol === 'http:' && (host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host))
+  )
+}
 const METADATA_PREFIX = '/.well-known/oauth-protected-resource'
 
 async function answerOf(response: Response): Promise<GateAnswer> {
@@ -114,6 +123,9 @@ export function createAuthGate(options: AuthGateOptions): AuthGate {
 
   async function buildVerifier(): Promise<OAuthTokenVerifier> {
     const metadata: IssuerMetadata = await discoverIssuer(auth.issuer)
+    // Keys and introspection answers decide who gets in: they travel over TLS, except on loopback.
+    if (metadata.jwks_uri && !secureOrLoopback(metadata.jwks_uri))
+      throw new Error(`the issuer's jwks_uri ${metadata.jwks_uri} is not https`)
     const { resource } = settings()
     const common = {
       issuer: metadata.issuer,
