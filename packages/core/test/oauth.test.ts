@@ -396,6 +396,10 @@ describe('OAuth 2.1 resource server', () => {
       },
     ],
     ['opaque and unknown to the issuer', async () => 'opaque-token-the-issuer-never-issued'],
+    [
+      'opaque, active, but for another resource (introspection names its audience)',
+      async () => issuer.token('opaque-writer', { resource: 'http://127.0.0.1:1/other' }),
+    ],
   ])('refuses a %s token with 401 invalid_token', async (_label, make) => {
     const token = await make()
     const response = await post(endpoint, INITIALIZE, bearer(token))

@@ -107,18 +107,33 @@ export function createAuthGate(options: AuthGateOptions): AuthGate {
     return resolved
   }
 
-  let verifier: Promise<OAuthTokenVerifier> | undefined
+  // The SDK's bearer gate around the verifier, built once the issuer's metadata is in; after a
+  // failed discovery it is tried again on a request at most every RETRY_DISCOVERY_MS.
+  let bearerGate: Promise<(request: Request) => Promise<AuthInfo | Response>> | undefined
   let failedAt = 0
-  const verifierFor = (): Promise<OAuthTokenVerifier> => {
-    if (verifier) return verifier
+  const bearerGateFor = () => {
+    if (bearerGate) return bearerGate
     if (Date.now() - failedAt < RETRY_DISCOVERY_MS)
       return Promise.reject(new Error('the authorization server was unreachable moments ago'))
-    verifier = buildVerifier().catch((error: unknown) => {
-      failedAt = Date.now()
-      verifier = undefined
-      throw error
-    })
-    return verifier
+    const { resource, metadataUrl } = settings()
+    bearerGate = buildVerifier().then(
+      (verifier) =>
+        requireBearerAuth({
+          verifier,
+          requiredScopes: auth.scopes,
+          resourceMetadataUrl: metadataUrl,
+          expectedResource: resource,
+        }),
+      (error: unknown) => {
+        logger.error('OAuth: the authorization server metadata is unavailable; retrying on later requests', {
+          error,
+        })
+        failedAt = Date.now()
+        bearerGate = undefined
+        throw error
+      },
+    )
+    return bearerGate
   }
 
   async function buildVerifier(): Promise<OAuthTokenVerifier> {
@@ -196,23 +211,16 @@ export function createAuthGate(options: AuthGateOptions): AuthGate {
           ),
         )
       }
-      let verify: OAuthTokenVerifier
+      let gate: Awaited<ReturnType<typeof bearerGateFor>>
       try {
-        verify = await verifierFor()
-      } catch (error) {
-        logger.error('OAuth: the authorization server metadata is unavailable', { error })
+        gate = await bearerGateFor()
+      } catch {
         return json(
           503,
           { error: 'temporarily_unavailable', error_description: 'The authorization server is unreachable' },
           { 'retry-after': '5' },
         )
       }
-      const gate = requireBearerAuth({
-        verifier: verify,
-        requiredScopes: auth.scopes,
-        resourceMetadataUrl: metadataUrl,
-        expectedResource: resource,
-      })
       // The SDK's gate reads the one header it needs; the rest of the request stays with Node.
       const outcome = await gate(
         new Request(resource, { headers: { authorization: header.replace(/^bearer\s+/i, 'Bearer ') } }),
