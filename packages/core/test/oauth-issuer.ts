@@ -21,6 +21,12 @@ export const CLIENTS = {
 
 export type ClientName = keyof typeof CLIENTS
 
+/** A public client for the authorization-code flow with PKCE (a user signs in). */
+export const BROWSER_CLIENT = { id: 'browser-app', redirectUri: 'http://127.0.0.1:1/callback' }
+
+/** The user the scripted sign-in signs in as. */
+export const USER = 'alice'
+
 export interface TestIssuer {
   /** `http://127.0.0.1:<port>` */
   url: string
@@ -45,17 +51,31 @@ async function signingKey(kid: string): Promise<JWK> {
 function provider(issuer: string, key: JWK, state: { resource: string }): Provider {
   const instance = new Provider(issuer, {
     jwks: { keys: [key] },
-    clients: Object.entries(CLIENTS).map(([id, client]) => ({
-      client_id: id,
-      client_secret: client.secret,
-      grant_types: ['client_credentials'],
-      redirect_uris: [],
-      response_types: [],
-      ...(client.scope ? { scope: client.scope } : {}),
-    })),
+    clients: [
+      ...Object.entries(CLIENTS).map(([id, client]) => ({
+        client_id: id,
+        client_secret: client.secret,
+        grant_types: ['client_credentials'],
+        redirect_uris: [],
+        response_types: [],
+        ...(client.scope ? { scope: client.scope } : {}),
+      })),
+      {
+        client_id: BROWSER_CLIENT.id,
+        token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code'],
+        redirect_uris: [BROWSER_CLIENT.redirectUri],
+        response_types: ['code'],
+        scope: 'openid mcp:read mcp:write',
+      },
+    ],
+    // Sign-in and consent pages: the test's own (see `signIn`), answered without a human.
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+    pkce: { required: () => true },
     scopes: SCOPES,
     features: {
       devInteractions: { enabled: false },
+      // The issuer's own dev pages stay off; `/interaction/:uid` below signs the user in.
       clientCredentials: { enabled: true },
       // Only the resource server may introspect, and it may introspect any token issued for it.
       introspection: {
@@ -80,6 +100,43 @@ function provider(issuer: string, key: JWK, state: { resource: string }): Provid
   return instance
 }
 
+/**
+ * The sign-in and consent step, as a user would complete it: `alice` signs in and grants the
+ * scopes and the resource the client asked for. oidc-provider then redirects to the client.
+ */
+async function signIn(
+  instance: Provider,
+  req: Parameters<Provider['interactionDetails']>[0],
+  res: Parameters<Provider['interactionDetails']>[1],
+  state: { resource: string },
+): Promise<void> {
+  const details = await instance.interactionDetails(req, res)
+  const clientId = details.params.client_id as string
+  const grant = details.grantId
+    ? ((await instance.Grant.find(details.grantId)) ?? new instance.Grant({ accountId: USER, clientId }))
+    : new instance.Grant({ accountId: USER, clientId })
+  // Consent to what the issuer says is missing, and to the asked scopes on the asked resource.
+  const missing = details.prompt.details as {
+    missingOIDCScope?: string[]
+    missingResourceScopes?: Record<string, string[]>
+  }
+  if (missing.missingOIDCScope?.length) grant.addOIDCScope(missing.missingOIDCScope.join(' '))
+  for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {}))
+    grant.addResourceScope(indicator, scopes.join(' '))
+  const asked = String(details.params.scope ?? '')
+    .split(' ')
+    .filter((scope) => SCOPES.includes(scope))
+  const resource = (details.params.resource as string | undefined) ?? state.resource
+  if (asked.length) grant.addResourceScope(resource, asked.join(' '))
+  const grantId = await grant.save()
+  await instance.interactionFinished(
+    req,
+    res,
+    { login: { accountId: USER }, consent: { grantId } },
+    { mergeWithLastSubmission: false },
+  )
+}
+
 /** Starts the issuer on a loopback port (a free one unless given). */
 export async function startIssuer(port = 0): Promise<TestIssuer> {
   const server: Server = createServer()
@@ -96,6 +153,12 @@ export async function startIssuer(port = 0): Promise<TestIssuer> {
   server.on('request', (req, res) => {
     const path = new URL(req.url ?? '/', url).pathname
     hits.set(path, (hits.get(path) ?? 0) + 1)
+    if (path.startsWith('/interaction/')) {
+      signIn(current, req, res, state).catch((error: unknown) => {
+        res.writeHead(500).end(String(error))
+      })
+      return
+    }
     current.callback()(req, res)
   })
   return {

@@ -1,7 +1,9 @@
 import {
   Client,
   ClientCredentialsProvider,
+  type OAuthClientProvider,
   StreamableHTTPClientTransport,
+  UnauthorizedError,
 } from '@modelcontextprotocol/client'
 import { ClientCredentialsProvider as V1ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js'
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js'
@@ -14,7 +16,14 @@ import { ConfigError, parseConfig } from '../src/config.js'
 import { type HttpEndpoint, serveHttp } from '../src/http.js'
 import { defineServer, toolFactory, z } from '../src/index.js'
 import { prepare } from '../src/run.js'
-import { CLIENTS, type ClientName, startIssuer, type TestIssuer } from './oauth-issuer.js'
+import {
+  BROWSER_CLIENT,
+  CLIENTS,
+  type ClientName,
+  startIssuer,
+  type TestIssuer,
+  USER,
+} from './oauth-issuer.js'
 
 // OAuth 2.1 resource server end to end: a real authorization server (oidc-provider) on loopback,
 // the MCP server in front of it, the SDK v2 client's own OAuth support, and raw requests for the
@@ -109,6 +118,65 @@ function v1SdkClient(endpoint: HttpEndpoint, issuer: TestIssuer, client: ClientN
   const transport = new V1StreamableHTTPClientTransport(new URL(endpoint.url), { authProvider: provider })
   const mcp = new V1Client({ name: 'oauth-test-v1', version: '1.0.0' })
   return { mcp, transport }
+}
+
+/** An in-memory OAuthClientProvider for a public client: what a desktop or web app keeps. */
+function browserAppProvider() {
+  const stored: { tokens?: unknown; verifier?: string; authorizationUrl?: URL } = {}
+  const provider: OAuthClientProvider = {
+    get redirectUrl() {
+      return BROWSER_CLIENT.redirectUri
+    },
+    get clientMetadata() {
+      return {
+        client_name: 'Browser app',
+        redirect_uris: [BROWSER_CLIENT.redirectUri],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      }
+    },
+    clientInformation: () => ({ client_id: BROWSER_CLIENT.id }),
+    tokens: () => stored.tokens as never,
+    saveTokens: (tokens) => {
+      stored.tokens = tokens
+    },
+    redirectToAuthorization: (url) => {
+      stored.authorizationUrl = url
+    },
+    saveCodeVerifier: (verifier) => {
+      stored.verifier = verifier
+    },
+    codeVerifier: () => stored.verifier ?? '',
+  }
+  return { provider, stored }
+}
+
+/**
+ * The user agent's part: follows the issuer's redirects (with its cookies) from the authorization
+ * URL through sign-in and consent to the client's redirect URI, and returns the callback's query.
+ */
+async function userAgent(authorizationUrl: URL): Promise<URLSearchParams> {
+  const cookies = new Map<string, string>()
+  let next = authorizationUrl.href
+  for (let hop = 0; hop < 20; hop++) {
+    if (next.startsWith(BROWSER_CLIENT.redirectUri)) return new URL(next).searchParams
+    const response = await fetch(next, {
+      redirect: 'manual',
+      headers: { cookie: [...cookies].map(([name, value]) => `${name}=${value}`).join('; ') },
+    })
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(';')
+      const at = (pair ?? '').indexOf('=')
+      if (at > 0) cookies.set((pair as string).slice(0, at), (pair as string).slice(at + 1))
+    }
+    const location = response.headers.get('location')
+    if (!location)
+      throw new Error(`the issuer stopped at ${next} with ${response.status}: ${await response.text()}`)
+    await response.body?.cancel()
+    next = new URL(location, next).href
+  }
+  throw new Error('too many redirects')
 }
 
 const INITIALIZE = {
@@ -264,6 +332,42 @@ describe('OAuth 2.1 resource server', () => {
       await mcp.close()
     }
     expect(issuer.hits.get('/token')).toBeGreaterThan(1)
+  })
+
+  it('lets a user sign in with the authorization-code flow (PKCE) and act as themselves', async () => {
+    const { provider, stored } = browserAppProvider()
+    const mcp = new Client({ name: 'browser-app', version: '1.0.0' })
+    const first = new StreamableHTTPClientTransport(new URL(endpoint.url), { authProvider: provider })
+    // No token yet: the client discovers the issuer and sends the user to sign in.
+    await expect(mcp.connect(first)).rejects.toBeInstanceOf(UnauthorizedError)
+    const authorizationUrl = stored.authorizationUrl as URL
+    expect(authorizationUrl.origin).toBe(issuer.url)
+    expect(authorizationUrl.searchParams.get('resource')).toBe(endpoint.url)
+    expect(authorizationUrl.searchParams.get('code_challenge_method')).toBe('S256')
+    const callback = await userAgent(authorizationUrl)
+    await first.finishAuth(callback)
+    const transport = new StreamableHTTPClientTransport(new URL(endpoint.url), { authProvider: provider })
+    await mcp.connect(transport)
+    try {
+      const me = await mcp.callTool({ name: 'whoami', arguments: {} })
+      expect(me.structuredContent).toMatchObject({
+        subject: USER,
+        clientId: BROWSER_CLIENT.id,
+        scopes: ['mcp:read'],
+      })
+      // Writing needs mcp:write: the 403 sends the user back to consent to it (step-up).
+      await expect(
+        mcp.callTool({ name: 'add_note', arguments: { text: 'signed in' } }),
+      ).rejects.toBeInstanceOf(UnauthorizedError)
+      const stepUp = stored.authorizationUrl as URL
+      expect(stepUp.searchParams.get('scope')?.split(' ').sort()).toEqual(['mcp:read', 'mcp:write'])
+      await transport.finishAuth(await userAgent(stepUp))
+      const written = await mcp.callTool({ name: 'add_note', arguments: { text: 'signed in' } })
+      expect(written.isError).toBeFalsy()
+      expect(deps.notes).toContain(`${USER}: signed in`)
+    } finally {
+      await mcp.close()
+    }
   })
 
   it('serves the SDK v2 client in the 2026-07-28 era (per request, no session) the same way', async () => {
