@@ -91,9 +91,7 @@ export function createAuthGate(options: AuthGateOptions): AuthGate {
       // Only the issuer is read from it; the full metadata is fetched when tokens are verified.
       oauthMetadata: { issuer: auth.issuer } as OAuthMetadata,
       resourceServerUrl: resource,
-      ...(auth.scopes.length || auth.writeScope
-        ? { scopesSupported: [...new Set([...auth.scopes, auth.writeScope])] }
-        : {}),
+      scopesSupported: [...new Set([...auth.scopes, auth.writeScope])],
       // The config check already requires HTTPS except on loopback (including ::1 and 127.0.0.0/8).
       dangerouslyAllowInsecureIssuerUrl: true,
     })
