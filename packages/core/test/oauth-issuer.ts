@@ -50,6 +50,7 @@ async function signingKey(kid: string): Promise<JWK> {
 
 function provider(issuer: string, key: JWK, state: { resource: string }): Provider {
   const instance = new Provider(issuer, {
+    cookies: { keys: ['test-cookie-signing-key'] },
     jwks: { keys: [key] },
     clients: [
       ...Object.entries(CLIENTS).map(([id, client]) => ({
