@@ -185,6 +185,12 @@ export function createServer(tuning: ClientTuning = {}) {
             'Put an authenticating proxy in front instead.',
         )
       }
+      if (fromRequest && config.auth.issuer) {
+        throw new ConfigError(
+          '--token-from-request cannot be combined with --auth-issuer: with OAuth the bearer is an access token for this server, ' +
+            'never a GitHub token (MCP forbids passing it on). Run without --token-from-request and give the server its own GITHUB_TOKEN.',
+        )
+      }
       const token = config.options.token
       addSecret(token)
       if (fromRequest && token) {

@@ -280,6 +280,17 @@ describe('--token-from-request', () => {
       }),
     ).rejects.toThrow('--token-from-request cannot be combined with --auth-token')
   })
+
+  it('is refused with --auth-issuer: an OAuth access token is never passed on to GitHub', async () => {
+    const logger = createLogger({ level: 'silent' }, {})
+    await expect(
+      prepare(fastServer, {
+        argv: ['--transport', 'http', '--token-from-request', '--auth-issuer', 'http://127.0.0.1:9/'],
+        env: {},
+        logger,
+      }),
+    ).rejects.toThrow('--token-from-request cannot be combined with --auth-issuer')
+  })
 })
 
 describe('--api-url', () => {
