@@ -69,16 +69,22 @@ function compactInput(node: unknown): unknown {
   return out
 }
 
-/** A description that only repeats the argument's name (`per_page`: "Per page") says nothing. */
+/**
+ * A description that only repeats the argument's name, or its last words (`per_page`: "Per page",
+ * `merge_method`: "Method", `include_patch`: "Include patches"), says nothing the name does not.
+ */
 function withoutEcho(name: string, schema: unknown): unknown {
   if (!isNode(schema) || typeof schema.description !== 'string') return schema
   const words = (text: string) =>
     text
       .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-      .replace(/[_\s.]+/g, ' ')
-      .trim()
       .toLowerCase()
-  if (words(schema.description) !== words(name)) return schema
+      .split(/[^a-z0-9]+/)
+      .filter(Boolean)
+      .map((word) => word.replace(/(es|s)$/, ''))
+  const said = words(schema.description)
+  const named = words(name)
+  if (!said.length || said.join(' ') !== named.slice(-said.length).join(' ')) return schema
   const { description: _, ...rest } = schema
   return rest
 }
@@ -113,7 +119,9 @@ function compactOutput(node: unknown): unknown {
   const out: Node = {}
   for (const [key, value] of Object.entries(mapSchema(node, compactOutput))) {
     if (!OUTPUT_KEYWORDS.has(key)) continue
-    if (key === 'additionalProperties' && !isNode(value)) continue
+    // `additionalProperties: {}` (a loose object) allows what an absent keyword allows.
+    if (key === 'additionalProperties' && (!isNode(value) || !Object.keys(value).length)) continue
+    if (key === 'properties' && isNode(value) && !Object.keys(value).length) continue
     out[key] = value
   }
   return simplify(out)

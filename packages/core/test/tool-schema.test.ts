@@ -17,6 +17,9 @@ const rich = defineTool({
     description: z.string().optional().describe('A property named description stays'),
     per_page: z.number().int().min(1).max(100).default(30).describe('Per page'),
     count: z.number().int().describe('How many'),
+    merge_method: z.enum(['merge', 'squash']).optional().describe('Method'),
+    include_patch: z.boolean().optional().describe('Include patches.'),
+    head_sha: z.string().optional().describe('Head'),
     state: status.default('open').describe('Filter'),
     when: z.string().regex(/^\d+$/).optional().describe('Digits'),
   },
@@ -31,6 +34,8 @@ const rich = defineTool({
     note: z.string().max(10).default('none'),
     anything: z.unknown(),
     description: z.string().nullable(),
+    extra: z.array(z.looseObject({ id: z.number() })),
+    bag: z.looseObject({}),
   },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   run: ({ count }) => ({
@@ -44,6 +49,8 @@ const rich = defineTool({
       ...(count > 1 ? { when: '2026-01-02T03:04:05Z' } : {}),
       anything: [1, 'two'],
       description: count > 1 ? 'text' : null,
+      extra: [{ id: 1, more: 'kept' }],
+      bag: { any: ['thing'] },
     },
   }),
 })
@@ -87,8 +94,25 @@ describe('tools/list schemas', () => {
         note: { type: 'string' },
         anything: {},
         description: { type: ['string', 'null'] },
+        extra: {
+          type: 'array',
+          items: { type: 'object', properties: { id: { type: 'number' } }, required: ['id'] },
+        },
+        bag: { type: 'object' },
       },
-      required: ['id', 'state', 'reason', 'author', 'people', 'labels', 'note', 'anything', 'description'],
+      required: [
+        'id',
+        'state',
+        'reason',
+        'author',
+        'people',
+        'labels',
+        'note',
+        'anything',
+        'description',
+        'extra',
+        'bag',
+      ],
     })
   })
 
@@ -99,6 +123,9 @@ describe('tools/list schemas', () => {
         description: { type: 'string', description: 'A property named description stays' },
         per_page: { type: 'integer', minimum: 1, maximum: 100, default: 30 },
         count: { type: 'integer', description: 'How many' },
+        merge_method: { enum: ['merge', 'squash'] },
+        include_patch: { type: 'boolean' },
+        head_sha: { type: 'string', description: 'Head' },
         state: { enum: ['open', 'closed'], default: 'open', description: 'Filter' },
         when: { type: 'string', pattern: '^\\d+$', description: 'Digits' },
       },
@@ -144,7 +171,12 @@ describe.each([
       expect(tools[0]?.outputSchema).toEqual(planFor(rich).listed.outputSchema)
       const result = await connection.client.callTool({ name: 'get_rich', arguments: { count } })
       expect(result.isError).toBeFalsy()
-      expect(result.structuredContent).toMatchObject({ id: count, note: 'none', labels: { bug: 2 } })
+      expect(result.structuredContent).toMatchObject({
+        id: count,
+        note: 'none',
+        labels: { bug: 2 },
+        extra: [{ id: 1, more: 'kept' }],
+      })
     },
   )
 })

@@ -2,8 +2,11 @@ import { ToolError, z } from '@keel-mcp/core'
 import { clean, type Octokit } from '../lib/index.js'
 import {
   defineTool,
+  entry,
   github,
+  list,
   listed,
+  more,
   number,
   page,
   pageInfo,
@@ -32,6 +35,7 @@ export const listWorkflowRuns = defineTool({
     page,
     per_page: perPage,
   },
+  output: { runs: list(), ...more },
   annotations: read,
   async run(
     { repo: { owner, repo }, workflow, branch, status, event, page, per_page },
@@ -96,6 +100,7 @@ export const getWorkflowRun = defineTool({
   description: 'One Actions run with jobs and failed steps.',
   toolset,
   input: { repo, run_id: runId },
+  output: { run: entry(), jobs: list() },
   annotations: read,
   async run({ repo: { owner, repo }, run_id }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -153,6 +158,7 @@ export const getJobLogs = defineTool({
     failed_only: z.boolean().default(true).describe('Failed jobs only'),
     tail_lines: z.number().int().min(1).max(5000).default(150).describe('Lines per job'),
   },
+  output: { logs: list() },
   annotations: read,
   async run({ repo: { owner, repo }, run_id, job_id, failed_only, tail_lines }, { deps, auth, signal }) {
     if ((run_id === undefined) === (job_id === undefined)) {

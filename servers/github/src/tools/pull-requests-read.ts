@@ -3,10 +3,12 @@ import { clean, WITHHELD } from '../lib/index.js'
 import {
   cap,
   defineTool,
+  entry,
   github,
-  items,
+  list,
   listed,
   login,
+  more,
   number,
   page,
   pageInfo,
@@ -19,7 +21,7 @@ import {
 } from './shared.js'
 
 const toolset = 'pull_requests'
-const pullNumber = number.describe('Number')
+const pullNumber = number.describe('Pull number')
 
 export const listPullRequests = defineTool({
   name: 'list_pull_requests',
@@ -34,6 +36,7 @@ export const listPullRequests = defineTool({
     page,
     per_page: perPage,
   },
+  output: { pullRequests: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, state, head, base, page, per_page }, { deps, auth, signal }) {
     const client = await github(deps, auth)
@@ -70,6 +73,7 @@ export const getPullRequest = defineTool({
   description: 'One PR: body, branches, head SHA, mergeability. Diff: get_pull_request_diff.',
   toolset,
   input: { repo, pull_number: pullNumber },
+  output: { pullRequest: entry() },
   annotations: read,
   async run({ repo: { owner, repo }, pull_number }, { deps, auth, signal }) {
     const client = await github(deps, auth)
@@ -118,6 +122,7 @@ export const getPullRequestFiles = defineTool({
     page,
     per_page: perPage,
   },
+  output: { files: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, pull_number, include_patch, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -189,7 +194,7 @@ export const getPullRequestStatus = defineTool({
   description: 'CI checks and statuses of a PR head, overall state. Failures: get_job_logs.',
   toolset,
   input: { repo, pull_number: pullNumber },
-  output: { sha: z.string(), state: z.string(), checks: items, statuses: items },
+  output: { sha: z.string(), state: z.string(), checks: list(), statuses: list() },
   annotations: read,
   async run({ repo: { owner, repo }, pull_number }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -251,6 +256,7 @@ export const getPullRequestComments = defineTool({
   description: 'Line review comments of a PR.',
   toolset,
   input: { repo, pull_number: pullNumber, page, per_page: perPage },
+  output: { comments: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, pull_number, page, per_page }, { deps, auth, signal }) {
     const client = await github(deps, auth)
@@ -285,6 +291,7 @@ export const getPullRequestReviews = defineTool({
   description: 'Reviews of a PR (verdict, summary).',
   toolset,
   input: { repo, pull_number: pullNumber, page, per_page: perPage },
+  output: { reviews: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, pull_number, page, per_page }, { deps, auth, signal }) {
     const client = await github(deps, auth)

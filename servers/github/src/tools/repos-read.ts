@@ -3,10 +3,12 @@ import { clean, sliceFile } from '../lib/index.js'
 import {
   cap,
   defineTool,
+  entry,
   github,
-  items,
+  list,
   listed,
   login,
+  more,
   page,
   pageInfo,
   perPage,
@@ -25,6 +27,7 @@ export const searchRepositories = defineTool({
   description: 'Search repositories ("mcp language:go").',
   toolset,
   input: { query: query.describe('Query'), page, per_page: perPage },
+  output: { total: z.number().int(), repositories: list(), ...more },
   annotations: read,
   async run({ query, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -54,6 +57,7 @@ export const getRepository = defineTool({
   description: 'Repo facts: default branch, visibility, counts, your permissions.',
   toolset,
   input: { repo },
+  output: { repository: entry() },
   annotations: read,
   async run({ repo: { owner, repo } }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -101,7 +105,7 @@ export const getFileContents = defineTool({
     type: z.string(),
     sha: z.string().optional(),
     content: z.string().optional(),
-    entries: items.optional(),
+    entries: list().optional(),
     nextOffset: z.number().optional(),
   },
   annotations: read,
@@ -157,6 +161,7 @@ export const listBranches = defineTool({
   description: 'Branches with head SHA and protection.',
   toolset,
   input: { repo, page, per_page: perPage },
+  output: { branches: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -207,6 +212,7 @@ export const listCommits = defineTool({
     page,
     per_page: perPage,
   },
+  output: { commits: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, sha, path, author, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -236,6 +242,11 @@ export const getCommit = defineTool({
     repo,
     sha: z.string().describe('SHA, branch or tag'),
     max_diff_bytes: z.number().int().min(0).max(1_000_000).default(30_000).describe('0: no diff'),
+  },
+  output: {
+    commit: entry(),
+    files: list(),
+    diffTruncated: z.boolean(),
   },
   annotations: read,
   async run({ repo: { owner, repo }, sha, max_diff_bytes }, { deps, auth, signal }) {
@@ -282,6 +293,7 @@ export const searchCode = defineTool({
   description: 'Search code ("foo repo:o/r"); returns paths for get_file_contents.',
   toolset,
   input: { query: query.describe('Query'), page, per_page: perPage },
+  output: { total: z.number().int(), matches: list(), ...more },
   annotations: read,
   async run({ query, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -308,6 +320,7 @@ export const listTags = defineTool({
   description: 'Tags with SHAs.',
   toolset,
   input: { repo, page, per_page: perPage },
+  output: { tags: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -328,6 +341,7 @@ export const listReleases = defineTool({
   description: 'Releases with notes.',
   toolset,
   input: { repo, page, per_page: perPage },
+  output: { releases: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
