@@ -60,6 +60,15 @@ describe('fs contract', () => {
     expect(annotations.create_directory?.destructiveHint).toBe(false)
   })
 
+  // The goal is 155 tokens a tool with descriptions that still say when to use which tool;
+  // with 13 output schemas fs lists ≈ 201 (from 222 with 6). This guards the figure reached.
+  it('keeps the full catalogue within 205 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
+    const connection = await connect([await tempDirectory()])
+    const { tools } = await connection.client.listTools()
+    expect(tools).toHaveLength(13)
+    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(205)
+  })
+
   it('gives every tool an output schema', async () => {
     const connection = await connect([await tempDirectory()])
     const { tools: listed } = await connection.client.listTools()
