@@ -79,8 +79,10 @@ export const listWorkflowRuns = defineTool({
   },
 })
 
+/** The run's jobs, at most MAX_JOBS of them, and how many it has. */
 async function jobsOf(octokit: Octokit, owner: string, repo: string, run_id: number, signal: AbortSignal) {
   const jobs = []
+  let total = 0
   for await (const response of octokit.paginate.iterator(octokit.rest.actions.listJobsForWorkflowRun, {
     owner,
     repo,
@@ -88,10 +90,11 @@ async function jobsOf(octokit: Octokit, owner: string, repo: string, run_id: num
     per_page: 100,
     ...signalOf(signal),
   })) {
+    total = Math.max(total, (response.data as { total_count?: number }).total_count ?? 0)
     jobs.push(...response.data)
     if (jobs.length >= MAX_JOBS) break
   }
-  return jobs.slice(0, MAX_JOBS)
+  return { jobs: jobs.slice(0, MAX_JOBS), total: Math.max(total, jobs.length) }
 }
 
 export const getWorkflowRun = defineTool({
@@ -105,7 +108,7 @@ export const getWorkflowRun = defineTool({
   async run({ repo: { owner, repo }, run_id }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
     const { data } = await octokit.rest.actions.getWorkflowRun({ owner, repo, run_id, ...signalOf(signal) })
-    const jobs = await jobsOf(octokit, owner, repo, run_id, signal)
+    const { jobs, total } = await jobsOf(octokit, owner, repo, run_id, signal)
     return listed(
       {
         run: {
@@ -131,7 +134,12 @@ export const getWorkflowRun = defineTool({
             .map((step) => step.name),
         })),
       },
-      { untrusted: true },
+      {
+        untrusted: true,
+        ...(total > jobs.length
+          ? { notice: `More available: ${jobs.length} of ${total} jobs shown; get_job_logs takes a job_id.` }
+          : {}),
+      },
     )
   },
 })
@@ -175,7 +183,7 @@ export const getJobLogs = defineTool({
       })
       targets = [{ id: data.id, name: data.name, conclusion: data.conclusion }]
     } else {
-      const jobs = await jobsOf(octokit, owner, repo, run_id as number, signal)
+      const { jobs } = await jobsOf(octokit, owner, repo, run_id as number, signal)
       targets = jobs
         .filter((job) => !failed_only || FAILED.has(job.conclusion ?? ''))
         .map((job) => ({ id: job.id, name: job.name, conclusion: job.conclusion }))

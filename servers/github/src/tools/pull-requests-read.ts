@@ -201,6 +201,7 @@ export const getPullRequestStatus = defineTool({
     const { data: pull } = await octokit.rest.pulls.get({ owner, repo, pull_number, ...signalOf(signal) })
     const ref = pull.head.sha
     const checks: Array<Record<string, unknown>> = []
+    let totalChecks = 0
     for await (const response of octokit.paginate.iterator(octokit.rest.checks.listForRef, {
       owner,
       repo,
@@ -208,6 +209,7 @@ export const getPullRequestStatus = defineTool({
       per_page: 100,
       ...signalOf(signal),
     })) {
+      totalChecks = Math.max(totalChecks, (response.data as { total_count?: number }).total_count ?? 0)
       for (const run of response.data) {
         checks.push({
           name: run.name,
@@ -246,7 +248,19 @@ export const getPullRequestStatus = defineTool({
         : checks.length || statuses.length
           ? 'success'
           : 'none'
-    return result({ sha: ref, state, checks: checks.slice(0, MAX_CHECKS), statuses })
+    // Both lists are capped: say so rather than let a partial list pass for the whole.
+    const notices: string[] = []
+    const shownChecks = Math.min(checks.length, MAX_CHECKS)
+    if (Math.max(totalChecks, checks.length) > shownChecks)
+      notices.push(
+        `More available: ${shownChecks} of ${Math.max(totalChecks, checks.length)} check runs shown.`,
+      )
+    if (combined.total_count > statuses.length)
+      notices.push(`More available: ${statuses.length} of ${combined.total_count} statuses shown.`)
+    return result(
+      { sha: ref, state, checks: checks.slice(0, MAX_CHECKS), statuses },
+      notices.length ? { notice: notices.join(' ') } : {},
+    )
   },
 })
 

@@ -86,6 +86,10 @@ export const getRepository = defineTool({
   },
 })
 
+/** What the contents API lists of one directory, at most. */
+const MAX_DIRECTORY_ENTRIES = 1000
+/** What GitHub's commit answer lists of its files, at most. */
+const MAX_COMMIT_FILES = 300
 const DEFAULT_FILE_BYTES = 64 * 1024
 const MAX_FILE_BYTES = 1024 * 1024
 
@@ -120,10 +124,17 @@ export const getFileContents = defineTool({
       ...signalOf(signal),
     })
     if (Array.isArray(data)) {
-      return result({
-        type: 'dir',
-        entries: data.map((entry) => ({ name: entry.name, type: entry.type, size: entry.size })),
-      })
+      return result(
+        {
+          type: 'dir',
+          entries: data.map((entry) => ({ name: entry.name, type: entry.type, size: entry.size })),
+        },
+        data.length >= MAX_DIRECTORY_ENTRIES
+          ? {
+              notice: `More may exist: GitHub lists at most ${MAX_DIRECTORY_ENTRIES} entries of a directory; search_code or a subdirectory narrows it.`,
+            }
+          : {},
+      )
     }
     if (data.type !== 'file') {
       const target =
@@ -279,8 +290,19 @@ export const getCommit = defineTool({
       },
       {
         untrusted: true,
-        ...(diffTruncated
-          ? { notice: 'Some patches were left out: raise max_diff_bytes or use get_file_contents.' }
+        ...(diffTruncated || files.length >= MAX_COMMIT_FILES
+          ? {
+              notice: [
+                diffTruncated
+                  ? 'Some patches were left out: raise max_diff_bytes or use get_file_contents.'
+                  : '',
+                files.length >= MAX_COMMIT_FILES
+                  ? `More may exist: GitHub lists at most ${MAX_COMMIT_FILES} files of a commit.`
+                  : '',
+              ]
+                .filter(Boolean)
+                .join(' '),
+            }
           : {}),
       },
     )
