@@ -62,7 +62,7 @@ export const listWorkflowRuns = defineTool({
       {
         runs: response.data.workflow_runs.map((run) => ({
           id: run.id,
-          name: run.name ?? null,
+          name: run.name ? clean(run.name) : null,
           title: clean(run.display_title),
           status: run.status,
           conclusion: run.conclusion,
@@ -113,7 +113,7 @@ export const getWorkflowRun = defineTool({
       {
         run: {
           id: data.id,
-          name: data.name ?? null,
+          name: data.name ? clean(data.name) : null,
           title: clean(data.display_title),
           status: data.status,
           conclusion: data.conclusion,
@@ -126,12 +126,12 @@ export const getWorkflowRun = defineTool({
         },
         jobs: jobs.map((job) => ({
           id: job.id,
-          name: job.name,
+          name: clean(job.name),
           status: job.status,
           conclusion: job.conclusion,
           failedSteps: (job.steps ?? [])
             .filter((step) => FAILED.has(step.conclusion ?? ''))
-            .map((step) => step.name),
+            .map((step) => clean(step.name)),
         })),
       },
       {
@@ -201,7 +201,7 @@ export const getJobLogs = defineTool({
       const lines = clean(text).replace(/\r\n/g, '\n').split('\n')
       if (lines.at(-1) === '') lines.pop()
       logs.push({
-        job: job.name,
+        job: clean(job.name),
         jobId: job.id,
         conclusion: job.conclusion,
         lines: lines.length,

@@ -1,5 +1,5 @@
 import { z } from '@keel-mcp/core'
-import { WITHHELD } from '../lib/index.js'
+import { clean, WITHHELD } from '../lib/index.js'
 import {
   cap,
   defineTool,
@@ -66,7 +66,7 @@ export async function formatIssue(
     state: issue.state,
     author,
     ...(issue.pull_request ? { pullRequest: true } : {}),
-    labels: issue.labels.map((label) => (typeof label === 'string' ? label : (label.name ?? ''))),
+    labels: issue.labels.map((label) => clean(typeof label === 'string' ? label : label.name)),
     assignees: (issue.assignees ?? []).map(login),
     comments: issue.comments,
     createdAt: issue.created_at,

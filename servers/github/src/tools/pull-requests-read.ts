@@ -97,7 +97,7 @@ export const getPullRequest = defineTool({
           additions: data.additions,
           deletions: data.deletions,
           changedFiles: data.changed_files,
-          labels: data.labels.map((label) => label.name),
+          labels: data.labels.map((label) => clean(label.name)),
           url: data.html_url,
           body:
             title === WITHHELD
@@ -212,7 +212,8 @@ export const getPullRequestStatus = defineTool({
       totalChecks = Math.max(totalChecks, (response.data as { total_count?: number }).total_count ?? 0)
       for (const run of response.data) {
         checks.push({
-          name: run.name,
+          // Job and check names come from a repository's workflow files: text its users wrote.
+          name: clean(run.name),
           status: run.status,
           conclusion: run.conclusion,
           url: run.html_url,
@@ -229,7 +230,7 @@ export const getPullRequestStatus = defineTool({
       ...signalOf(signal),
     })
     const statuses = combined.statuses.map((status) => ({
-      context: status.context,
+      context: clean(status.context),
       state: status.state,
       description: cap(clean(status.description), 300),
       url: status.target_url,
@@ -259,7 +260,7 @@ export const getPullRequestStatus = defineTool({
       notices.push(`More available: ${statuses.length} of ${combined.total_count} statuses shown.`)
     return result(
       { sha: ref, state, checks: checks.slice(0, MAX_CHECKS), statuses },
-      notices.length ? { notice: notices.join(' ') } : {},
+      { untrusted: true, ...(notices.length ? { notice: notices.join(' ') } : {}) },
     )
   },
 })
