@@ -50,12 +50,13 @@ function mapSchema(node: Node, visit: (child: unknown) => unknown): Node {
 }
 
 /**
- * Input: the arguments the model writes, so descriptions, defaults and bounds stay. Dropped:
- * `$schema`, the ±(2^53-1) bounds of `.int()`, `type` beside an `enum` of that type.
+ * Input: the arguments the model writes, so descriptions, defaults, bounds and every `type` stay
+ * (some model APIs that clients translate schemas for require a `type` beside an `enum`). Dropped:
+ * `$schema`, the ±(2^53-1) bounds of `.int()`.
  */
 function compactInput(node: unknown): unknown {
   if (!isNode(node)) return node
-  const out = simplify(mapSchema(node, compactInput))
+  const out = simplify(mapSchema(node, compactInput), { keepTypes: true })
   delete out.$schema
   // Core refuses unknown arguments itself, naming them: the schema need not say it again.
   if (out.additionalProperties === false) delete out.additionalProperties
@@ -124,14 +125,17 @@ function compactOutput(node: unknown): unknown {
     if (key === 'properties' && isNode(value) && !Object.keys(value).length) continue
     out[key] = value
   }
-  return simplify(out)
+  return simplify(out, { keepTypes: false })
 }
 
 const typeOfValue = (value: unknown) =>
   value === null ? 'null' : Number.isInteger(value) ? 'integer' : typeof value
 
-/** `anyOf: [X, {type: 'null'}]` → X made nullable; `type` beside an `enum` of that type dropped. */
-function simplify(node: Node): Node {
+/**
+ * `anyOf: [X, {type: 'null'}]` → X made nullable; unless `keepTypes`, `type` beside an `enum` of
+ * that type dropped (the enum says it).
+ */
+function simplify(node: Node, { keepTypes }: { keepTypes: boolean }): Node {
   let out = node
   const anyOf = out.anyOf
   if (Array.isArray(anyOf) && anyOf.length === 2) {
@@ -141,14 +145,15 @@ function simplify(node: Node): Node {
     const other = anyOf[1 - nullAt]
     if (nullAt !== -1 && isNode(other) && !('anyOf' in other) && !('$ref' in other)) {
       const { anyOf: _, ...rest } = out
+      const type = other.type === undefined ? {} : { type: [...new Set([other.type, 'null'].flat())] }
       if (Array.isArray(other.enum)) {
-        out = { ...rest, ...other, enum: [...other.enum, null] }
+        out = { ...rest, ...other, ...type, enum: [...other.enum, null] }
       } else if (typeof other.type === 'string' || Array.isArray(other.type)) {
-        out = { ...rest, ...other, type: [...new Set([other.type, 'null'].flat())] }
+        out = { ...rest, ...other, ...type }
       }
     }
   }
-  if (Array.isArray(out.enum) && out.type !== undefined) {
+  if (!keepTypes && Array.isArray(out.enum) && out.type !== undefined) {
     const types = [out.type].flat()
     const matches = out.enum.every((value) => {
       const actual = typeOfValue(value)

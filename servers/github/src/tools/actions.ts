@@ -163,7 +163,7 @@ export const getJobLogs = defineTool({
     repo,
     run_id: number.optional().describe('Run id'),
     job_id: number.optional().describe('One job instead'),
-    failed_only: z.boolean().default(true).describe('Failed jobs only'),
+    failed_only: z.boolean().default(true).describe('Failed only'),
     tail_lines: z.number().int().min(1).max(5000).default(150).describe('Lines per job'),
   },
   output: { logs: list() },

@@ -185,7 +185,7 @@ export const createIssue = defineTool({
     body: z.string().optional().describe('Markdown body'),
     labels: labels.optional().describe('Labels'),
     assignees: assignees.optional().describe('Logins'),
-    milestone: z.number().int().min(1).optional().describe('Milestone number'),
+    milestone: z.number().int().min(1).optional().describe('Milestone'),
   },
   output: { number: z.number().int(), url },
   annotations: write,

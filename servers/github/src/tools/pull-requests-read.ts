@@ -160,7 +160,7 @@ export const getPullRequestDiff = defineTool({
     repo,
     pull_number: pullNumber,
     offset: z.number().int().min(0).default(0).describe('From nextOffset'),
-    max_chars: z.number().int().min(1).max(1_000_000).default(50_000).describe('Max characters'),
+    max_chars: z.number().int().min(1).max(1_000_000).default(50_000).describe('Max chars'),
   },
   output: { diff: z.string(), length: z.number(), nextOffset: z.number().optional() },
   annotations: read,

@@ -90,7 +90,7 @@ export const pushFiles = defineTool({
       )
       .min(1)
       .max(100)
-      .describe('Files to write'),
+      .describe('Files'),
     message,
   },
   output: { commit: z.string(), branch: z.string(), files: z.number().int() },
