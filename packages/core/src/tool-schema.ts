@@ -20,23 +20,168 @@ const plans = new WeakMap<AnyTool, ToolPlan>()
 
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>
-  delete json.$schema
-  return stripSafeIntegerBounds(json) as Record<string, unknown>
+  return (io === 'input' ? compactInput(json) : compactOutput(json)) as Record<string, unknown>
 }
 
-// z.number().int() states ±(2^53-1) bounds: true but noise, and every schema word costs tokens.
-function stripSafeIntegerBounds(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(stripSafeIntegerBounds)
-  if (!node || typeof node !== 'object') return node
-  const out: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(node)) {
-    if (
-      (key === 'minimum' && value === Number.MIN_SAFE_INTEGER) ||
-      (key === 'maximum' && value === Number.MAX_SAFE_INTEGER)
-    )
-      continue
-    out[key] = stripSafeIntegerBounds(value)
+// Every word of tools/list is paid for in every conversation, so schemas are emitted compact,
+// keeping their meaning. Both walks visit schema positions only (never a property *named*
+// `description` or `default`).
+
+type Node = Record<string, unknown>
+const isNode = (value: unknown): value is Node =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** Applies `visit` to each sub-schema of `node` (properties, items, combinators, definitions). */
+function mapSchema(node: Node, visit: (child: unknown) => unknown): Node {
+  const out: Node = { ...node }
+  for (const key of ['properties', '$defs', 'definitions'] as const) {
+    const map = node[key]
+    if (isNode(map))
+      out[key] = Object.fromEntries(Object.entries(map).map(([name, child]) => [name, visit(child)]))
   }
+  for (const key of ['items', 'additionalProperties', 'not'] as const) {
+    if (isNode(node[key])) out[key] = visit(node[key])
+  }
+  for (const key of ['anyOf', 'oneOf', 'allOf', 'prefixItems'] as const) {
+    const list = node[key]
+    if (Array.isArray(list)) out[key] = list.map(visit)
+  }
+  return out
+}
+
+/**
+ * Input: the arguments the model writes, so descriptions, defaults, bounds and every `type` stay
+ * (some model APIs that clients translate schemas for require a `type` beside an `enum`). Dropped:
+ * `$schema`, the ±(2^53-1) bounds of `.int()`.
+ */
+function compactInput(node: unknown): unknown {
+  if (!isNode(node)) return node
+  const out = simplify(mapSchema(node, compactInput), { keepTypes: true })
+  delete out.$schema
+  // Core refuses unknown arguments itself, naming them: the schema need not say it again.
+  if (out.additionalProperties === false) delete out.additionalProperties
+  if (out.minimum === Number.MIN_SAFE_INTEGER) delete out.minimum
+  if (out.maximum === Number.MAX_SAFE_INTEGER) delete out.maximum
+  if (isNode(out.properties)) {
+    out.properties = Object.fromEntries(
+      Object.entries(out.properties).map(([name, child]) => [name, withoutEcho(name, child)]),
+    )
+  }
+  return out
+}
+
+/**
+ * A description that only repeats the argument's name, or its last words (`per_page`: "Per page",
+ * `merge_method`: "Method", `include_patch`: "Include patches"), says nothing the name does not.
+ */
+function withoutEcho(name: string, schema: unknown): unknown {
+  if (!isNode(schema) || typeof schema.description !== 'string') return schema
+  const words = (text: string) =>
+    text
+      .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+      .toLowerCase()
+      .split(/[^a-z0-9]+/)
+      .filter(Boolean)
+      .map((word) => word.replace(/(es|s)$/, ''))
+  const said = words(schema.description)
+  const named = words(name)
+  if (!said.length || said.join(' ') !== named.slice(-said.length).join(' ')) return schema
+  const { description: _, ...rest } = schema
+  return rest
+}
+
+/** Keywords an output schema keeps: the shape (types, nesting, required keys, enums). */
+const OUTPUT_KEYWORDS = new Set([
+  'type',
+  'properties',
+  'required',
+  'items',
+  'prefixItems',
+  'enum',
+  'const',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'not',
+  'additionalProperties',
+  '$ref',
+  '$defs',
+  'definitions',
+])
+
+/**
+ * Output: the shape of `structuredContent`, which the tool's description already explains.
+ * Dropped: descriptions, defaults, formats and bounds (the server checks its own results), and
+ * `additionalProperties: false` (a client validating a result loses nothing by it). Records keep
+ * their value schema.
+ */
+function compactOutput(node: unknown): unknown {
+  if (!isNode(node)) return node
+  const out: Node = {}
+  for (const [key, value] of Object.entries(mapSchema(node, compactOutput))) {
+    if (!OUTPUT_KEYWORDS.has(key)) continue
+    // `additionalProperties: {}` (a loose object) allows what an absent keyword allows.
+    if (key === 'additionalProperties' && (!isNode(value) || !Object.keys(value).length)) continue
+    if (key === 'properties' && isNode(value) && !Object.keys(value).length) continue
+    out[key] = value
+  }
+  return simplify(out, { keepTypes: false })
+}
+
+const typeOfValue = (value: unknown) =>
+  value === null ? 'null' : Number.isInteger(value) ? 'integer' : typeof value
+
+/**
+ * `anyOf: [X, {type: 'null'}]` → X made nullable; unless `keepTypes`, `type` beside an `enum` of
+ * that type dropped (the enum says it).
+ */
+function simplify(node: Node, { keepTypes }: { keepTypes: boolean }): Node {
+  let out = node
+  const anyOf = out.anyOf
+  if (Array.isArray(anyOf) && anyOf.length === 2) {
+    const nullAt = anyOf.findIndex(
+      (branch) => isNode(branch) && branch.type === 'null' && Object.keys(branch).length === 1,
+    )
+    const other = anyOf[1 - nullAt]
+    if (nullAt !== -1 && isNode(other) && !('anyOf' in other) && !('$ref' in other)) {
+      const { anyOf: _, ...rest } = out
+      const type = other.type === undefined ? {} : { type: [...new Set([other.type, 'null'].flat())] }
+      if (Array.isArray(other.enum)) {
+        out = { ...rest, ...other, ...type, enum: [...other.enum, null] }
+      } else if (typeof other.type === 'string' || Array.isArray(other.type)) {
+        out = { ...rest, ...other, ...type }
+      }
+    }
+  }
+  if (!keepTypes && Array.isArray(out.enum) && out.type !== undefined) {
+    const types = [out.type].flat()
+    const matches = out.enum.every((value) => {
+      const actual = typeOfValue(value)
+      return types.includes(actual) || (actual === 'integer' && types.includes('number'))
+    })
+    if (matches) {
+      const { type: _, ...rest } = out
+      out = rest
+    }
+  }
+  return out
+}
+
+/**
+ * Annotations as the spec reads them, defaults left out: `readOnlyHint` only when true;
+ * `destructiveHint` and `idempotentHint` only for writers (the spec gives them no meaning on a
+ * read-only tool) and only when they differ from the defaults (`true`, `false`); `openWorldHint`
+ * only when false. An absent hint means the cautious default, so a client loses nothing. The title
+ * is the tool's own `title`, not repeated here.
+ */
+export function compactAnnotations(annotations: AnyTool['annotations']): Record<string, boolean> {
+  const out: Record<string, boolean> = {}
+  if (annotations.readOnlyHint) out.readOnlyHint = true
+  else {
+    if (annotations.destructiveHint === false) out.destructiveHint = false
+    if (annotations.idempotentHint === true) out.idempotentHint = true
+  }
+  if (annotations.openWorldHint === false) out.openWorldHint = false
   return out
 }
 
@@ -52,8 +197,9 @@ export function planFor(tool: AnyTool): ToolPlan {
       title: tool.title,
       description: tool.description,
       inputSchema: jsonSchemaOf(schema, 'input'),
-      annotations: { title: tool.title, ...tool.annotations },
     }
+    const annotations = compactAnnotations(tool.annotations)
+    if (Object.keys(annotations).length) listed.annotations = annotations
     if (outputJson) listed.outputSchema = outputJson
     if (tool.icons?.length) listed.icons = tool.icons
     const listedWithTasks = tool.taskSupport

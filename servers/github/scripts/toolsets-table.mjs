@@ -40,7 +40,7 @@ for (const toolset of TOOLSETS) {
       `\`${tool.name}\``,
       tool.annotations?.readOnlyHint
         ? 'read'
-        : tool.annotations?.destructiveHint
+        : tool.annotations?.destructiveHint !== false
           ? 'write (destructive)'
           : 'write',
       defaults.has(tool.name) ? 'yes' : '',

@@ -16,8 +16,18 @@ async function listed(argv: string[] = []) {
 
 const names = (list: Array<Record<string, any>>) => list.map((tool) => String(tool.name))
 
-/** What a client pays for the catalogue in every conversation: JSON bytes ÷ 4. */
-const tokensOf = (list: unknown[]) => JSON.stringify(list).length / 4
+/** What a client pays for the catalogue in every conversation: bytes of the tools/list result ÷ 4. */
+const tokensOf = (list: unknown[]) => Buffer.byteLength(JSON.stringify({ tools: list })) / 4
+
+/** A listed hint as the spec reads it: absent means the default (core lists only what differs). */
+const DEFAULT_HINTS = {
+  readOnlyHint: false,
+  destructiveHint: true,
+  idempotentHint: false,
+  openWorldHint: true,
+}
+const hint = (tool: Record<string, any>, name: keyof typeof DEFAULT_HINTS): boolean =>
+  tool.annotations?.[name] ?? DEFAULT_HINTS[name]
 
 /** The reference server's 26 tools (@modelcontextprotocol/server-github 2025.4.8). */
 const REFERENCE_TOOLS = [
@@ -75,7 +85,7 @@ describe('contract', () => {
   it('marks writers as writers, and overwriting or merging tools as destructive', async () => {
     const all = await listed(['--toolsets', 'all'])
     const destructive = all
-      .filter((tool) => tool.annotations?.destructiveHint === true)
+      .filter((tool) => !hint(tool, 'readOnlyHint') && hint(tool, 'destructiveHint'))
       .map((tool) => tool.name)
     expect(destructive.sort()).toEqual([
       'create_or_update_file',
@@ -83,10 +93,12 @@ describe('contract', () => {
       'push_files',
       'update_issue',
     ])
-    for (const tool of all) {
-      expect(tool.annotations?.openWorldHint).toBe(true)
-      if (!tool.annotations?.readOnlyHint) expect(tool.annotations?.destructiveHint).toBeTypeOf('boolean')
-    }
+    for (const tool of all) expect(hint(tool, 'openWorldHint')).toBe(true)
+    expect(
+      tools
+        .filter((tool) => !tool.annotations.readOnlyHint)
+        .every((tool) => tool.annotations.destructiveHint !== undefined),
+    ).toBe(true)
   })
 
   it('tells the model that user text is untrusted data', async () => {

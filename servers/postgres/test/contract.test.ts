@@ -26,6 +26,14 @@ describe('contract', () => {
     expect(toolListSnapshot((await (await client()).listTools()).tools)).toMatchSnapshot()
   })
 
+  // The goal is 155 tokens a tool; five tools, each with an output schema and the
+  // descriptions that say when to use which, list ≈ 230 (from 483). This guards the figure reached.
+  it('keeps the full catalogue within 235 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
+    const { tools } = await (await client()).listTools()
+    expect(tools).toHaveLength(5)
+    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(235)
+  })
+
   it('marks every tool read-only and closed-world', async () => {
     for (const tool of (await (await client()).listTools()).tools) {
       expect(tool.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: false })

@@ -1,3 +1,4 @@
+import { z } from '@keel-mcp/core'
 import { createDirectory } from '../lib/index.js'
 import { defineTool, directoryPath, displayPath, guardOf } from './shared.js'
 
@@ -6,11 +7,13 @@ export const createDirectoryTool = defineTool({
   title: 'Create directory',
   description: 'Create a directory and any missing parents. Succeeds if it already exists.',
   input: { path: directoryPath },
+  output: { path: z.string(), created: z.boolean() },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   async run({ path }, context) {
     const guard = await guardOf(context)
     const directory = await guard.resolveSafe(path, { forWrite: true })
     const { created } = await createDirectory(directory, { signal: context.signal })
-    return { text: `${created ? 'Created' : 'Already exists:'} ${displayPath(guard, directory.path)}/` }
+    const shown = displayPath(guard, directory.path)
+    return { data: { path: shown, created }, text: `${created ? 'Created' : 'Already exists:'} ${shown}/` }
   },
 })

@@ -16,14 +16,16 @@ export const directoryTreeTool = defineTool({
   name: 'directory_tree',
   title: 'Directory tree',
   description:
-    'Compact recursive tree, two spaces per level (name/ directory, name@ symlink). Too big: whole levels shown, cut directories marked (+N entries). Honours .gitignore.',
+    'Recursive tree, two spaces a level (name/ directory, name@ symlink). Too big: whole levels shown, cut directories marked (+N). Honours .gitignore.',
   input: {
     path: searchRoot,
     max_depth: z.number().int().min(1).optional().describe('Levels (1: this directory only)'),
-    exclude: globsArgument('Globs to skip, e.g. ["dist", "*.log"]'),
+    exclude: globsArgument('Globs to skip (dist, *.log)'),
     gitignore: gitignoreArgument,
     max_entries: z.number().int().min(1).max(5000).default(500).describe('Most lines'),
   },
+  // The tree itself is the text only: a structured copy would send it twice.
+  output: { shown: z.number().int(), total: z.number().int(), truncated: z.boolean() },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run({ path, max_depth, exclude, gitignore, max_entries }, context) {
     const guard = await guardOf(context)
@@ -50,6 +52,9 @@ export const directoryTreeTool = defineTool({
     if (tree.scanLimited)
       notices.push('[the walk stopped at its entry limit: narrow the path or exclude more]')
     notices.push(skippedNotice(tree.problems, displayPath(guard, root.path)))
-    return { text: withNotices(tree.text === '' ? '[empty directory]' : tree.text, ...notices) }
+    return {
+      data: { shown: tree.shownEntries, total: tree.totalEntries, truncated: tree.truncated },
+      text: withNotices(tree.text === '' ? '[empty directory]' : tree.text, ...notices),
+    }
   },
 })

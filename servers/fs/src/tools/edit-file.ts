@@ -12,7 +12,7 @@ export const editFileTool = defineTool({
   name: 'edit_file',
   title: 'Edit file',
   description:
-    'Replace text in a file: edits apply in order, all or none; line endings and indentation may differ. Returns a diff (dry_run: preview only); a miss shows the closest text.',
+    'Replace text in a file: edits in order, all or none; line endings and indentation may differ. Returns a diff (dry_run: preview); a miss shows the closest text.',
   input: {
     path: filePath,
     edits: z
@@ -27,6 +27,7 @@ export const editFileTool = defineTool({
       .describe('Replacements, applied in order'),
     dry_run: z.boolean().default(false).describe('Only show the diff'),
   },
+  output: { path: z.string(), changed: z.boolean(), diff: z.string() },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   async run({ path, edits, dry_run }, context) {
     const guard = await guardOf(context)
@@ -37,7 +38,11 @@ export const editFileTool = defineTool({
       { dryRun: dry_run, signal: context.signal },
     )
     const name = displayPath(guard, file.path)
-    if (!result.changed) return { text: `No change: the edits leave ${name} as it was.` }
+    if (!result.changed)
+      return {
+        data: { path: name, changed: false, diff: '' },
+        text: `No change: the edits leave ${name} as it was.`,
+      }
     const notes = result.applied
       .filter((applied) => applied.strategy !== 'exact' || applied.replacements > 1)
       .map(
@@ -49,6 +54,6 @@ export const editFileTool = defineTool({
       : `Edited ${name} (${edits.length} edit${edits.length === 1 ? '' : 's'}).`
     // The diff's Index/=== preamble repeats the path: tokens for nothing.
     const diff = capText(result.diff.replace(/^Index: .*\n=+\n/, ''), limits.diffBytes).text
-    return { text: [summary, ...notes, diff].join('\n') }
+    return { data: { path: name, changed: !dry_run, diff }, text: [summary, ...notes, diff].join('\n') }
   },
 })

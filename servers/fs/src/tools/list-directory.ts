@@ -6,6 +6,7 @@ import {
   displayPath,
   formatBytes,
   guardOf,
+  items,
   searchRoot,
   skippedNotice,
   skippedOf,
@@ -19,7 +20,7 @@ export const listDirectoryTool = defineTool({
   name: 'list_directory',
   title: 'List directory',
   description:
-    'Entries of one directory (name/ directory, name@ symlink), optionally with sizes and times, sorted, paged. Recursive view: directory_tree.',
+    'Entries of one directory (name/ directory, name@ symlink), optionally with sizes and times, sorted. Recursive: directory_tree.',
   input: {
     path: searchRoot,
     sizes: z.boolean().default(false).describe('Add size and mtime'),
@@ -28,14 +29,7 @@ export const listDirectoryTool = defineTool({
     cursor: cursorArgument,
   },
   output: {
-    entries: z.array(
-      z.object({
-        name: z.string(),
-        type: z.enum(['file', 'directory', 'symlink', 'other']),
-        size: z.number().optional(),
-        modified: z.string().optional(),
-      }),
-    ),
+    entries: items(),
     total: z.number().int(),
     nextCursor: z.string().optional(),
     skipped: skippedShape,

@@ -1,13 +1,14 @@
 import { pathToFileURL } from 'node:url'
-import type { ContentBlock } from '@keel-mcp/core'
+import { type ContentBlock, z } from '@keel-mcp/core'
 import { readMediaFile } from '../lib/index.js'
 import { defineTool, filePath, formatBytes, guardOf, limits } from './shared.js'
 
 export const readMediaFileTool = defineTool({
   name: 'read_media_file',
   title: 'Read media file',
-  description: `Read an image or audio file (up to ${formatBytes(limits.mediaBytes)}) as image/audio content, MIME type from its bytes. Other binaries come as an embedded resource.`,
+  description: `Read an image or audio file (up to ${formatBytes(limits.mediaBytes)}) as image/audio content, typed by its bytes; other binaries as an embedded resource.`,
   input: { path: filePath },
+  output: { mimeType: z.string(), bytes: z.number().int() },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run({ path }, context) {
     const guard = await guardOf(context)
@@ -22,6 +23,6 @@ export const readMediaFileTool = defineTool({
             type: 'resource',
             resource: { uri: pathToFileURL(file.path).href, mimeType: media.mimeType, blob: data },
           }
-    return { content: [block] }
+    return { data: { mimeType: media.mimeType, bytes: media.data.length }, content: [block] }
   },
 })

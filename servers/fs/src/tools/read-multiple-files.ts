@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises'
 import { z } from '@keel-mcp/core'
 import { describeError } from '../errors.js'
 import { readTextFile, type SafePath } from '../lib/index.js'
-import { defineTool, formatBytes, guardOf, limits } from './shared.js'
+import { defineTool, formatBytes, guardOf, items, limits } from './shared.js'
 
 interface Planned {
   path: string
@@ -19,15 +19,7 @@ export const readMultipleFilesTool = defineTool({
     paths: z.array(z.string()).min(1).max(50).describe('File paths'),
   },
   output: {
-    files: z.array(
-      z.object({
-        path: z.string(),
-        content: z.string().optional(),
-        truncated: z.boolean().optional(),
-        nextLine: z.number().int().optional(),
-        error: z.string().optional(),
-      }),
-    ),
+    files: items(),
   },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run({ paths }, context) {

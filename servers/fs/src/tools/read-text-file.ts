@@ -7,7 +7,7 @@ const lineCount = (what: string) => z.number().int().min(1).optional().describe(
 export const readTextFileTool = defineTool({
   name: 'read_text_file',
   title: 'Read text file',
-  description: `Read a UTF-8 text file: whole, first/last N lines, or a line range. Stops at ${formatBytes(limits.textBytes)} with a notice saying where to continue. For images and audio use read_media_file.`,
+  description: `Read a UTF-8 text file: whole, head/tail N lines, or a line range; stops at ${formatBytes(limits.textBytes)} saying where to continue. Images, audio: read_media_file.`,
   input: {
     path: filePath,
     head: lineCount('Only the first N lines'),
@@ -15,6 +15,8 @@ export const readTextFileTool = defineTool({
     start_line: lineCount('First line (1-based)'),
     end_line: lineCount('Last line (inclusive)'),
   },
+  // The text itself is the content block only: a structured copy would send it twice.
+  output: { lines: z.number().int(), truncated: z.boolean(), nextLine: z.number().int().optional() },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run({ path, head, tail, start_line, end_line }, context) {
     const ranged = start_line !== undefined || end_line !== undefined
@@ -44,7 +46,12 @@ export const readTextFileTool = defineTool({
       const first = result.startLine ?? 1
       notice = `[truncated at ${cap}: lines ${first}-${first + result.lineCount - 1} of a ${formatBytes(result.totalBytes)} file shown; continue with start_line=${result.nextLine}]`
     }
-    if (result.text === '' && !notice) return { text: '[empty file]' }
-    return { text: withNotices(result.text, notice) }
+    const data = {
+      lines: result.lineCount,
+      truncated: result.truncated || result.lineCut,
+      ...(result.nextLine === undefined ? {} : { nextLine: result.nextLine }),
+    }
+    if (result.text === '' && !notice) return { data, text: '[empty file]' }
+    return { data, text: withNotices(result.text, notice) }
   },
 })

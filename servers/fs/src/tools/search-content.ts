@@ -9,6 +9,7 @@ import {
   gitignoreArgument,
   globsArgument,
   guardOf,
+  items,
   limits,
   skippedNotice,
   skippedOf,
@@ -20,10 +21,10 @@ export const searchContentTool = defineTool({
   name: 'search_content',
   title: 'Search file contents',
   description:
-    "Search text in files like grep -rn: literal or regex, per line; skips binary and .gitignore'd files. Returns path:line:text, paged. File names: search_files.",
+    "Search text in files like grep -rn (literal or regex, per line), skipping binary and .gitignore'd files. File names: search_files.",
   input: {
     pattern: z.string().describe('Text, or a JavaScript regex with regex: true'),
-    path: z.string().default('.').describe('Directory or file (default: the first allowed directory)'),
+    path: z.string().default('.').describe('Directory or file'),
     regex: z.boolean().default(false).describe('pattern is a regex'),
     case_sensitive: z.boolean().default(true).describe('Match case'),
     include: globsArgument('Only files matching, e.g. ["*.ts"]'),
@@ -34,15 +35,7 @@ export const searchContentTool = defineTool({
     cursor: cursorArgument,
   },
   output: {
-    matches: z.array(
-      z.object({
-        path: z.string(),
-        line: z.number().int(),
-        text: z.string(),
-        before: z.array(z.string()).optional(),
-        after: z.array(z.string()).optional(),
-      }),
-    ),
+    matches: items(),
     filesSearched: z.number().int(),
     nextCursor: z.string().optional(),
     skipped: skippedShape,

@@ -19,7 +19,7 @@ export const searchFilesTool = defineTool({
   name: 'search_files',
   title: 'Search files',
   description:
-    'Find files and directories by glob, recursively: "*.ts" matches names at any depth, "src/**/*.ts" paths. Sorted, paged. Text inside files: search_content.',
+    'Find files and directories by glob: "*.ts" matches names at any depth, "src/**/*.ts" paths. Text inside files: search_content.',
   input: {
     path: searchRoot,
     pattern: z.string().min(1).describe('Glob'),

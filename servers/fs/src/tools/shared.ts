@@ -63,13 +63,19 @@ export function displayJoin(baseDisplay: string, relative: string): string {
 export const filePath = z.string().describe('File path')
 export const directoryPath = z.string().describe('Directory')
 /** Searching and listing tools default to the first allowed directory, as a user with one directory expects. */
-export const searchRoot = z.string().default('.').describe('Directory (default: the first allowed one)')
-export const cursorArgument = z.string().optional().describe('nextCursor of the previous page')
+export const searchRoot = z.string().default('.').describe('Directory')
+export const cursorArgument = z.string().optional().describe('From nextCursor')
 export const globsArgument = (what: string) => z.array(z.string()).optional().describe(what)
 export const gitignoreArgument = z.boolean().default(true).describe("Skip .gitignore'd paths")
 
 /** Entries a walk could not read (the text names a few). */
 export const skippedShape = z.number().int().optional()
+
+/**
+ * An output item as an open object: the catalogue lists a result's keys and their types, the
+ * fields of each item are in the text (every schema word costs tokens in every conversation).
+ */
+export const items = () => z.array(z.looseObject({}) as unknown as z.ZodType<object>)
 
 /** Structured `skipped` count, only when something was. */
 export function skippedOf(problems: WalkProblems): { skipped?: number } {

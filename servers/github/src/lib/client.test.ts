@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { describe, expect, it, vi } from 'vitest'
 import { GitHubClients, MAX_CACHED_CLIENTS, tokenKey } from './client.js'
 
 describe('GitHubClients', () => {
@@ -23,5 +25,35 @@ describe('GitHubClients', () => {
   it('keys by a hash, never the token', () => {
     expect(tokenKey('ghp_secret')).not.toContain('secret')
     expect(tokenKey('ghp_secret')).toHaveLength(32)
+  })
+
+  it('sends a warm request through the retry and throttling plugins without a zero-delay timer', async () => {
+    const server = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.end('{"login":"octocat"}')
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const port = (server.address() as AddressInfo).port
+      const cache = new GitHubClients({
+        baseUrl: `http://127.0.0.1:${port}`,
+        userAgent: 'test',
+        log: () => {},
+      })
+      const octokit = await cache.get('token')
+      await octokit.rest.users.getAuthenticated()
+      // Each 0 ms setTimeout costs at least 1 ms (Node clamps it): Bottleneck used several a request.
+      const timers = vi.spyOn(globalThis, 'setTimeout')
+      try {
+        for (let index = 0; index < 5; index++) {
+          expect((await octokit.rest.users.getAuthenticated()).data.login).toBe('octocat')
+        }
+        expect(timers.mock.calls.filter(([, delay]) => !delay).length).toBe(0)
+      } finally {
+        timers.mockRestore()
+      }
+    } finally {
+      server.close()
+    }
   })
 })

@@ -34,14 +34,74 @@ function loadOctokit(): Promise<OctokitClass> {
     import('@octokit/rest'),
     import('@octokit/plugin-retry'),
     import('@octokit/plugin-throttling'),
-  ]).then(
-    ([rest, retry, throttling]) =>
-      rest.Octokit.plugin(retry.retry, throttling.throttling) as unknown as OctokitClass,
-  )
+    import('bottleneck/light.js'),
+  ]).then(([rest, retry, throttling, bottleneck]) => {
+    withoutTimerClamp(bottleneck.default as unknown as BottleneckClass)
+    return rest.Octokit.plugin(retry.retry, throttling.throttling) as unknown as OctokitClass
+  })
   loading.catch(() => {
     loading = undefined
   })
   return loading
+}
+
+interface BottleneckJob {
+  doRun(): void
+  doExecute(...args: unknown[]): unknown
+  doExpire(...args: unknown[]): unknown
+  options: { expiration?: number | null }
+}
+interface BottleneckInternals {
+  _limiter: unknown
+  _scheduled: Record<string, unknown>
+  _clearGlobalState(index: number): unknown
+  _free(index: number, job: BottleneckJob): unknown
+  _run(index: number, job: BottleneckJob, wait: number): unknown
+  _store: object
+}
+type BottleneckClass = { version?: string; prototype: BottleneckInternals } & (new () => BottleneckInternals)
+
+let unclamped = false
+
+/**
+ * The retry and throttling plugins schedule every request through Bottleneck (2.19.5, its last
+ * release), which waits for "0 ms" with `setTimeout` several times a request: Node clamps each to
+ * 1 ms and more, so a warm call cost ~20 ms instead of ~1 ms. Here a zero wait yields with
+ * `setImmediate` instead, still a macrotask after pending I/O. Non-zero waits (retry back-off,
+ * rate-limit waits, write and search spacing) keep Bottleneck's own timers, and every limiting and
+ * retry decision stays the plugins'. Applied once, only to that exact version (the plugins share
+ * the one copy); any other version is left as it is.
+ */
+function withoutTimerClamp(Bottleneck: BottleneckClass): void {
+  if (unclamped || Bottleneck.version !== '2.19.5') return
+  unclamped = true
+  const store = Object.getPrototypeOf(new Bottleneck()._store) as {
+    yieldLoop(this: unknown, wait?: number): Promise<void>
+  }
+  const yieldLoop = store.yieldLoop
+  store.yieldLoop = function (wait = 0) {
+    return wait > 0 ? yieldLoop.call(this, wait) : new Promise((resolve) => setImmediate(resolve))
+  }
+  const run = Bottleneck.prototype._run
+  // As Bottleneck's own _run, but a job due now starts on the next turn of the loop, not after a timer.
+  Bottleneck.prototype._run = function (index, job, wait) {
+    if (wait > 0) return run.call(this, index, job, wait)
+    job.doRun()
+    const clearGlobalState = this._clearGlobalState.bind(this, index)
+    const again = this._run.bind(this, index, job)
+    const free = this._free.bind(this, index, job)
+    setImmediate(() => job.doExecute(this._limiter, clearGlobalState, again, free))
+    const expiration = job.options.expiration
+    this._scheduled[index] = {
+      timeout: undefined,
+      expiration:
+        expiration == null
+          ? undefined
+          : setTimeout(() => job.doExpire(clearGlobalState, again, free), expiration),
+      job,
+    }
+    return this._scheduled[index]
+  }
 }
 
 /** A scheduler that runs at once: the shape plugin-throttling's limiter groups have. */

@@ -2,8 +2,11 @@ import { ToolError, z } from '@keel-mcp/core'
 import { clean, type Octokit } from '../lib/index.js'
 import {
   defineTool,
+  entry,
   github,
+  list,
   listed,
+  more,
   number,
   page,
   pageInfo,
@@ -32,6 +35,7 @@ export const listWorkflowRuns = defineTool({
     page,
     per_page: perPage,
   },
+  output: { runs: list(), ...more },
   annotations: read,
   async run(
     { repo: { owner, repo }, workflow, branch, status, event, page, per_page },
@@ -58,7 +62,7 @@ export const listWorkflowRuns = defineTool({
       {
         runs: response.data.workflow_runs.map((run) => ({
           id: run.id,
-          name: run.name ?? null,
+          name: run.name ? clean(run.name) : null,
           title: clean(run.display_title),
           status: run.status,
           conclusion: run.conclusion,
@@ -75,8 +79,10 @@ export const listWorkflowRuns = defineTool({
   },
 })
 
+/** The run's jobs, at most MAX_JOBS of them, and how many it has. */
 async function jobsOf(octokit: Octokit, owner: string, repo: string, run_id: number, signal: AbortSignal) {
   const jobs = []
+  let total = 0
   for await (const response of octokit.paginate.iterator(octokit.rest.actions.listJobsForWorkflowRun, {
     owner,
     repo,
@@ -84,10 +90,11 @@ async function jobsOf(octokit: Octokit, owner: string, repo: string, run_id: num
     per_page: 100,
     ...signalOf(signal),
   })) {
+    total = Math.max(total, (response.data as { total_count?: number }).total_count ?? 0)
     jobs.push(...response.data)
     if (jobs.length >= MAX_JOBS) break
   }
-  return jobs.slice(0, MAX_JOBS)
+  return { jobs: jobs.slice(0, MAX_JOBS), total: Math.max(total, jobs.length) }
 }
 
 export const getWorkflowRun = defineTool({
@@ -96,16 +103,17 @@ export const getWorkflowRun = defineTool({
   description: 'One Actions run with jobs and failed steps.',
   toolset,
   input: { repo, run_id: runId },
+  output: { run: entry(), jobs: list() },
   annotations: read,
   async run({ repo: { owner, repo }, run_id }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
     const { data } = await octokit.rest.actions.getWorkflowRun({ owner, repo, run_id, ...signalOf(signal) })
-    const jobs = await jobsOf(octokit, owner, repo, run_id, signal)
+    const { jobs, total } = await jobsOf(octokit, owner, repo, run_id, signal)
     return listed(
       {
         run: {
           id: data.id,
-          name: data.name ?? null,
+          name: data.name ? clean(data.name) : null,
           title: clean(data.display_title),
           status: data.status,
           conclusion: data.conclusion,
@@ -118,15 +126,20 @@ export const getWorkflowRun = defineTool({
         },
         jobs: jobs.map((job) => ({
           id: job.id,
-          name: job.name,
+          name: clean(job.name),
           status: job.status,
           conclusion: job.conclusion,
           failedSteps: (job.steps ?? [])
             .filter((step) => FAILED.has(step.conclusion ?? ''))
-            .map((step) => step.name),
+            .map((step) => clean(step.name)),
         })),
       },
-      { untrusted: true },
+      {
+        untrusted: true,
+        ...(total > jobs.length
+          ? { notice: `More available: ${jobs.length} of ${total} jobs shown; get_job_logs takes a job_id.` }
+          : {}),
+      },
     )
   },
 })
@@ -150,9 +163,10 @@ export const getJobLogs = defineTool({
     repo,
     run_id: number.optional().describe('Run id'),
     job_id: number.optional().describe('One job instead'),
-    failed_only: z.boolean().default(true).describe('Failed jobs only'),
+    failed_only: z.boolean().default(true).describe('Failed only'),
     tail_lines: z.number().int().min(1).max(5000).default(150).describe('Lines per job'),
   },
+  output: { logs: list() },
   annotations: read,
   async run({ repo: { owner, repo }, run_id, job_id, failed_only, tail_lines }, { deps, auth, signal }) {
     if ((run_id === undefined) === (job_id === undefined)) {
@@ -169,7 +183,7 @@ export const getJobLogs = defineTool({
       })
       targets = [{ id: data.id, name: data.name, conclusion: data.conclusion }]
     } else {
-      const jobs = await jobsOf(octokit, owner, repo, run_id as number, signal)
+      const { jobs } = await jobsOf(octokit, owner, repo, run_id as number, signal)
       targets = jobs
         .filter((job) => !failed_only || FAILED.has(job.conclusion ?? ''))
         .map((job) => ({ id: job.id, name: job.name, conclusion: job.conclusion }))
@@ -187,7 +201,7 @@ export const getJobLogs = defineTool({
       const lines = clean(text).replace(/\r\n/g, '\n').split('\n')
       if (lines.at(-1) === '') lines.pop()
       logs.push({
-        job: job.name,
+        job: clean(job.name),
         jobId: job.id,
         conclusion: job.conclusion,
         lines: lines.length,

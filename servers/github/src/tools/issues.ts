@@ -1,12 +1,15 @@
 import { z } from '@keel-mcp/core'
-import { WITHHELD } from '../lib/index.js'
+import { clean, WITHHELD } from '../lib/index.js'
 import {
   cap,
   defineTool,
+  entry,
   type GithubDeps,
   github,
+  list,
   listed,
   login,
+  more,
   number,
   overwrite,
   page,
@@ -17,13 +20,14 @@ import {
   repo,
   repoOfUrl,
   signalOf,
+  url,
   userText,
   write,
   written,
 } from './shared.js'
 
 const toolset = 'issues'
-const issueNumber = number.describe('Number')
+const issueNumber = number.describe('Issue number')
 const labels = z.array(z.string()).max(100)
 const assignees = z.array(z.string()).max(10)
 
@@ -62,7 +66,7 @@ export async function formatIssue(
     state: issue.state,
     author,
     ...(issue.pull_request ? { pullRequest: true } : {}),
-    labels: issue.labels.map((label) => (typeof label === 'string' ? label : (label.name ?? ''))),
+    labels: issue.labels.map((label) => clean(typeof label === 'string' ? label : label.name)),
     assignees: (issue.assignees ?? []).map(login),
     comments: issue.comments,
     createdAt: issue.created_at,
@@ -93,6 +97,7 @@ export const listIssues = defineTool({
     page,
     per_page: perPage,
   },
+  output: { issues: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, state, labels, sort, since, page, per_page }, { deps, auth, signal }) {
     const client = await github(deps, auth)
@@ -121,6 +126,7 @@ export const getIssue = defineTool({
   description: 'One issue or PR with its body.',
   toolset,
   input: { repo, issue_number: issueNumber },
+  output: { issue: entry() },
   annotations: read,
   async run({ repo: { owner, repo }, issue_number }, { deps, auth, signal }) {
     const client = await github(deps, auth)
@@ -138,6 +144,11 @@ export const searchIssues = defineTool({
   description: 'Search issues and PRs ("repo:o/r is:open crash").',
   toolset,
   input: { query: query.describe('Query'), page, per_page: perPage },
+  output: {
+    total: z.number().int(),
+    issues: list(),
+    ...more,
+  },
   annotations: read,
   async run({ query, page, per_page }, { deps, auth, signal }) {
     const client = await github(deps, auth)
@@ -174,8 +185,9 @@ export const createIssue = defineTool({
     body: z.string().optional().describe('Markdown body'),
     labels: labels.optional().describe('Labels'),
     assignees: assignees.optional().describe('Logins'),
-    milestone: z.number().int().min(1).optional().describe('Milestone number'),
+    milestone: z.number().int().min(1).optional().describe('Milestone'),
   },
+  output: { number: z.number().int(), url },
   annotations: write,
   async run({ repo: { owner, repo }, title, body, labels, assignees, milestone }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -209,6 +221,7 @@ export const updateIssue = defineTool({
     assignees: assignees.optional().describe('Logins'),
     milestone: z.number().int().min(1).optional().describe('Milestone'),
   },
+  output: { number: z.number().int(), state: z.string(), url },
   annotations: overwrite,
   async run({ repo: { owner, repo }, issue_number, ...changes }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -230,6 +243,7 @@ export const addIssueComment = defineTool({
   description: 'Comment on an issue or PR conversation.',
   toolset,
   input: { repo, issue_number: issueNumber, body: z.string().describe('Markdown') },
+  output: { id: z.number().int(), url },
   annotations: write,
   async run({ repo: { owner, repo }, issue_number, body }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -250,6 +264,7 @@ export const listIssueComments = defineTool({
   description: 'Comments of an issue or PR, oldest first.',
   toolset,
   input: { repo, issue_number: issueNumber, page, per_page: perPage },
+  output: { comments: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, issue_number, page, per_page }, { deps, auth, signal }) {
     const client = await github(deps, auth)

@@ -3,10 +3,12 @@ import { clean, WITHHELD } from '../lib/index.js'
 import {
   cap,
   defineTool,
+  entry,
   github,
-  items,
+  list,
   listed,
   login,
+  more,
   number,
   page,
   pageInfo,
@@ -19,7 +21,7 @@ import {
 } from './shared.js'
 
 const toolset = 'pull_requests'
-const pullNumber = number.describe('Number')
+const pullNumber = number.describe('Pull number')
 
 export const listPullRequests = defineTool({
   name: 'list_pull_requests',
@@ -34,6 +36,7 @@ export const listPullRequests = defineTool({
     page,
     per_page: perPage,
   },
+  output: { pullRequests: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, state, head, base, page, per_page }, { deps, auth, signal }) {
     const client = await github(deps, auth)
@@ -70,6 +73,7 @@ export const getPullRequest = defineTool({
   description: 'One PR: body, branches, head SHA, mergeability. Diff: get_pull_request_diff.',
   toolset,
   input: { repo, pull_number: pullNumber },
+  output: { pullRequest: entry() },
   annotations: read,
   async run({ repo: { owner, repo }, pull_number }, { deps, auth, signal }) {
     const client = await github(deps, auth)
@@ -93,7 +97,7 @@ export const getPullRequest = defineTool({
           additions: data.additions,
           deletions: data.deletions,
           changedFiles: data.changed_files,
-          labels: data.labels.map((label) => label.name),
+          labels: data.labels.map((label) => clean(label.name)),
           url: data.html_url,
           body:
             title === WITHHELD
@@ -118,6 +122,7 @@ export const getPullRequestFiles = defineTool({
     page,
     per_page: perPage,
   },
+  output: { files: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, pull_number, include_patch, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -155,7 +160,7 @@ export const getPullRequestDiff = defineTool({
     repo,
     pull_number: pullNumber,
     offset: z.number().int().min(0).default(0).describe('From nextOffset'),
-    max_chars: z.number().int().min(1).max(1_000_000).default(50_000).describe('Max characters'),
+    max_chars: z.number().int().min(1).max(1_000_000).default(50_000).describe('Max chars'),
   },
   output: { diff: z.string(), length: z.number(), nextOffset: z.number().optional() },
   annotations: read,
@@ -189,13 +194,14 @@ export const getPullRequestStatus = defineTool({
   description: 'CI checks and statuses of a PR head, overall state. Failures: get_job_logs.',
   toolset,
   input: { repo, pull_number: pullNumber },
-  output: { sha: z.string(), state: z.string(), checks: items, statuses: items },
+  output: { sha: z.string(), state: z.string(), checks: list(), statuses: list() },
   annotations: read,
   async run({ repo: { owner, repo }, pull_number }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
     const { data: pull } = await octokit.rest.pulls.get({ owner, repo, pull_number, ...signalOf(signal) })
     const ref = pull.head.sha
     const checks: Array<Record<string, unknown>> = []
+    let totalChecks = 0
     for await (const response of octokit.paginate.iterator(octokit.rest.checks.listForRef, {
       owner,
       repo,
@@ -203,9 +209,11 @@ export const getPullRequestStatus = defineTool({
       per_page: 100,
       ...signalOf(signal),
     })) {
+      totalChecks = Math.max(totalChecks, (response.data as { total_count?: number }).total_count ?? 0)
       for (const run of response.data) {
         checks.push({
-          name: run.name,
+          // Job and check names come from a repository's workflow files: text its users wrote.
+          name: clean(run.name),
           status: run.status,
           conclusion: run.conclusion,
           url: run.html_url,
@@ -222,7 +230,7 @@ export const getPullRequestStatus = defineTool({
       ...signalOf(signal),
     })
     const statuses = combined.statuses.map((status) => ({
-      context: status.context,
+      context: clean(status.context),
       state: status.state,
       description: cap(clean(status.description), 300),
       url: status.target_url,
@@ -241,7 +249,19 @@ export const getPullRequestStatus = defineTool({
         : checks.length || statuses.length
           ? 'success'
           : 'none'
-    return result({ sha: ref, state, checks: checks.slice(0, MAX_CHECKS), statuses })
+    // Both lists are capped: say so rather than let a partial list pass for the whole.
+    const notices: string[] = []
+    const shownChecks = Math.min(checks.length, MAX_CHECKS)
+    if (Math.max(totalChecks, checks.length) > shownChecks)
+      notices.push(
+        `More available: ${shownChecks} of ${Math.max(totalChecks, checks.length)} check runs shown.`,
+      )
+    if (combined.total_count > statuses.length)
+      notices.push(`More available: ${statuses.length} of ${combined.total_count} statuses shown.`)
+    return result(
+      { sha: ref, state, checks: checks.slice(0, MAX_CHECKS), statuses },
+      { untrusted: true, ...(notices.length ? { notice: notices.join(' ') } : {}) },
+    )
   },
 })
 
@@ -251,6 +271,7 @@ export const getPullRequestComments = defineTool({
   description: 'Line review comments of a PR.',
   toolset,
   input: { repo, pull_number: pullNumber, page, per_page: perPage },
+  output: { comments: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, pull_number, page, per_page }, { deps, auth, signal }) {
     const client = await github(deps, auth)
@@ -285,6 +306,7 @@ export const getPullRequestReviews = defineTool({
   description: 'Reviews of a PR (verdict, summary).',
   toolset,
   input: { repo, pull_number: pullNumber, page, per_page: perPage },
+  output: { reviews: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, pull_number, page, per_page }, { deps, auth, signal }) {
     const client = await github(deps, auth)

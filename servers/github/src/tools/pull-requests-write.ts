@@ -1,9 +1,9 @@
 import { ToolError, z } from '@keel-mcp/core'
 import { clean } from '../lib/index.js'
-import { defineTool, github, number, overwrite, repo, signalOf, write, written } from './shared.js'
+import { defineTool, github, number, overwrite, repo, signalOf, url, write, written } from './shared.js'
 
 const toolset = 'pull_requests'
-const pullNumber = number.describe('Number')
+const pullNumber = number.describe('Pull number')
 
 export const createPullRequest = defineTool({
   name: 'create_pull_request',
@@ -18,6 +18,7 @@ export const createPullRequest = defineTool({
     body: z.string().optional().describe('Markdown body'),
     draft: z.boolean().default(false).describe('Draft'),
   },
+  output: { number: z.number().int(), url },
   annotations: write,
   async run({ repo: { owner, repo }, title, head, base, body, draft }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -59,6 +60,7 @@ export const createPullRequestReview = defineTool({
       .optional()
       .describe('Line comments'),
   },
+  output: { id: z.number().int(), state: z.string(), url },
   annotations: write,
   async run(
     { repo: { owner, repo }, pull_number, event, body, commit_id, comments },
@@ -98,6 +100,7 @@ export const mergePullRequest = defineTool({
     commit_message: z.string().optional().describe('Message'),
     sha: z.string().optional().describe('Expected head SHA'),
   },
+  output: { merged: z.boolean(), sha: z.string(), message: z.string() },
   annotations: overwrite,
   async run(
     { repo: { owner, repo }, pull_number, merge_method, commit_title, commit_message, sha },
@@ -128,6 +131,7 @@ export const updatePullRequestBranch = defineTool({
     pull_number: pullNumber,
     expected_head_sha: z.string().optional().describe('Expected head SHA'),
   },
+  output: { message: z.string() },
   annotations: write,
   async run({ repo: { owner, repo }, pull_number, expected_head_sha }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)

@@ -3,10 +3,12 @@ import { clean, sliceFile } from '../lib/index.js'
 import {
   cap,
   defineTool,
+  entry,
   github,
-  items,
+  list,
   listed,
   login,
+  more,
   page,
   pageInfo,
   perPage,
@@ -25,6 +27,7 @@ export const searchRepositories = defineTool({
   description: 'Search repositories ("mcp language:go").',
   toolset,
   input: { query: query.describe('Query'), page, per_page: perPage },
+  output: { total: z.number().int(), repositories: list(), ...more },
   annotations: read,
   async run({ query, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -54,6 +57,7 @@ export const getRepository = defineTool({
   description: 'Repo facts: default branch, visibility, counts, your permissions.',
   toolset,
   input: { repo },
+  output: { repository: entry() },
   annotations: read,
   async run({ repo: { owner, repo } }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -82,6 +86,10 @@ export const getRepository = defineTool({
   },
 })
 
+/** What the contents API lists of one directory, at most. */
+const MAX_DIRECTORY_ENTRIES = 1000
+/** What GitHub's commit answer lists of its files, at most. */
+const MAX_COMMIT_FILES = 300
 const DEFAULT_FILE_BYTES = 64 * 1024
 const MAX_FILE_BYTES = 1024 * 1024
 
@@ -101,7 +109,7 @@ export const getFileContents = defineTool({
     type: z.string(),
     sha: z.string().optional(),
     content: z.string().optional(),
-    entries: items.optional(),
+    entries: list().optional(),
     nextOffset: z.number().optional(),
   },
   annotations: read,
@@ -116,10 +124,17 @@ export const getFileContents = defineTool({
       ...signalOf(signal),
     })
     if (Array.isArray(data)) {
-      return result({
-        type: 'dir',
-        entries: data.map((entry) => ({ name: entry.name, type: entry.type, size: entry.size })),
-      })
+      return result(
+        {
+          type: 'dir',
+          entries: data.map((entry) => ({ name: entry.name, type: entry.type, size: entry.size })),
+        },
+        data.length >= MAX_DIRECTORY_ENTRIES
+          ? {
+              notice: `More may exist: GitHub lists at most ${MAX_DIRECTORY_ENTRIES} entries of a directory; search_code or a subdirectory narrows it.`,
+            }
+          : {},
+      )
     }
     if (data.type !== 'file') {
       const target =
@@ -157,6 +172,7 @@ export const listBranches = defineTool({
   description: 'Branches with head SHA and protection.',
   toolset,
   input: { repo, page, per_page: perPage },
+  output: { branches: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -207,6 +223,7 @@ export const listCommits = defineTool({
     page,
     per_page: perPage,
   },
+  output: { commits: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, sha, path, author, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -236,6 +253,11 @@ export const getCommit = defineTool({
     repo,
     sha: z.string().describe('SHA, branch or tag'),
     max_diff_bytes: z.number().int().min(0).max(1_000_000).default(30_000).describe('0: no diff'),
+  },
+  output: {
+    commit: entry(),
+    files: list(),
+    diffTruncated: z.boolean(),
   },
   annotations: read,
   async run({ repo: { owner, repo }, sha, max_diff_bytes }, { deps, auth, signal }) {
@@ -268,8 +290,19 @@ export const getCommit = defineTool({
       },
       {
         untrusted: true,
-        ...(diffTruncated
-          ? { notice: 'Some patches were left out: raise max_diff_bytes or use get_file_contents.' }
+        ...(diffTruncated || files.length >= MAX_COMMIT_FILES
+          ? {
+              notice: [
+                diffTruncated
+                  ? 'Some patches were left out: raise max_diff_bytes or use get_file_contents.'
+                  : '',
+                files.length >= MAX_COMMIT_FILES
+                  ? `More may exist: GitHub lists at most ${MAX_COMMIT_FILES} files of a commit.`
+                  : '',
+              ]
+                .filter(Boolean)
+                .join(' '),
+            }
           : {}),
       },
     )
@@ -282,6 +315,7 @@ export const searchCode = defineTool({
   description: 'Search code ("foo repo:o/r"); returns paths for get_file_contents.',
   toolset,
   input: { query: query.describe('Query'), page, per_page: perPage },
+  output: { total: z.number().int(), matches: list(), ...more },
   annotations: read,
   async run({ query, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -308,6 +342,7 @@ export const listTags = defineTool({
   description: 'Tags with SHAs.',
   toolset,
   input: { repo, page, per_page: perPage },
+  output: { tags: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -328,6 +363,7 @@ export const listReleases = defineTool({
   description: 'Releases with notes.',
   toolset,
   input: { repo, page, per_page: perPage },
+  output: { releases: list(), ...more },
   annotations: read,
   async run({ repo: { owner, repo }, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)

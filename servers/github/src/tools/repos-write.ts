@@ -1,5 +1,5 @@
 import { ToolError, z } from '@keel-mcp/core'
-import { defineTool, github, overwrite, repo, signalOf, write, written } from './shared.js'
+import { defineTool, github, overwrite, repo, signalOf, url, write, written } from './shared.js'
 
 const toolset = 'repos'
 const branchName = z.string().min(1)
@@ -15,6 +15,7 @@ export const createBranch = defineTool({
     branch: branchName.describe('New branch'),
     from_branch: branchName.optional().describe('Source branch'),
   },
+  output: { branch: z.string(), sha: z.string() },
   annotations: write,
   async run({ repo: { owner, repo }, branch, from_branch }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -50,6 +51,7 @@ export const createOrUpdateFile = defineTool({
     branch: branchName.optional().describe('Branch'),
     sha: z.string().optional().describe('Blob sha when updating'),
   },
+  output: { commit: z.string(), sha: z.string(), url: z.string().nullable() },
   annotations: overwrite,
   async run({ repo: { owner, repo }, path, content, message, branch, sha }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -88,9 +90,10 @@ export const pushFiles = defineTool({
       )
       .min(1)
       .max(100)
-      .describe('Files to write'),
+      .describe('Files'),
     message,
   },
+  output: { commit: z.string(), branch: z.string(), files: z.number().int() },
   annotations: overwrite,
   async run({ repo: { owner, repo }, branch, files, message }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -183,6 +186,7 @@ export const createRepository = defineTool({
     private: z.boolean().default(true).describe('Private'),
     auto_init: z.boolean().default(false).describe('Add README'),
   },
+  output: { fullName: z.string(), url, private: z.boolean(), defaultBranch: z.string() },
   annotations: write,
   async run({ name, organization, description, private: isPrivate, auto_init }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
@@ -211,6 +215,7 @@ export const forkRepository = defineTool({
   description: 'Fork a repo.',
   toolset,
   input: { repo, organization: z.string().optional().describe('Org') },
+  output: { fullName: z.string(), url },
   annotations: write,
   async run({ repo: { owner, repo }, organization }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)

@@ -34,10 +34,15 @@ export const page = z.number().int().min(1).default(1).describe('Page')
 export const perPage = z.number().int().min(1).max(100).default(30).describe('Per page')
 export const query = z.string().min(1)
 
-/** Output shapes: named top-level keys, loosely typed items (every schema word costs tokens). */
-export const item = z.unknown()
-export const items = z.array(z.unknown())
+/**
+ * Output shapes. Every tool has one; the catalogue pays for each word, so results name their
+ * top-level keys and the key fields of their items, and items stay open objects (the text and
+ * `structuredContent` carry every field).
+ */
+export const entry = (fields: Record<string, z.ZodType> = {}) => z.looseObject(fields)
+export const list = (fields?: Record<string, z.ZodType>) => z.array(entry(fields))
 export const more = { hasMore: z.boolean() }
+export const url = z.string()
 
 /** The first line of every result that carries text written by GitHub users. */
 export const UNTRUSTED =
@@ -60,24 +65,13 @@ export function result<T extends Record<string, unknown>>(
   return { data, text: lines.join('\n') }
 }
 
-/**
- * The result of a write: a line of JSON (id, number, url). Writes carry no output schema: their
- * answer is a handle, and every schema costs tokens in every conversation.
- */
-export function written(fields: Record<string, unknown>): { text: string } {
-  return { text: JSON.stringify(fields) }
+/** The result of a write: its handle (id, number, url) as data and one line of JSON. */
+export function written<T extends Record<string, unknown>>(fields: T): { data: T; text: string } {
+  return { data: fields, text: JSON.stringify(fields) }
 }
 
-/**
- * A list page as compact text (JSON plus a "more available" line). Lists carry no output schema:
- * their items vary by tool, and the catalogue budget is better spent on arguments.
- */
-export function listed(
-  data: Record<string, unknown>,
-  options: { untrusted?: boolean; notice?: string; page?: number } = {},
-): { text: string } {
-  return { text: result(data, options).text }
-}
+/** A list page or a read: structured data plus compact text and a "more available" line. */
+export const listed = result
 
 /** `hasMore` of a list response. */
 export function pageInfo(headers: { link?: string }) {

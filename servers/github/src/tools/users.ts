@@ -1,4 +1,17 @@
-import { defineTool, github, listed, page, pageInfo, perPage, query, read, signalOf } from './shared.js'
+import { z } from '@keel-mcp/core'
+import {
+  defineTool,
+  github,
+  list,
+  listed,
+  more,
+  page,
+  pageInfo,
+  perPage,
+  query,
+  read,
+  signalOf,
+} from './shared.js'
 
 export const searchUsers = defineTool({
   name: 'search_users',
@@ -6,6 +19,7 @@ export const searchUsers = defineTool({
   description: 'Search users and orgs.',
   toolset: 'users',
   input: { query: query.describe('Query'), page, per_page: perPage },
+  output: { total: z.number().int(), users: list(), ...more },
   annotations: read,
   async run({ query, page, per_page }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)

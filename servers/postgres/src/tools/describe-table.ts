@@ -1,10 +1,8 @@
 import { ToolError, z } from '@keel-mcp/core'
 import type { TableDescription } from '../lib/index.js'
-import { defineTool, type PostgresDeps, readOnly } from './shared.js'
+import { defineTool, item, items, type PostgresDeps, readOnly } from './shared.js'
 
 const kinds = z.enum(['table', 'view', 'materialized_view', 'foreign_table'])
-const names = z.array(z.string())
-const referentialAction = z.enum(['no_action', 'restrict', 'cascade', 'set_null', 'set_default'])
 
 /** The structured description; also what the table resources return. */
 export const tableDescriptionShape = {
@@ -12,61 +10,17 @@ export const tableDescriptionShape = {
   name: z.string(),
   kind: kinds,
   comment: z.string().nullable(),
-  estimatedRows: z.number().nullable().describe('Planner estimate; null if never analyzed'),
-  totalBytes: z.number().describe('Table, indexes and TOAST'),
+  estimatedRows: z.number().nullable(),
+  totalBytes: z.number(),
   viewDefinition: z.string().nullable(),
-  columns: z.array(
-    z.object({
-      name: z.string(),
-      type: z.string(),
-      nullable: z.boolean(),
-      default: z.string().nullable(),
-      comment: z.string().nullable(),
-      identity: z.enum(['always', 'by_default']).nullable(),
-      generated: z.enum(['stored', 'virtual']).nullable(),
-    }),
-  ),
-  primaryKey: z.object({ name: z.string(), columns: names }).nullable(),
-  foreignKeys: z.array(
-    z.object({
-      name: z.string(),
-      columns: names,
-      referencedSchema: z.string(),
-      referencedTable: z.string(),
-      referencedColumns: names,
-      onUpdate: referentialAction,
-      onDelete: referentialAction,
-      definition: z.string(),
-    }),
-  ),
-  referencedBy: z.array(
-    z.object({
-      name: z.string(),
-      schema: z.string(),
-      table: z.string(),
-      columns: names,
-      referencedColumns: names,
-      definition: z.string(),
-    }),
-  ),
-  constraints: z.array(
-    z.object({
-      name: z.string(),
-      type: z.enum(['unique', 'check', 'exclusion']),
-      columns: names,
-      definition: z.string(),
-    }),
-  ),
-  indexes: z.array(
-    z.object({
-      name: z.string(),
-      definition: z.string(),
-      method: z.string(),
-      unique: z.boolean(),
-      primary: z.boolean(),
-      valid: z.boolean(),
-    }),
-  ),
+  // Items as open objects: the keys and their types are listed, the fields of each item are in
+  // the text (a full schema here cost 600 tokens in every conversation).
+  columns: items(),
+  primaryKey: item().nullable(),
+  foreignKeys: items(),
+  referencedBy: items(),
+  constraints: items(),
+  indexes: items(),
 }
 
 const quoted = (name: string) => (/^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`)
@@ -171,15 +125,10 @@ export const describeTable = defineTool({
   name: 'describe_table',
   title: 'Describe table',
   description:
-    'Columns (type, nullability, default, comment), primary key, foreign keys both ways, constraints, indexes, ' +
-    'estimated rows and size of one table or view. Use it before writing SQL against a table.',
+    'Columns, keys both ways, constraints, indexes, rows and size of a table or view. Use before writing SQL.',
   input: {
-    schema: z
-      .string()
-      .min(1)
-      .optional()
-      .describe('Schema of the table (default: the one schema that has it)'),
-    table: z.string().min(1).describe('Table or view name as stored (unquoted names are lower case)'),
+    schema: z.string().min(1).optional().describe('Default: the one that has it'),
+    table: z.string().min(1).describe('As stored (unquoted: lower case)'),
   },
   output: tableDescriptionShape,
   annotations: readOnly,

@@ -7,20 +7,16 @@ export const explainQuery = defineTool({
   name: 'explain_query',
   title: 'Explain a query',
   description:
-    "Show PostgreSQL's plan for one read-only query (pass the query without EXPLAIN): a short summary, the plan tree, " +
-    'and the JSON plan. analyze=true runs the query (read-only, rolled back) for real timings and row counts.',
+    "PostgreSQL's plan for one read-only query: summary, plan tree, JSON plan. analyze runs it (rolled back) for real timings.",
   input: {
-    sql: sqlShape.describe('The query to explain, without EXPLAIN'),
+    sql: sqlShape.describe('The query, without EXPLAIN'),
     params: paramsShape,
-    analyze: z
-      .boolean()
-      .default(false)
-      .describe('Run the query to measure it (read-only and rolled back; bounded by the statement timeout)'),
+    analyze: z.boolean().default(false).describe('Run it to measure (read-only, statement timeout)'),
   },
   output: {
     summary: z.string(),
     analyzed: z.boolean(),
-    plan: z.record(z.string(), z.unknown()).describe('EXPLAIN (FORMAT JSON) output: Plan, Planning Time, …'),
+    plan: z.record(z.string(), z.unknown()),
   },
   annotations: readOnly,
   // A slow query or a search of a large tree can run as an MCP task: the client polls for it.

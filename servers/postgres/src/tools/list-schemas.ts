@@ -1,29 +1,16 @@
 import { z } from '@keel-mcp/core'
-import { defineTool, readOnly } from './shared.js'
+import { defineTool, items, readOnly } from './shared.js'
 
 export const listSchemas = defineTool({
   name: 'list_schemas',
   title: 'List schemas',
-  description:
-    'List the schemas of the database with owner, comment and number of tables. Start here, then list_tables.',
+  description: 'Schemas with owner, comment and table count. Start here, then list_tables.',
   input: {
-    include_system: z
-      .boolean()
-      .default(false)
-      .describe('Also list pg_catalog, information_schema and other system schemas'),
+    include_system: z.boolean().default(false).describe('Also system schemas'),
   },
   output: {
     database: z.string(),
-    schemas: z.array(
-      z.object({
-        name: z.string(),
-        owner: z.string(),
-        comment: z.string().nullable(),
-        system: z.boolean(),
-        accessible: z.boolean().describe('The current role has USAGE on it'),
-        tableCount: z.number().int(),
-      }),
-    ),
+    schemas: items(),
   },
   annotations: readOnly,
   async run({ include_system }, { deps, signal }) {

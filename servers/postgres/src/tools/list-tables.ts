@@ -1,36 +1,26 @@
 import { decodeCursor, encodeCursor, ToolError, z } from '@keel-mcp/core'
-import { defineTool, readOnly } from './shared.js'
+import { defineTool, items, readOnly } from './shared.js'
 
 const kinds = ['table', 'view', 'materialized_view', 'foreign_table'] as const
 
 export const listTables = defineTool({
   name: 'list_tables',
   title: 'List tables',
-  description:
-    'List tables, views and materialized views with estimated row counts and comments, paginated. ' +
-    'Filter by schema and by a name pattern. Then describe_table for columns and keys.',
+  description: 'Tables and views with estimated rows, by schema and name pattern. Then describe_table.',
   input: {
-    schema: z.string().min(1).optional().describe('Only this schema (default: every non-system schema)'),
+    schema: z.string().min(1).optional().describe('Only this schema'),
     pattern: z
       .string()
-      .max(200)
+      .refine((value) => value.length <= 200, 'at most 200 characters')
       .optional()
-      .describe('Case-insensitive name filter: a substring, or * and ? wildcards (cust*)'),
-    kinds: z.array(z.enum(kinds)).min(1).optional().describe('Only these kinds (default: all)'),
-    limit: z.number().int().min(1).max(1000).default(100).describe('Tables per page'),
-    cursor: z.string().optional().describe('nextCursor from the previous page'),
+      .describe('Substring, or * ? wildcards'),
+    kinds: z.array(z.enum(kinds)).min(1).optional().describe('Only these kinds'),
+    limit: z.number().int().min(1).max(1000).default(100).describe('Limit'),
+    cursor: z.string().optional().describe('From nextCursor'),
   },
   output: {
-    tables: z.array(
-      z.object({
-        schema: z.string(),
-        name: z.string(),
-        kind: z.enum(kinds),
-        estimatedRows: z.number().nullable().describe('Planner estimate; null if never analyzed'),
-        comment: z.string().nullable(),
-      }),
-    ),
-    total: z.number().int().describe('Matches across all pages'),
+    tables: items(),
+    total: z.number().int(),
     nextCursor: z.string().optional(),
   },
   annotations: readOnly,

@@ -2,7 +2,7 @@ import { z } from '@keel-mcp/core'
 import { HARD_MAX_ROWS } from '../config.js'
 import { withSql } from '../errors.js'
 import { formatCsv, formatTable, type JsonValue, toJsonValue } from '../lib/index.js'
-import { defineTool, paramsShape, readOnly, sqlShape, untrusted } from './shared.js'
+import { defineTool, items, paramsShape, readOnly, sqlShape, untrusted } from './shared.js'
 
 /** Longer strings are cut (with a notice of how much) in the structured rows too. */
 const MAX_STRING_LENGTH = 10_000
@@ -13,8 +13,6 @@ export const QUERY_TEXT_MAX_BYTES = 64 * 1024
  * clients: a result they cannot receive helps nobody.
  */
 export const QUERY_STRUCTURED_MAX_BYTES = 8 * 1024 * 1024
-
-const columnShape = z.object({ name: z.string(), type: z.string().describe('PostgreSQL type') })
 
 /** Characters of a JSON number: exact for integers, an upper bound (18) for the rest. */
 function numberLength(value: number): number {
@@ -60,33 +58,22 @@ export const query = defineTool({
   name: 'query',
   title: 'Run a read-only SQL query',
   description:
-    'Run one read-only SQL statement (SELECT, WITH … SELECT, VALUES, TABLE, SHOW) and return its rows. ' +
-    'Look up tables with list_tables and describe_table first. Put values in params ($1, $2, …), not in the SQL. ' +
-    'Returns at most max_rows rows and says when there were more: aggregate or filter instead of paging through data. ' +
-    'For query plans use explain_query.',
+    'Rows of one read-only statement (SELECT, WITH, VALUES, TABLE, SHOW), values in params. ' +
+    'Capped at max_rows: aggregate or filter, not page. Plans: explain_query.',
   input: {
-    sql: sqlShape.describe('Exactly one read-only statement'),
+    sql: sqlShape.describe('One read-only statement'),
     params: paramsShape,
-    max_rows: z
-      .number()
-      .int()
-      .min(1)
-      .max(HARD_MAX_ROWS)
-      .optional()
-      .describe("Most rows to return (default: the server's --max-rows, 200)"),
-    format: z.enum(['table', 'csv']).default('table').describe('Text rendering of the rows'),
+    max_rows: z.number().int().min(1).max(HARD_MAX_ROWS).optional().describe('Default 200 (--max-rows)'),
+    format: z.enum(['table', 'csv']).default('table').describe('Text rendering'),
   },
   output: {
-    columns: z.array(columnShape),
+    columns: items(),
     // Advertised as an array of arrays; only the outer array is checked at run time (checking
     // every row again cost as much as fetching it, at 100,000 rows).
-    rows: z.array(z.unknown().meta({ type: 'array', items: {} })).describe('Values in column order'),
-    rowCount: z.number().int().describe('Rows returned'),
-    truncated: z.boolean().describe('The query had more rows than were returned'),
-    truncatedBy: z
-      .enum(['max_rows', 'size'])
-      .optional()
-      .describe('Why rows are missing: the row limit, or the size limit of one result'),
+    rows: z.array(z.unknown().meta({ type: 'array' })),
+    rowCount: z.number().int(),
+    truncated: z.boolean(),
+    truncatedBy: z.enum(['max_rows', 'size']).optional(),
   },
   annotations: readOnly,
   // A slow query or a search of a large tree can run as an MCP task: the client polls for it.

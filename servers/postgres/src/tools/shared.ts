@@ -20,11 +20,23 @@ export const readOnly = { readOnlyHint: true, idempotentHint: true, openWorldHin
 /** Values for `$1…$n`: scalars only (cast in SQL for other types: `$1::jsonb`, `$2::date`). */
 export const paramsShape = z
   .array(z.union([z.string(), z.number(), z.boolean(), z.null()]))
-  .max(100)
+  .refine((values) => values.length <= 100, 'at most 100 parameters')
   .optional()
-  .describe('Values for $1, $2, … in order (cast in SQL, e.g. $1::date)')
+  .describe('Values for $1, $2, … (cast in SQL: $1::date)')
 
-export const sqlShape = z.string().min(1).max(100_000)
+// Bounds that only guard the server are checked with refine(): tools/list, which every
+// conversation pays for, does not spell them out.
+export const sqlShape = z
+  .string()
+  .refine((sql) => sql.length >= 1 && sql.length <= 100_000, 'must be 1–100,000 characters')
+
+/**
+ * An output item as an open object: the catalogue names the result's keys and their types, and
+ * leaves the fields of each item to the tool's text (every schema word costs tokens in every
+ * conversation). Data passes through unchanged.
+ */
+export const item = () => z.looseObject({}) as unknown as z.ZodType<object>
+export const items = () => z.array(item())
 
 /**
  * Wraps database content for the model: a random boundary it cannot guess (and so cannot close

@@ -1,25 +1,30 @@
-import { ToolError, z } from '@keel-mcp/core'
+import { ToolError } from '@keel-mcp/core'
 import { channelRefusal, toChannel } from '../lib/slack.js'
 import {
+  bounded,
   channelArgument,
   channelFor,
   cursorArgument,
   defineTool,
+  entry,
   limitArgument,
+  list,
+  nextCursor,
   read,
-  text,
+  shaped,
 } from './shared.js'
 
 export const listChannels = defineTool({
   name: 'list_channels',
   title: 'List channels',
   description:
-    'Channels the bot can see (public; private and DMs when the server allows), with ids, topics and member counts. Paged by cursor.',
+    'Channels the bot can see (public; private and DMs when the server allows), with ids, topics and member counts.',
   input: {
-    name: z.string().max(80).optional().describe('Only names containing this'),
+    name: bounded(0, 80).optional().describe('Only names containing this'),
     limit: limitArgument(100, 200),
     cursor: cursorArgument,
   },
+  output: { channels: list(), next_cursor: nextCursor },
   annotations: read,
   async run({ name, limit, cursor }, { deps, signal }) {
     const types = ['public_channel']
@@ -48,7 +53,7 @@ export const listChannels = defineTool({
       if (!next || !wanted) break
     }
     // Whole pages only, so the cursor never skips a channel.
-    return { text: text({ channels, next_cursor: next ?? null }, { next }) }
+    return shaped({ channels, next_cursor: next ?? null }, { next })
   },
 })
 
@@ -57,6 +62,7 @@ export const getChannelInfo = defineTool({
   title: 'Channel info',
   description: 'One channel by id or #name: name, privacy, topic, purpose, member count.',
   input: { channel: channelArgument },
+  output: { channel: entry() },
   annotations: read,
   async run({ channel }, { deps, signal }) {
     const found = await channelFor(deps, channel, 'read', signal)
@@ -65,7 +71,7 @@ export const getChannelInfo = defineTool({
       .apiCall('conversations.info', { channel: found.id, include_num_members: true })
     const fresh = toChannel(response.channel ?? {})
     deps.directory.rememberChannel(fresh)
-    return { text: text({ channel: fresh }) }
+    return shaped({ channel: { ...fresh } })
   },
 })
 
@@ -74,7 +80,8 @@ export const findChannel = defineTool({
   title: 'Find a channel',
   description:
     'The id of a channel by #name (exact, case-insensitive). Use before tools that take a channel id.',
-  input: { name: z.string().min(1).max(81).describe('#name') },
+  input: { name: bounded(1, 81).describe('#name') },
+  output: { channel: entry() },
   annotations: read,
   async run({ name }, { deps, signal }) {
     const found = await deps.directory.findChannel(name, signal)
@@ -84,6 +91,6 @@ export const findChannel = defineTool({
       })
     const refusal = channelRefusal(found, deps.policy, 'read')
     if (refusal) throw new ToolError('permission_denied', refusal)
-    return { text: text({ channel: found }) }
+    return shaped({ channel: { ...found } })
   },
 })

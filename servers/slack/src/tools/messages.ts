@@ -1,13 +1,18 @@
 import { ToolError, z } from '@keel-mcp/core'
 import { parsePermalink, type SlackRecord } from '../lib/slack.js'
 import {
+  bounded,
   channelArgument,
   channelFor,
   compactMessages,
   cursorArgument,
   defineTool,
+  entry,
   limitArgument,
+  list,
+  nextCursor,
   read,
+  shaped,
   text,
   tsArgument,
 } from './shared.js'
@@ -15,7 +20,10 @@ import {
 const timeArgument = (what: string) =>
   z
     .string()
-    .regex(/^\d{9,11}(\.\d{1,6})?$|^\d{4}-\d{2}-\d{2}/, 'must be a Slack ts or an ISO date')
+    .refine(
+      (value) => /^\d{9,11}(\.\d{1,6})?$|^\d{4}-\d{2}-\d{2}/.test(value),
+      'must be a Slack ts or an ISO date',
+    )
     .optional()
     .describe(what)
 
@@ -40,6 +48,7 @@ export const getChannelHistory = defineTool({
     latest: timeArgument('Until (ts or ISO date)'),
     cursor: cursorArgument,
   },
+  output: { channel: z.string(), channel_name: z.string(), messages: list(), next_cursor: nextCursor },
   annotations: read,
   async run({ channel, limit, oldest, latest, cursor }, { deps, signal }) {
     const found = await channelFor(deps, channel, 'read', signal)
@@ -55,25 +64,24 @@ export const getChannelHistory = defineTool({
     })
     const next = response.has_more ? response.response_metadata?.next_cursor || undefined : undefined
     const messages = await compactMessages(deps, response.messages ?? [])
-    return {
-      text: text(
-        { channel: found.id, channel_name: found.name, messages, next_cursor: next ?? null },
-        { untrusted: true, next },
-      ),
-    }
+    return shaped(
+      { channel: found.id, channel_name: found.name, messages, next_cursor: next ?? null },
+      { untrusted: true, next },
+    )
   },
 })
 
 export const getThreadReplies = defineTool({
   name: 'get_thread_replies',
   title: 'Thread replies',
-  description: 'A thread: its first message and the replies, oldest first. Paged by cursor.',
+  description: 'A thread: its first message and the replies, oldest first.',
   input: {
     channel: channelArgument,
     thread_ts: tsArgument.describe('ts of the thread’s first message'),
     limit: limitArgument(100, 200),
     cursor: cursorArgument,
   },
+  output: { channel: z.string(), thread_ts: z.string(), messages: list(), next_cursor: nextCursor },
   annotations: read,
   async run({ channel, thread_ts, limit, cursor }, { deps, signal }) {
     const found = await channelFor(deps, channel, 'read', signal)
@@ -85,12 +93,10 @@ export const getThreadReplies = defineTool({
     })
     const next = response.has_more ? response.response_metadata?.next_cursor || undefined : undefined
     const messages = await compactMessages(deps, response.messages ?? [])
-    return {
-      text: text(
-        { channel: found.id, thread_ts, messages, next_cursor: next ?? null },
-        { untrusted: true, next },
-      ),
-    }
+    return shaped(
+      { channel: found.id, thread_ts, messages, next_cursor: next ?? null },
+      { untrusted: true, next },
+    )
   },
 })
 
@@ -98,7 +104,12 @@ export const getMessage = defineTool({
   name: 'get_message',
   title: 'Message by link',
   description: 'One message by its permalink (https://…slack.com/archives/C…/p…), thread replies included.',
-  input: { permalink: z.string().url().max(500).describe('Message link') },
+  input: {
+    permalink: bounded(1, 500)
+      .refine((value) => URL.canParse(value), 'must be a URL')
+      .describe('Message link'),
+  },
+  output: { channel: z.string(), channel_name: z.string(), message: entry() },
   annotations: read,
   async run({ permalink }, { deps, signal }) {
     const parsed = parsePermalink(permalink)
@@ -127,9 +138,10 @@ export const getMessage = defineTool({
     const message = (response.messages ?? []).find((candidate: SlackRecord) => candidate.ts === parsed.ts)
     if (!message) throw new ToolError('not_found', 'No such message (deleted, or the bot cannot see it)')
     const [compact] = await compactMessages(deps, [message])
-    return {
-      text: text({ channel: found.id, channel_name: found.name, message: compact }, { untrusted: true }),
-    }
+    return shaped(
+      { channel: found.id, channel_name: found.name, message: compact ?? {} },
+      { untrusted: true },
+    )
   },
 })
 
@@ -139,10 +151,11 @@ export const searchMessages = defineTool({
   description:
     'Slack search with its modifiers (in:#channel from:@user before:2024-01-31 has:link "exact phrase"). Newest first, paged.',
   input: {
-    query: z.string().min(1).max(500).describe('Search query'),
+    query: bounded(1, 500).describe('Search query'),
     count: limitArgument(20, 100),
     page: z.number().int().min(1).max(100).default(1).describe('Page'),
   },
+  output: { total: z.number(), page: z.number(), messages: list(), more: z.boolean() },
   annotations: read,
   async run({ query, count, page }, { deps }) {
     const client = deps.user()
@@ -167,12 +180,11 @@ export const searchMessages = defineTool({
     }))
     const paging = response.messages?.paging ?? {}
     const more = typeof paging.pages === 'number' && page < paging.pages
+    const data = { total: Number(response.messages?.total ?? results.length), page, messages: results, more }
     return {
+      data,
       text:
-        text(
-          { total: response.messages?.total ?? results.length, page, messages: results, more },
-          { untrusted: true },
-        ) + (more ? `\nMore available: call again with page ${page + 1}.` : ''),
+        text(data, { untrusted: true }) + (more ? `\nMore available: call again with page ${page + 1}.` : ''),
     }
   },
 })

@@ -27,14 +27,38 @@ export const read = { readOnlyHint: true, openWorldHint: true } as const
 export const write = { readOnlyHint: false, destructiveHint: false, openWorldHint: true } as const
 export const destructive = { readOnlyHint: false, destructiveHint: true, openWorldHint: true } as const
 
-export const channelArgument = z.string().min(1).max(100).describe('Channel id (C…) or #name')
+// Bounds and formats that only guard the server are checked with refine(): the model reads the
+// description, and tools/list does not pay for a regular expression on every argument.
+export const channelArgument = z
+  .string()
+  .refine(
+    (value) => value.length >= 1 && value.length <= 100,
+    'must be a channel id or #name (1–100 characters)',
+  )
+  .describe('Channel id (C…) or #name')
+/** A string of `min`–`max` characters, checked by the server only (see above). */
+export const bounded = (min: number, max: number) =>
+  z.string().refine((value) => value.length >= min && value.length <= max, `must be ${min}–${max} characters`)
+
 export const tsArgument = z
   .string()
-  .regex(/^\d{9,11}\.\d{1,6}$/, 'must be a Slack ts like 1700000000.123456')
+  .refine((value) => /^\d{9,11}\.\d{1,6}$/.test(value), 'must be a Slack ts like 1700000000.123456')
   .describe('Message ts')
-export const cursorArgument = z.string().max(500).optional().describe('next_cursor of the previous page')
+export const cursorArgument = z
+  .string()
+  .refine((value) => value.length <= 500, 'a cursor is at most 500 characters')
+  .optional()
+  .describe('next_cursor of the previous page')
 export const limitArgument = (fallback: number, max: number) =>
   z.number().int().min(1).max(max).default(fallback).describe('Items per page')
+
+/**
+ * Output shapes: every tool has one. Results name their top-level keys; messages, channels and
+ * users are open objects (every word of a schema is paid for in every conversation).
+ */
+export const entry = () => z.looseObject({})
+export const list = () => z.array(entry())
+export const nextCursor = z.string().nullable()
 
 /** The first line of every result carrying text written by Slack users. */
 export const UNTRUSTED =
@@ -85,6 +109,14 @@ export async function compactMessages(
       ...(message.files?.length ? { files: message.files.length } : {}),
     }
   })
+}
+
+/** A result: structured data plus the compact text of {@link text}. */
+export function shaped<T extends Record<string, unknown>>(
+  data: T,
+  options: { untrusted?: boolean; next?: string } = {},
+): { data: T; text: string } {
+  return { data, text: text(data, options) }
 }
 
 /** Compact text: the untrusted marker when it carries messages, one line of JSON, a next-page line. */

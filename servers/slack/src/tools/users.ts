@@ -1,18 +1,28 @@
 import { ToolError, z } from '@keel-mcp/core'
 import { type SlackRecord, toUser } from '../lib/slack.js'
-import { cursorArgument, defineTool, limitArgument, read, text } from './shared.js'
+import {
+  bounded,
+  cursorArgument,
+  defineTool,
+  entry,
+  limitArgument,
+  list,
+  nextCursor,
+  read,
+  shaped,
+} from './shared.js'
 
 const userArgument = z
   .string()
-  .regex(/^[UW][A-Z0-9]{2,}$/, 'must be a user id like U0123ABCD')
+  .refine((value) => /^[UW][A-Z0-9]{2,}$/.test(value), 'must be a user id like U0123ABCD')
   .describe('User id (U…)')
 
 export const listUsers = defineTool({
   name: 'list_users',
   title: 'List users',
-  description:
-    'Workspace members: id, handle, real and display name. Paged by cursor; find_user looks one up by @name.',
+  description: 'Workspace members: id, handle, real and display name. find_user looks one up by @name.',
   input: { limit: limitArgument(100, 200), cursor: cursorArgument },
+  output: { users: list(), next_cursor: nextCursor },
   annotations: read,
   async run({ limit, cursor }, { deps }) {
     const response = await deps.bot().apiCall('users.list', { limit, ...(cursor ? { cursor } : {}) })
@@ -22,7 +32,7 @@ export const listUsers = defineTool({
       return user
     })
     const next = response.response_metadata?.next_cursor || undefined
-    return { text: text({ users, next_cursor: next ?? null }, { next }) }
+    return shaped({ users, next_cursor: next ?? null }, { next })
   },
 })
 
@@ -31,6 +41,7 @@ export const getUserProfile = defineTool({
   title: 'User profile',
   description: "One user's profile: names, title, time zone, status.",
   input: { user: userArgument },
+  output: { user: entry() },
   annotations: read,
   async run({ user }, { deps }) {
     const [info, profile] = await Promise.all([
@@ -40,21 +51,19 @@ export const getUserProfile = defineTool({
     const entry = toUser(info.user ?? {})
     deps.directory.rememberUser(entry)
     const details = profile.profile ?? {}
-    return {
-      text: text(
-        {
-          user: {
-            ...entry,
-            ...(details.title ? { title: details.title } : {}),
-            ...(info.user?.tz ? { time_zone: info.user.tz } : {}),
-            ...(details.status_text
-              ? { status: `${details.status_emoji ?? ''} ${details.status_text}`.trim() }
-              : {}),
-          },
+    return shaped(
+      {
+        user: {
+          ...entry,
+          ...(details.title ? { title: details.title } : {}),
+          ...(info.user?.tz ? { time_zone: info.user.tz } : {}),
+          ...(details.status_text
+            ? { status: `${details.status_emoji ?? ''} ${details.status_text}`.trim() }
+            : {}),
         },
-        { untrusted: true },
-      ),
-    }
+      },
+      { untrusted: true },
+    )
   },
 })
 
@@ -62,12 +71,13 @@ export const findUser = defineTool({
   name: 'find_user',
   title: 'Find a user',
   description: 'The id of a user by @handle or display name (exact, case-insensitive).',
-  input: { name: z.string().min(1).max(81).describe('@name') },
+  input: { name: bounded(1, 81).describe('@name') },
+  output: { user: entry() },
   annotations: read,
   async run({ name }, { deps, signal }) {
     const found = await deps.directory.findUser(name, signal)
     if (!found)
       throw new ToolError('not_found', `No user named ${name}`, { hint: 'list_users shows who is there.' })
-    return { text: text({ user: found }) }
+    return shaped({ user: { ...found } })
   },
 })

@@ -6,7 +6,7 @@ import {
   defineTool,
   destructive,
   type SlackDeps,
-  text,
+  shaped,
   tsArgument,
   write,
 } from './shared.js'
@@ -48,6 +48,7 @@ export const postMessage = defineTool({
   description:
     'Post to a channel the server allows writing to. No link previews; broadcasts escaped unless allow_broadcast.',
   input: { channel: channelArgument, text: messageText, allow_broadcast: broadcast },
+  output: { channel: z.string(), ts: z.string() },
   annotations: write,
   toolset: 'writes',
   async run({ channel, text: body, allow_broadcast }, { deps, signal }) {
@@ -55,7 +56,7 @@ export const postMessage = defineTool({
     const response = await deps
       .bot()
       .apiCall('chat.postMessage', { channel: found.id, ...safeText(body, allow_broadcast) })
-    return { text: text({ channel: found.id, ts: response.ts }) }
+    return shaped({ channel: found.id, ts: String(response.ts) })
   },
 })
 
@@ -69,6 +70,7 @@ export const replyToThread = defineTool({
     text: messageText,
     allow_broadcast: broadcast,
   },
+  output: { channel: z.string(), ts: z.string(), thread_ts: z.string() },
   annotations: write,
   toolset: 'writes',
   async run({ channel, thread_ts, text: body, allow_broadcast }, { deps, signal }) {
@@ -76,7 +78,7 @@ export const replyToThread = defineTool({
     const response = await deps
       .bot()
       .apiCall('chat.postMessage', { channel: found.id, thread_ts, ...safeText(body, allow_broadcast) })
-    return { text: text({ channel: found.id, ts: response.ts, thread_ts }) }
+    return shaped({ channel: found.id, ts: String(response.ts), thread_ts })
   },
 })
 
@@ -92,6 +94,7 @@ export const addReaction = defineTool({
       .regex(/^:?[a-z0-9_+'-]{1,100}:?$/, 'must be an emoji name')
       .describe('Emoji name'),
   },
+  output: { channel: z.string(), ts: z.string(), reaction: z.string() },
   annotations: { ...write, idempotentHint: true },
   toolset: 'writes',
   async run({ channel, ts, name }, { deps, signal }) {
@@ -99,7 +102,7 @@ export const addReaction = defineTool({
     await deps
       .bot()
       .apiCall('reactions.add', { channel: found.id, timestamp: ts, name: name.replace(/:/g, '') })
-    return { text: text({ channel: found.id, ts, reaction: name.replace(/:/g, '') }) }
+    return shaped({ channel: found.id, ts, reaction: name.replace(/:/g, '') })
   },
 })
 
@@ -108,13 +111,14 @@ export const updateMessage = defineTool({
   title: 'Edit own message',
   description: 'Replace the text of a message this bot posted.',
   input: { channel: channelArgument, ts: tsArgument, text: messageText, allow_broadcast: broadcast },
+  output: { channel: z.string(), ts: z.string(), updated: z.boolean() },
   annotations: destructive,
   toolset: 'writes',
   async run({ channel, ts, text: body, allow_broadcast }, { deps, signal }) {
     const found = await channelFor(deps, channel, 'write', signal)
     await assertOwn(deps, found.id, ts)
     await deps.bot().apiCall('chat.update', { channel: found.id, ts, ...safeText(body, allow_broadcast) })
-    return { text: text({ channel: found.id, ts, updated: true }) }
+    return shaped({ channel: found.id, ts, updated: true })
   },
 })
 
@@ -123,12 +127,13 @@ export const deleteMessage = defineTool({
   title: 'Delete own message',
   description: 'Delete a message this bot posted.',
   input: { channel: channelArgument, ts: tsArgument },
+  output: { channel: z.string(), ts: z.string(), deleted: z.boolean() },
   annotations: destructive,
   toolset: 'writes',
   async run({ channel, ts }, { deps, signal }) {
     const found = await channelFor(deps, channel, 'write', signal)
     await assertOwn(deps, found.id, ts)
     await deps.bot().apiCall('chat.delete', { channel: found.id, ts })
-    return { text: text({ channel: found.id, ts, deleted: true }) }
+    return shaped({ channel: found.id, ts, deleted: true })
   },
 })

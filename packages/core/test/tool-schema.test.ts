@@ -1,0 +1,184 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { defineServer, defineTool, z } from '../src/index.js'
+import { type Connection, connectInMemory } from '../src/testing/index.js'
+import { compactAnnotations, planFor } from '../src/tool-schema.js'
+
+// What tools/list emits: compact schemas that keep their meaning, and results that still
+// validate against them in both client generations (each validates structuredContent).
+
+const status = z.enum(['open', 'closed'])
+const person = z.object({ login: z.string().describe('GitHub login'), name: z.string().nullable() })
+
+const rich = defineTool({
+  name: 'get_rich',
+  title: 'Rich',
+  description: 'Returns every kind of shape.',
+  input: {
+    description: z.string().optional().describe('A property named description stays'),
+    per_page: z.number().int().min(1).max(100).default(30).describe('Per page'),
+    count: z.number().int().describe('How many'),
+    merge_method: z.enum(['merge', 'squash']).optional().describe('Method'),
+    include_patch: z.boolean().optional().describe('Include patches.'),
+    head_sha: z.string().optional().describe('Head'),
+    reason: z.enum(['a', 'b']).nullable().optional().describe('Why'),
+    state: status.default('open').describe('Filter'),
+    when: z.string().regex(/^\d+$/).optional().describe('Digits'),
+  },
+  output: {
+    id: z.number().int().describe('Unique id'),
+    state: status,
+    reason: z.enum(['a', 'b']).nullable(),
+    author: person.nullable(),
+    people: z.array(person).describe('Everyone'),
+    labels: z.record(z.string(), z.number()),
+    when: z.iso.datetime().optional(),
+    note: z.string().max(10).default('none'),
+    anything: z.unknown(),
+    description: z.string().nullable(),
+    extra: z.array(z.looseObject({ id: z.number() })),
+    bag: z.looseObject({}),
+  },
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  run: ({ count }) => ({
+    data: {
+      id: count,
+      state: 'open' as const,
+      reason: count > 1 ? ('a' as const) : null,
+      author: count > 1 ? { login: 'octocat', name: null } : null,
+      people: [{ login: 'hubot', name: 'Hubot' }],
+      labels: { bug: 2 },
+      ...(count > 1 ? { when: '2026-01-02T03:04:05Z' } : {}),
+      anything: [1, 'two'],
+      description: count > 1 ? 'text' : null,
+      extra: [{ id: 1, more: 'kept' }],
+      bag: { any: ['thing'] },
+    },
+  }),
+})
+
+const spec = defineServer({
+  name: 'schema-fixture',
+  version: '1.0.0',
+  description: 'schema fixture',
+  tools: [rich],
+  createDeps: () => ({}),
+})
+
+const open: Connection[] = []
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((connection) => connection.close()))
+})
+
+describe('tools/list schemas', () => {
+  it('emits the output shape only: types, nesting, required keys and enums', () => {
+    expect(planFor(rich).listed.outputSchema).toEqual({
+      type: 'object',
+      properties: {
+        id: { type: 'integer' },
+        state: { enum: ['open', 'closed'] },
+        reason: { enum: ['a', 'b', null] },
+        author: {
+          type: ['object', 'null'],
+          properties: { login: { type: 'string' }, name: { type: ['string', 'null'] } },
+          required: ['login', 'name'],
+        },
+        people: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: { login: { type: 'string' }, name: { type: ['string', 'null'] } },
+            required: ['login', 'name'],
+          },
+        },
+        labels: { type: 'object', additionalProperties: { type: 'number' } },
+        when: { type: 'string' },
+        note: { type: 'string' },
+        anything: {},
+        description: { type: ['string', 'null'] },
+        extra: {
+          type: 'array',
+          items: { type: 'object', properties: { id: { type: 'number' } }, required: ['id'] },
+        },
+        bag: { type: 'object' },
+      },
+      required: [
+        'id',
+        'state',
+        'reason',
+        'author',
+        'people',
+        'labels',
+        'note',
+        'anything',
+        'description',
+        'extra',
+        'bag',
+      ],
+    })
+  })
+
+  it('keeps what the model writes by: descriptions, defaults, bounds and patterns, minus echoes and noise', () => {
+    expect(planFor(rich).listed.inputSchema).toEqual({
+      type: 'object',
+      properties: {
+        description: { type: 'string', description: 'A property named description stays' },
+        per_page: { type: 'integer', minimum: 1, maximum: 100, default: 30 },
+        count: { type: 'integer', description: 'How many' },
+        merge_method: { type: 'string', enum: ['merge', 'squash'] },
+        include_patch: { type: 'boolean' },
+        head_sha: { type: 'string', description: 'Head' },
+        reason: { type: ['string', 'null'], enum: ['a', 'b', null], description: 'Why' },
+        state: { type: 'string', enum: ['open', 'closed'], default: 'open', description: 'Filter' },
+        when: { type: 'string', pattern: '^\\d+$', description: 'Digits' },
+      },
+      required: ['count'],
+    })
+  })
+
+  it('lists the title once and annotations without their defaults', () => {
+    const listed = planFor(rich).listed
+    expect(listed.title).toBe('Rich')
+    expect(listed.annotations).toEqual({ readOnlyHint: true, openWorldHint: false })
+    expect(JSON.stringify(listed)).not.toContain('$schema')
+  })
+
+  it.each([
+    [{ readOnlyHint: true, openWorldHint: true }, { readOnlyHint: true }],
+    [
+      { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+      { readOnlyHint: true, openWorldHint: false },
+    ],
+    [{ readOnlyHint: false, destructiveHint: false, openWorldHint: true }, { destructiveHint: false }],
+    [{ readOnlyHint: false, destructiveHint: true, openWorldHint: true }, {}],
+    [
+      { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      { idempotentHint: true, openWorldHint: false },
+    ],
+  ])('annotations %j are listed as %j (absent hints mean the cautious defaults)', (annotations, listed) => {
+    expect(compactAnnotations(annotations)).toEqual(listed)
+  })
+})
+
+describe.each([
+  { label: 'v2 client', options: {} },
+  { label: 'v2 client, 2026-07-28 era', options: { era: 'modern' as const } },
+  { label: 'v1 client (Ajv)', options: { generation: 'v1' as const } },
+])('structured results against the emitted schema ($label)', ({ options }) => {
+  it.each([1, 2])(
+    'a result with nulls and optional fields (count %i) passes the client validation',
+    async (count) => {
+      const connection = await connectInMemory(spec, options)
+      open.push(connection)
+      const { tools } = await connection.client.listTools()
+      expect(tools[0]?.outputSchema).toEqual(planFor(rich).listed.outputSchema)
+      const result = await connection.client.callTool({ name: 'get_rich', arguments: { count } })
+      expect(result.isError).toBeFalsy()
+      expect(result.structuredContent).toMatchObject({
+        id: count,
+        note: 'none',
+        labels: { bug: 2 },
+        extra: [{ id: 1, more: 'kept' }],
+      })
+    },
+  )
+})
