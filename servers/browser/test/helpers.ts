@@ -1,0 +1,53 @@
+import { type Connection, connectInMemory } from '@keel-mcp/core/testing'
+import { createServer } from '../src/server.js'
+
+/** Names the tests treat as public sites: our resolver says public, Chromium maps them to loopback. */
+export const PUBLIC_NAME = 'public.keel.test'
+export const INTRANET_NAME = 'intranet.keel.test'
+
+export const testServer = createServer({
+  resolve: async (host) => {
+    if (host === PUBLIC_NAME) return ['93.184.216.34']
+    if (host === INTRANET_NAME) return ['127.0.0.1']
+    throw new Error(`ENOTFOUND ${host}`)
+  },
+  extraArgs: [`--host-resolver-rules=MAP ${PUBLIC_NAME} 127.0.0.1, MAP ${INTRANET_NAME} 127.0.0.1`],
+})
+
+export async function connect(argv: string[] = [], env: Record<string, string> = {}): Promise<Connection> {
+  return connectInMemory(testServer, { argv, env })
+}
+
+export interface CallResult {
+  isError: boolean
+  text: string
+  structured: Record<string, unknown> | undefined
+  raw: Record<string, unknown>
+}
+
+/** A call's text (all text blocks joined) and its structured content. */
+export async function call(
+  connection: Connection,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<CallResult> {
+  const result = await connection.client.callTool({ name, arguments: args }, { timeout: 60_000 })
+  const text = ((result.content ?? []) as Array<{ type: string; text?: string }>)
+    .filter((block) => block.type === 'text')
+    .map((block) => block.text ?? '')
+    .join('\n')
+  return {
+    isError: result.isError === true,
+    text,
+    structured: result.structuredContent as Record<string, unknown> | undefined,
+    raw: result,
+  }
+}
+
+/** The ref of the first snapshot line that matches `pattern` (e.g. /button "Send"/). */
+export function refOf(text: string, pattern: RegExp): string {
+  const line = text.split('\n').find((candidate) => pattern.test(candidate))
+  const ref = line ? /\[ref=(e\d+)\]/.exec(line)?.[1] : undefined
+  if (!ref) throw new Error(`no ref for ${pattern} in:\n${text}`)
+  return ref
+}
