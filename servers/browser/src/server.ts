@@ -45,6 +45,8 @@ export interface BrowserTuning {
   resolve?: (host: string) => Promise<string[]>
   /** Extra Chromium switches (tests map fake public names to loopback with --host-resolver-rules). */
   extraArgs?: string[]
+  /** Receives each browser host created (tests reach its pages to crash or kill them). */
+  onHost?: (host: BrowserHost) => void
 }
 
 export function createServer(tuning: BrowserTuning = {}) {
@@ -111,6 +113,7 @@ export function createServer(tuning: BrowserTuning = {}) {
         policy,
         logger,
       )
+      tuning.onHost?.(host)
       return {
         host,
         watched: new Set<string>(),

@@ -1,11 +1,16 @@
 import { type Connection, connectInMemory } from '@keel-mcp/core/testing'
+import type { BrowserHost } from '../src/lib/browser.js'
 import { createServer } from '../src/server.js'
 
 /** Names the tests treat as public sites: our resolver says public, Chromium maps them to loopback. */
 export const PUBLIC_NAME = 'public.keel.test'
 export const INTRANET_NAME = 'intranet.keel.test'
 
+/** The browser hosts the test server created, newest last. */
+export const hosts: BrowserHost[] = []
+
 export const testServer = createServer({
+  onHost: (host) => hosts.push(host),
   resolve: async (host) => {
     if (host === PUBLIC_NAME) return ['93.184.216.34']
     if (host === INTRANET_NAME) return ['127.0.0.1']

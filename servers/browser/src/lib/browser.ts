@@ -216,6 +216,11 @@ export class BrowserHost {
     return browser
   }
 
+  /** Every open tab of every session (tests). */
+  allTabs(): Tab[] {
+    return [...this.sessions.values()].flatMap((session) => [...session.tabs.values()])
+  }
+
   /** The browser's process id, when one is running (tests and benchmarks). */
   pid(): number | undefined {
     return this.browser?.process()?.pid

@@ -30,18 +30,21 @@ export async function resolveRef(tab: Tab, ref: string): Promise<Element> {
 
 /** Calls `fn` with the element as `this` in the page; returns its JSON result. */
 export async function callOn<T>(tab: Tab, element: Element, fn: string, args: unknown[] = []): Promise<T> {
-  const result = await send<{ result: { value?: unknown }; exceptionDetails?: { text?: string } }>(
-    tab,
-    'Runtime.callFunctionOn',
-    {
-      objectId: element.objectId,
-      functionDeclaration: fn,
-      arguments: args.map((value) => ({ value })),
-      returnByValue: true,
-      awaitPromise: true,
-    },
-  )
-  if (result.exceptionDetails) throw new Error(result.exceptionDetails.text ?? 'the page threw')
+  const result = await send<{
+    result: { value?: unknown }
+    exceptionDetails?: { text?: string; exception?: { description?: string } }
+  }>(tab, 'Runtime.callFunctionOn', {
+    objectId: element.objectId,
+    functionDeclaration: fn,
+    arguments: args.map((value) => ({ value })),
+    returnByValue: true,
+    awaitPromise: true,
+  })
+  if (result.exceptionDetails) {
+    const detail =
+      result.exceptionDetails.exception?.description ?? result.exceptionDetails.text ?? 'the page threw'
+    throw new Error((detail.split('\n')[0] ?? detail).replace(/^Error: /, ''))
+  }
   return result.result.value as T
 }
 
