@@ -172,12 +172,12 @@ export class UrlPolicy {
       return { reason: `${scheme} URLs are refused` }
     const httpUrl = scheme.startsWith('ws') ? new URL(raw.replace(/^ws/, 'http')) : url
     if (this.blocked.some((pattern) => pattern.matches(httpUrl)))
-      return { reason: `${httpUrl.origin} is blocked (--blocked-origins)` }
+      return { reason: `${httpUrl.origin} is blocked (--browser-blocked-origins)` }
     if (this.allowed.length) {
       // An allow-list opens exactly what it names, private addresses included, and nothing else.
       return this.allowed.some((pattern) => pattern.matches(httpUrl))
         ? undefined
-        : { reason: `${httpUrl.origin} is not in --allowed-origins` }
+        : { reason: `${httpUrl.origin} is not in --browser-allowed-origins` }
     }
     if (this.options.allowPrivateNetwork) return undefined
     const host = httpUrl.hostname.replace(/^\[|\]$/g, '')
