@@ -151,6 +151,17 @@ export async function startFixtures(): Promise<Fixtures> {
       })
       return response.end('binary data')
     }
+    if (url.pathname === '/cookie') {
+      // Shows the cookie the browser sent; ?set=v sets one (per browser context).
+      const set = url.searchParams.get('set')
+      response.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        ...(set ? { 'set-cookie': `k=${encodeURIComponent(set)}; Path=/` } : {}),
+      })
+      return response.end(
+        page('Cookie', `<h1>cookie: ${(request.headers.cookie ?? 'none').replace(/</g, '')}</h1>`),
+      )
+    }
     if (url.pathname === '/download-page')
       return html(page('Download', `<h1>Download</h1><a href="/download" download>Get file</a>`))
     const render = PAGES[url.pathname]

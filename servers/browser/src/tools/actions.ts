@@ -19,10 +19,10 @@ async function typeInto(tab: Tab, ref: string, text: string, slowly: boolean): P
 export const click = defineTool({
   name: 'click',
   title: 'Click',
-  description: 'Clicks an element by ref. Returns the new snapshot, or what changed.',
+  description: 'Clicks an element. Returns the new snapshot, or what changed.',
   input: {
     ref: refArgument,
-    button: z.enum(['left', 'right', 'middle']).default('left').describe('Mouse button'),
+    button: z.enum(['left', 'right', 'middle']).default('left').describe('Button'),
     double: z.boolean().default(false).describe('Double click'),
     tab: tabArgument,
   },
@@ -40,12 +40,12 @@ export const click = defineTool({
 export const type = defineTool({
   name: 'type',
   title: 'Type text',
-  description: 'Replaces the text of a field by ref; optionally presses Enter.',
+  description: 'Replaces the text of a field; can press Enter after.',
   input: {
     ref: refArgument,
-    text: z.string().max(100_000).describe('Text to type'),
+    text: z.string().describe('Text'),
     submit: z.boolean().default(false).describe('Press Enter after'),
-    slowly: z.boolean().default(false).describe('Key by key (for pages that react to each key)'),
+    slowly: z.boolean().default(false).describe('Key by key'),
     tab: tabArgument,
   },
   output: pageOutput,
@@ -62,14 +62,13 @@ export const type = defineTool({
 export const fillForm = defineTool({
   name: 'fill_form',
   title: 'Fill form',
-  description:
-    'Sets several fields at once: text fields, checkboxes/radios ("true"/"false") and selects (option value or label).',
+  description: 'Sets several fields: text, checkbox/radio ("true"/"false"), select (value or label).',
   input: {
     fields: z
-      .array(z.object({ ref: refArgument, value: z.string().max(100_000).describe('Value') }))
+      .array(z.object({ ref: refArgument, value: z.string() }))
       .min(1)
       .max(100)
-      .describe('Fields to set'),
+      .describe('Fields'),
     tab: tabArgument,
   },
   output: pageOutput,
@@ -100,10 +99,10 @@ export const fillForm = defineTool({
 export const selectOption = defineTool({
   name: 'select_option',
   title: 'Select option',
-  description: 'Selects options of a <select> by value or label.',
+  description: 'Selects options of a <select>.',
   input: {
     ref: refArgument,
-    values: z.array(z.string().max(1000)).min(1).max(100).describe('Option values or labels'),
+    values: z.array(z.string()).min(1).max(100).describe('Values or labels'),
     tab: tabArgument,
   },
   output: pageOutput,
@@ -119,7 +118,7 @@ export const selectOption = defineTool({
 export const hover = defineTool({
   name: 'hover',
   title: 'Hover',
-  description: 'Moves the mouse over an element by ref (menus, tooltips).',
+  description: 'Moves the mouse over an element.',
   input: { ref: refArgument, tab: tabArgument },
   output: pageOutput,
   annotations: browse,
@@ -137,15 +136,19 @@ const KEY = /^((Control|Shift|Alt|Meta)\+){0,3}[A-Za-z0-9]{1,12}$|^((Control|Shi
 export const pressKey = defineTool({
   name: 'press_key',
   title: 'Press key',
-  description: 'Presses a key in the focused element: Enter, Escape, ArrowDown, Tab, Control+A…',
+  description: 'Presses a key: Enter, Escape, ArrowDown, Control+A…',
   input: {
-    key: z.string().min(1).max(40).regex(KEY, 'must be a key name like Enter or Control+A').describe('Key'),
+    key: z.string().describe('Key'),
     tab: tabArgument,
   },
   output: pageOutput,
   annotations: act,
   async run({ key, tab: tabId }, context) {
     return perform(context, tabId, async (tab) => {
+      if (!KEY.test(key))
+        throw new ToolError('invalid_argument', `Unknown key "${key}"`, {
+          hint: 'Use names like Enter or Control+A.',
+        })
       const parts = key.split('+')
       const main = parts.pop() ?? key
       const keyboard = tab.page.keyboard
@@ -172,7 +175,7 @@ export const pressKey = defineTool({
 export const drag = defineTool({
   name: 'drag',
   title: 'Drag',
-  description: 'Drags one element by ref onto another.',
+  description: 'Drags one element onto another.',
   input: { from: refArgument, to: refArgument, tab: tabArgument },
   output: pageOutput,
   annotations: act,

@@ -16,8 +16,8 @@ const levelOf = (type: string): (typeof LEVELS)[number] =>
 
 export const consoleMessages = defineTool({
   name: 'console_messages',
-  title: 'Console messages',
-  description: 'Recent console messages and uncaught errors of the tab (last 200), oldest first.',
+  title: 'Console',
+  description: 'Recent console messages and uncaught errors (last 200).',
   input: {
     level: z.enum(LEVELS).default('log').describe('Minimum level'),
     tab: tabArgument,
@@ -41,11 +41,10 @@ export const consoleMessages = defineTool({
 
 export const networkRequests = defineTool({
   name: 'network_requests',
-  title: 'Network requests',
-  description:
-    'Recent requests of the tab (last 300): method, URL, status, type, size; failed and refused ones too.',
+  title: 'Network',
+  description: 'Recent requests (last 300): method, URL, status, type, size, failure.',
   input: {
-    failed_only: z.boolean().default(false).describe('Only failed or refused requests'),
+    failed_only: z.boolean().default(false).describe('Only failed'),
     tab: tabArgument,
   },
   output: { tab: z.string(), count: z.number() },
@@ -67,11 +66,11 @@ export const networkRequests = defineTool({
 
 export const handleDialog = defineTool({
   name: 'handle_dialog',
-  title: 'Handle dialog',
-  description: 'Accepts or dismisses the open alert/confirm/prompt; returns the snapshot.',
+  title: 'Dialog',
+  description: 'Accepts or dismisses the open alert, confirm or prompt.',
   input: {
-    accept: z.boolean().describe('Accept (OK) or dismiss (Cancel)'),
-    prompt_text: z.string().max(10_000).optional().describe('Answer to a prompt'),
+    accept: z.boolean().describe('OK or Cancel'),
+    prompt_text: z.string().optional().describe('Prompt answer'),
     tab: tabArgument,
   },
   output: pageOutput,

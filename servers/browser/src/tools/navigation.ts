@@ -10,10 +10,7 @@ import {
   tabArgument,
 } from './shared.js'
 
-const waitUntil = z
-  .enum(['load', 'domcontentloaded', 'networkidle'])
-  .default('load')
-  .describe('When the navigation counts as done')
+const waitUntil = z.enum(['load', 'domcontentloaded', 'networkidle']).default('load').describe('Done when')
 
 const puppeteerWait = {
   load: 'load',
@@ -30,7 +27,7 @@ async function navigation(
   tab: Tab,
   settings: BrowserSettings,
   go: () => Promise<unknown>,
-): Promise<{ data: { tab: string; url: string; title: string }; text: string }> {
+): Promise<{ data: { tab: string; url: string }; text: string }> {
   const refusedBefore = tab.refusedCount
   tab.lastRefusedTopLevel = undefined
   try {
@@ -62,9 +59,9 @@ async function navigation(
 export const navigate = defineTool({
   name: 'navigate',
   title: 'Navigate',
-  description: 'Opens a URL in the tab and returns the page snapshot (elements carry refs for actions).',
+  description: 'Opens a URL; returns the page snapshot with refs for actions.',
   input: {
-    url: z.string().min(1).max(8000).describe('Absolute http(s) URL'),
+    url: z.string().describe('URL'),
     wait_until: waitUntil,
     tab: tabArgument,
   },
@@ -119,15 +116,11 @@ function historyTool(name: 'go_back' | 'go_forward', title: string, description:
   })
 }
 
-export const goBack = historyTool(
-  'go_back',
-  'Go back',
-  "Goes back in the tab's history; returns the snapshot.",
-)
+export const goBack = historyTool('go_back', 'Go back', 'Goes back in history; returns the snapshot.')
 export const goForward = historyTool(
   'go_forward',
   'Go forward',
-  "Goes forward in the tab's history; returns the snapshot.",
+  'Goes forward in history; returns the snapshot.',
 )
 
 export const reload = defineTool({

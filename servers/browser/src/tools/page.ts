@@ -40,10 +40,10 @@ async function uploadable(path: string, dirs: string[]): Promise<string> {
 export const uploadFile = defineTool({
   name: 'upload_file',
   title: 'Upload file',
-  description: "Sets the files of a file input by ref. Only files inside the server's upload directories.",
+  description: 'Sets the files of a file input; only files in the upload directories.',
   input: {
     ref: refArgument,
-    paths: z.array(z.string().min(1).max(4096)).min(1).max(20).describe('File paths'),
+    paths: z.array(z.string()).min(1).max(20).describe('File paths'),
     tab: tabArgument,
   },
   output: pageOutput,
@@ -67,12 +67,11 @@ export const SCREENSHOT_MAX_SIDE = 2000
 export const takeScreenshot = defineTool({
   name: 'take_screenshot',
   title: 'Screenshot',
-  description:
-    'An image of the viewport, the full page or one element by ref (scaled down past 2000 px). Use snapshot to act.',
+  description: 'Image of the viewport, full page or an element (scaled to ≤2000 px). Use snapshot to act.',
   input: {
-    ref: refArgument.optional(),
-    full_page: z.boolean().default(false).describe('Whole page, not just the viewport'),
-    format: z.enum(['png', 'jpeg']).default('png').describe('Image format'),
+    ref: z.string().optional().describe('Element ref (default: page)'),
+    full_page: z.boolean().default(false).describe('Whole page'),
+    format: z.enum(['png', 'jpeg']).default('png').describe('Format'),
     quality: z.number().int().min(1).max(100).optional().describe('JPEG quality'),
     tab: tabArgument,
   },
@@ -104,7 +103,7 @@ export const takeScreenshot = defineTool({
         captureBeyondViewport: full_page || Boolean(ref),
         encoding: 'base64',
       })
-      const info = await pageInfo(tab)
+      const info = pageInfo(tab)
       const width = Math.round(area.width * scale)
       const height = Math.round(area.height * scale)
       return {
@@ -125,10 +124,10 @@ export const takeScreenshot = defineTool({
 export const waitFor = defineTool({
   name: 'wait_for',
   title: 'Wait for',
-  description: 'Waits until a text appears or disappears on the page, or for a time. Returns the snapshot.',
+  description: 'Waits until a text appears or disappears, or for some seconds.',
   input: {
-    text: z.string().min(1).max(1000).optional().describe('Text to wait for'),
-    text_gone: z.string().min(1).max(1000).optional().describe('Text to wait to disappear'),
+    text: z.string().min(1).optional().describe('Text to appear'),
+    text_gone: z.string().min(1).optional().describe('Text to disappear'),
     seconds: z.number().min(0).max(60).optional().describe('Seconds to wait'),
     tab: tabArgument,
   },
@@ -176,10 +175,10 @@ export const waitFor = defineTool({
 
 export const evaluate = defineTool({
   name: 'evaluate',
-  title: 'Evaluate JavaScript',
-  description: 'Runs a JavaScript expression or function body in the page; returns its JSON value (capped).',
+  title: 'Evaluate',
+  description: 'Runs JavaScript in the page; returns its JSON value (capped).',
   input: {
-    script: z.string().min(1).max(50_000).describe('An expression, or () => {...}'),
+    script: z.string().describe('Expression or () => {...}'),
     tab: tabArgument,
   },
   output: { ...pageOutput, result: z.string() },
@@ -220,7 +219,7 @@ export const evaluate = defineTool({
       let rendered =
         value === undefined ? (outcome.result.description ?? outcome.result.type) : JSON.stringify(value)
       if (rendered.length > 20_000) rendered = `${rendered.slice(0, 20_000)}… [truncated at 20000 characters]`
-      const info = await pageInfo(tab)
+      const info = pageInfo(tab)
       return { data: { ...info, result: rendered }, text: untrusted(rendered) }
     })
   },
@@ -228,8 +227,8 @@ export const evaluate = defineTool({
 
 export const savePdf = defineTool({
   name: 'save_pdf',
-  title: 'Save as PDF',
-  description: 'The page as a PDF, returned as an embedded resource.',
+  title: 'Save PDF',
+  description: 'The page as a PDF (embedded resource).',
   input: { tab: tabArgument },
   output: { ...pageOutput, bytes: z.number() },
   annotations: browse,
@@ -241,7 +240,7 @@ export const savePdf = defineTool({
       })
       if (pdf.byteLength > 20 * 1024 * 1024)
         throw new ToolError('too_large', `The PDF is ${pdf.byteLength} bytes, over the 20 MiB cap`)
-      const info = await pageInfo(tab)
+      const info = pageInfo(tab)
       return {
         data: { ...info, bytes: pdf.byteLength },
         content: [

@@ -29,15 +29,13 @@ export const browse = { readOnlyHint: true, openWorldHint: true } as const
 /** Acting on the page as a user would: may submit forms and change data on sites. */
 export const act = { readOnlyHint: false, destructiveHint: true, openWorldHint: true } as const
 
-export const tabArgument = z
-  .string()
-  .regex(/^t\d{1,6}$/, 'must be a tab id like t1')
-  .optional()
-  .describe('Tab id (default: the current tab)')
-export const refArgument = z.string().min(2).max(16).describe('Element ref from the latest snapshot (e12)')
+// Short schemas on purpose: every byte here is paid in every conversation. An unknown tab or ref
+// is refused with a tool error that says what to do.
+export const tabArgument = z.string().optional().describe('Tab (default: current)')
+export const refArgument = z.string().describe('Ref from the snapshot')
 
 /** The structured result of every tool that leaves the model on a page. */
-export const pageOutput = { tab: z.string(), url: z.string(), title: z.string() }
+export const pageOutput = { tab: z.string(), url: z.string() }
 
 /**
  * Wraps page content for the model: a random boundary it cannot guess (and so cannot close from
@@ -101,9 +99,14 @@ export async function onTab<T extends { text: string }>(
   })
 }
 
-export async function pageInfo(tab: Tab): Promise<{ tab: string; url: string; title: string }> {
-  const title = tab.dialog ? '' : await Promise.race([tab.page.title().catch(() => ''), delay(2000, '')])
-  return { tab: tab.id, url: tab.page.url(), title }
+/** The structured result of a tool that leaves the model on a page. */
+export function pageInfo(tab: Tab): { tab: string; url: string } {
+  return { tab: tab.id, url: tab.page.url() }
+}
+
+/** The page's title (empty while a dialog blocks the page, or when it does not answer). */
+export async function titleOf(tab: Tab): Promise<string> {
+  return tab.dialog ? '' : await Promise.race([tab.page.title().catch(() => ''), delay(2000, '')])
 }
 
 export function delay<T>(ms: number, value: T): Promise<T> {
@@ -115,17 +118,18 @@ export async function fullSnapshot(
   tab: Tab,
   settings: BrowserSettings,
   options: { ref?: string | undefined; depth?: number | undefined } = {},
-): Promise<{ data: { tab: string; url: string; title: string }; text: string }> {
+): Promise<{ data: { tab: string; url: string }; text: string }> {
   if (tab.dialog) {
-    const info = await pageInfo(tab)
+    const info = pageInfo(tab)
     return { data: info, text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
   }
   const snapshot = await takeSnapshot(tab, { ...options, maxChars: settings.snapshotMaxChars })
   if (!options.ref && !options.depth) tab.lastSnapshot = snapshot.lines
-  const info = await pageInfo(tab)
+  const info = pageInfo(tab)
+  const title = await titleOf(tab)
   return {
     data: info,
-    text: `Tab ${tab.id}\n${untrusted(`url: ${info.url}\ntitle: ${JSON.stringify(info.title)}\n${snapshot.text}`)}`,
+    text: `Tab ${tab.id}\n${untrusted(`url: ${info.url}\ntitle: ${JSON.stringify(title)}\n${snapshot.text}`)}`,
   }
 }
 
@@ -138,7 +142,7 @@ export async function perform(
   tabId: string | undefined,
   action: (tab: Tab) => Promise<string | undefined>,
   options: { actionTimeout?: number } = {},
-): Promise<{ data: { tab: string; url: string; title: string }; text: string }> {
+): Promise<{ data: { tab: string; url: string }; text: string }> {
   const { settings } = context.deps
   const actionTimeout = options.actionTimeout ?? settings.timeoutAction
   return onTab(context, tabId, async (tab) => {
@@ -176,12 +180,12 @@ export async function perform(
           hint: 'The tab is still usable: take a snapshot to see its state.',
         })
       if (outcome.kind === 'dialog') {
-        return { data: await pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(outcome.dialog)}` }
+        return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(outcome.dialog)}` }
       }
       // Give a click the moment it needs to start a navigation, then wait for that navigation.
       await delay(50, undefined)
       if (navigating && !tab.dialog) await navigation
-      if (tab.dialog) return { data: await pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
+      if (tab.dialog) return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
       const note = outcome.note ? `${outcome.note}\n` : ''
       if (tab.generation !== generation || !before) {
         const full = await fullSnapshot(tab, settings)
@@ -190,7 +194,7 @@ export async function perform(
       const snapshot = await takeSnapshot(tab, { maxChars: settings.snapshotMaxChars })
       tab.lastSnapshot = snapshot.lines
       const diff = changedPart(before, snapshot.lines)
-      const info = await pageInfo(tab)
+      const info = pageInfo(tab)
       const body = diff.changed ? untrusted(diff.text) : diff.text
       return { data: info, text: `${note}Tab ${tab.id} (${info.url})\n${body}` }
     } finally {

@@ -3,12 +3,12 @@ import { browse, defineTool, fullSnapshot, onTab, pageOutput, tabArgument } from
 
 export const snapshot = defineTool({
   name: 'snapshot',
-  title: 'Page snapshot',
+  title: 'Snapshot',
   description:
-    'The accessibility tree of the page as indented text; elements carry refs (e12) for the action tools. Prefer it to screenshots.',
+    'The page as an accessibility tree; elements carry refs (e12) for actions. Prefer it to screenshots.',
   input: {
-    ref: z.string().min(2).max(16).optional().describe('Only the subtree of this ref'),
-    depth: z.number().int().min(1).max(100).optional().describe('Levels to show'),
+    ref: z.string().optional().describe('Only this subtree'),
+    depth: z.number().int().min(1).max(100).optional().describe('Levels'),
     tab: tabArgument,
   },
   output: pageOutput,

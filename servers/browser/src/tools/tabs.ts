@@ -16,7 +16,7 @@ const tabShape = z.object({ tab: z.string(), url: z.string(), title: z.string(),
 export const listTabs = defineTool({
   name: 'list_tabs',
   title: 'List tabs',
-  description: 'The open tabs: id, URL, title, and which is current.',
+  description: 'Open tabs: id, URL, title, current.',
   input: {},
   output: { tabs: z.array(tabShape) },
   annotations: { ...browse, idempotentHint: true },
@@ -43,7 +43,7 @@ export const listTabs = defineTool({
 export const newTab = defineTool({
   name: 'new_tab',
   title: 'New tab',
-  description: 'Opens a tab (blank, or navigate with it next) and makes it current.',
+  description: 'Opens a blank tab and makes it current.',
   input: {},
   output: pageOutput,
   annotations: browse,
@@ -51,7 +51,7 @@ export const newTab = defineTool({
     const { session, notices } = await sessionOf(context)
     const tab = await session.newTab()
     return {
-      data: { tab: tab.id, url: tab.page.url(), title: '' },
+      data: { tab: tab.id, url: tab.page.url() },
       text: [...notices, `Opened tab ${tab.id}; it is now current.`].join('\n'),
     }
   },
@@ -84,7 +84,7 @@ export const selectTab = defineTool({
 export const closeTab = defineTool({
   name: 'close_tab',
   title: 'Close tab',
-  description: 'Closes a tab (default: the current one).',
+  description: 'Closes a tab.',
   input: { tab: tabArgument },
   output: { closed: z.string(), current: z.string().nullable() },
   annotations: browse,
