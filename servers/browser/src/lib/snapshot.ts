@@ -158,7 +158,20 @@ export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<
         .join('')
         .replace(/\s+/g, ' ')
         .trim() === name.replace(/\s+/g, ' ').trim()
-    const rendered = repeats || LEAF.has(role) ? [] : children
+    let rendered = repeats || LEAF.has(role) ? [] : children
+    // An unnamed element holding only one text (a paragraph, a cell): one line, `- paragraph: "…"`.
+    const only = rendered.length === 1 ? rendered[0] : undefined
+    if (
+      only &&
+      !name &&
+      !value &&
+      text(only.role?.value) === 'StaticText' &&
+      !(only.childIds ?? []).some((id) => text(byId.get(id)?.role?.value) !== 'InlineTextBox')
+    ) {
+      const content = text(only.name?.value)
+      if (content.trim()) line += `: ${quote(content, 300)}`
+      rendered = []
+    }
     if (depth + 1 >= maxDepth && rendered.length) {
       lines.push(`${line} (${rendered.length} children: snapshot with ref or a larger depth)`)
       return

@@ -64,6 +64,9 @@ export class Tab {
   /** Incremented on every main-frame navigation: refs of older documents are stale. */
   generation = 0
   dialog: OpenDialog | undefined
+  mainFrameId = ''
+  /** Main-frame navigations the page itself requested (links, forms, location changes). */
+  navigationRequests = 0
   crashed = false
   closed = false
   private queue: Promise<unknown> = Promise.resolve()
@@ -84,6 +87,14 @@ export class Tab {
   ): Promise<Tab> {
     const cdp = await page.createCDPSession()
     const tab = new Tab(id, page, cdp)
+    // Page events on our own session: a renderer-initiated navigation is announced here before the
+    // script that started it returns, so an action knows at once whether it left the page.
+    await cdp.send('Page.enable')
+    const tree = (await cdp.send('Page.getFrameTree')) as { frameTree: { frame: { id: string } } }
+    tab.mainFrameId = tree.frameTree.frame.id
+    cdp.on('Page.frameRequestedNavigation', (event: { frameId: string }) => {
+      if (event.frameId === tab.mainFrameId) tab.navigationRequests++
+    })
     await page.setRequestInterception(true)
     page.on('request', (request: HTTPRequest) => {
       void tab.judge(request, policy, onRefused)

@@ -149,6 +149,7 @@ export async function perform(
     const page = tab.page
     const generation = tab.generation
     const before = tab.lastSnapshot
+    const requestsBefore = tab.navigationRequests
     let navigating = false
     const onRequest = (request: { isNavigationRequest(): boolean; frame(): unknown }) => {
       if (request.isNavigationRequest() && request.frame() === page.mainFrame()) navigating = true
@@ -182,9 +183,18 @@ export async function perform(
       if (outcome.kind === 'dialog') {
         return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(outcome.dialog)}` }
       }
-      // Give a click the moment it needs to start a navigation, then wait for that navigation.
-      await delay(50, undefined)
-      if (navigating && !tab.dialog) await navigation
+      // One round trip through the page's event loop: handlers the action triggered have run, and a
+      // navigation they started has been announced. Then wait for that navigation.
+      await Promise.race([
+        tab.cdp
+          .send('Runtime.evaluate', {
+            expression: 'new Promise((resolve) => setTimeout(resolve))',
+            awaitPromise: true,
+          })
+          .catch(() => undefined),
+        delay(200, undefined),
+      ])
+      if ((navigating || tab.navigationRequests !== requestsBefore) && !tab.dialog) await navigation
       if (tab.dialog) return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
       const note = outcome.note ? `${outcome.note}\n` : ''
       if (tab.generation !== generation || !before) {
