@@ -45,6 +45,8 @@ export interface BrowserTuning {
   resolve?: (host: string) => Promise<string[]>
   /** Extra Chromium switches (tests map fake public names to loopback with --host-resolver-rules). */
   extraArgs?: string[]
+  /** Where the policy proxy connects for a host it allowed (tests: "public" names served on loopback). */
+  dialOverride?: (host: string) => string | undefined
   /** Receives each browser host created (tests reach its pages to crash or kill them). */
   onHost?: (host: BrowserHost) => void
 }
@@ -109,6 +111,7 @@ export function createServer(tuning: BrowserTuning = {}) {
           noSandbox: settings.noSandbox || process.getuid?.() === 0,
           downloadDir: downloads ? settings.downloadDir : undefined,
           extraArgs: tuning.extraArgs ?? [],
+          dialOverride: tuning.dialOverride,
         },
         policy,
         logger,

@@ -151,6 +151,12 @@ export async function startFixtures(): Promise<Fixtures> {
       })
       return response.end('binary data')
     }
+    if (url.pathname === '/ws') {
+      // A page that opens a WebSocket to ?to= (WebSockets bypass request interception).
+      const to = JSON.stringify(url.searchParams.get('to') ?? '')
+      const script = `const socket = new WebSocket(${to}); socket.onopen = () => console.log('socket open'); socket.onerror = () => console.error('socket failed')`
+      return html(page('WebSocket', `<h1>WebSocket</h1><script>${script}</script>`))
+    }
     if (url.pathname === '/cookie') {
       // Shows the cookie the browser sent; ?set=v sets one (per browser context).
       const set = url.searchParams.get('set')
@@ -168,6 +174,10 @@ export async function startFixtures(): Promise<Fixtures> {
     if (render) return html(render(url))
     response.writeHead(404, { 'content-type': 'text/html' })
     response.end(page('Not found', '<h1>Not found</h1>'))
+  })
+  server.on('upgrade', (request: IncomingMessage, socket) => {
+    hits.push(`upgrade ${request.url ?? ''}`)
+    socket.destroy()
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo

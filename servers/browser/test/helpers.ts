@@ -2,7 +2,7 @@ import { type Connection, connectInMemory } from '@keel-mcp/core/testing'
 import type { BrowserHost } from '../src/lib/browser.js'
 import { createServer } from '../src/server.js'
 
-/** Names the tests treat as public sites: our resolver says public, Chromium maps them to loopback. */
+/** Names the tests treat as public sites: the resolver says public, the proxy dials loopback. */
 export const PUBLIC_NAME = 'public.keel.test'
 export const INTRANET_NAME = 'intranet.keel.test'
 
@@ -16,7 +16,8 @@ export const testServer = createServer({
     if (host === INTRANET_NAME) return ['127.0.0.1']
     throw new Error(`ENOTFOUND ${host}`)
   },
-  extraArgs: [`--host-resolver-rules=MAP ${PUBLIC_NAME} 127.0.0.1, MAP ${INTRANET_NAME} 127.0.0.1`],
+  // The proxy judges PUBLIC_NAME by the resolver above (public), then reaches it on loopback.
+  dialOverride: (host) => (host === PUBLIC_NAME ? '127.0.0.1' : undefined),
 })
 
 export async function connect(argv: string[] = [], env: Record<string, string> = {}): Promise<Connection> {

@@ -104,6 +104,23 @@ describe('by default', () => {
     expect(intranet.hits.length).toBe(before)
   })
 
+  it('refuses WebSockets to private addresses, which request interception does not see (the proxy does)', async () => {
+    const before = intranet.hits.length
+    const socket = await call(browser, 'navigate', {
+      url: publicUrl(`/ws?to=${encodeURIComponent(`ws://127.0.0.1:${intranet.port}/socket`)}`),
+    })
+    expect(socket.isError, socket.text).toBe(false)
+    // The page reports the socket's failure to its console; wait for it, bounded in time.
+    let consoleText = ''
+    for (const deadline = Date.now() + 20_000; Date.now() < deadline; ) {
+      consoleText = (await call(browser, 'console_messages')).text
+      if (consoleText.includes('socket failed')) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(consoleText).toContain('Establishing a tunnel via proxy server failed')
+    expect(intranet.hits.length).toBe(before)
+  })
+
   it('refuses downloads', async () => {
     const downloads = join(homedir(), 'Downloads')
     const before = existsSync(downloads) ? await readdir(downloads) : []
@@ -163,6 +180,16 @@ describe('allow and block lists', () => {
     expect(local.isError, local.text).toBe(false)
     const file = await call(browser, 'navigate', { url: 'file:///etc/hostname' })
     expect(file.isError, file.text).toBe(false)
+    // WebSockets go through the policy proxy too, and reach what is allowed.
+    await call(browser, 'navigate', {
+      url: `http://127.0.0.1:${third.port}/ws?to=${encodeURIComponent(`ws://127.0.0.1:${third.port}/socket`)}`,
+    })
+    for (
+      const deadline = Date.now() + 20_000;
+      !third.hits.includes('upgrade /socket') && Date.now() < deadline;
+    )
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(third.hits).toContain('upgrade /socket')
   })
 
   it('saves downloads only with --caps downloads and --download-dir', async () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'puppeteer-core'
 import { discoverBrowser } from './discover.js'
 import type { UrlPolicy } from './policy.js'
+import { PolicyProxy } from './proxy.js'
 import { type RefusedRequest, Tab } from './tab.js'
 
 /** How the browser is launched; only the command line sets these, never a tool. */
@@ -15,6 +16,8 @@ export interface LaunchSettings {
   noSandbox: boolean
   downloadDir: string | undefined
   extraArgs: string[]
+  /** Test seam: where the proxy connects for a judged host (tests reach "public" names on loopback). */
+  dialOverride?: ((host: string) => string | undefined) | undefined
 }
 
 export interface HostLog {
@@ -124,6 +127,8 @@ export class BrowserHost {
   private profileDir: string | undefined
   private disposed = false
   private launches = 0
+  private proxy: PolicyProxy | undefined
+  private proxyAddress: string | undefined
 
   constructor(
     readonly settings: LaunchSettings,
@@ -185,6 +190,14 @@ export class BrowserHost {
     const { default: puppeteer } = await import('puppeteer-core')
     if (!this.settings.userDataDir && !this.profileDir)
       this.profileDir = await mkdtemp(join(tmpdir(), 'keel-browser-'))
+    if (!this.proxy) {
+      this.proxy = new PolicyProxy(
+        this.policy,
+        (target, reason) => this.log.info('connection refused', { target, reason }),
+        this.settings.dialOverride,
+      )
+      this.proxyAddress = await this.proxy.start()
+    }
     const { width, height } = this.settings.viewport
     const started = Date.now()
     const browser = await puppeteer.launch({
@@ -195,7 +208,15 @@ export class BrowserHost {
       pipe: true,
       userDataDir: this.settings.userDataDir ?? this.profileDir,
       defaultViewport: { width, height },
-      args: [...BASE_ARGS, ...(this.settings.noSandbox ? ['--no-sandbox'] : []), ...this.settings.extraArgs],
+      args: [
+        ...BASE_ARGS,
+        // Every connection, loopback included (Chromium bypasses proxies for loopback unless told
+        // not to), goes through the policy proxy.
+        `--proxy-server=http://${this.proxyAddress}`,
+        '--proxy-bypass-list=<-loopback>',
+        ...(this.settings.noSandbox ? ['--no-sandbox'] : []),
+        ...this.settings.extraArgs,
+      ],
       handleSIGINT: false,
       handleSIGTERM: false,
       handleSIGHUP: false,
@@ -239,6 +260,8 @@ export class BrowserHost {
       ])
       if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     }
+    await this.proxy?.close()
+    this.proxy = undefined
     if (this.profileDir) {
       await rm(this.profileDir, { recursive: true, force: true, maxRetries: 2 }).catch(() => undefined)
       this.profileDir = undefined

@@ -196,6 +196,39 @@ export class UrlPolicy {
     return inside ? { reason: `${host} resolves to a private or loopback address (${inside})` } : undefined
   }
 
+  /**
+   * Decides where a connection for `host:port` may go, and returns the one address to connect to:
+   * the address judged is the address dialled, so a name cannot resolve to a public address for the
+   * check and a private one for the connection. `schemes`: the origins the connection may serve
+   * (a CONNECT tunnel does not say whether it carries https or ws).
+   */
+  async dial(host: string, port: number, schemes: string[]): Promise<{ address: string } | Refusal> {
+    const bare = host.replace(/^\[|\]$/g, '')
+    const urls = schemes.map(
+      (scheme) => new URL(`${scheme}//${isIP(bare) === 6 ? `[${bare}]` : bare}:${port}/`),
+    )
+    const blocked = urls.find((url) => this.blocked.some((pattern) => pattern.matches(url)))
+    if (blocked) return { reason: `${blocked.origin} is blocked (--browser-blocked-origins)` }
+    const listed = urls.some((url) => this.allowed.some((pattern) => pattern.matches(url)))
+    if (this.allowed.length && !listed)
+      return { reason: `${urls[0]?.origin ?? host} is not in --browser-allowed-origins` }
+    let addresses: string[]
+    if (isIP(bare)) addresses = [bare]
+    else {
+      try {
+        addresses = await this.addressesOf(bare.toLowerCase())
+      } catch {
+        return { reason: `${bare} does not resolve` }
+      }
+    }
+    if (!listed && !this.options.allowPrivateNetwork) {
+      const inside = addresses.find(isPrivateAddress)
+      if (inside) return { reason: `${bare} is or resolves to a private or loopback address (${inside})` }
+    }
+    const address = addresses[0]
+    return address ? { address } : { reason: `${bare} does not resolve` }
+  }
+
   private addressesOf(host: string): Promise<string[]> {
     const now = Date.now()
     const cached = this.cache.get(host)
