@@ -41,7 +41,7 @@ export const options: OptionSpecs<BrowserOptions> = {
   headless: {
     flag: 'headless',
     type: 'boolean',
-    description: 'Run without a window (the default).',
+    description: 'Run without a window (the default; --headed wins).',
     schema: z.boolean().default(true),
   },
   headed: {

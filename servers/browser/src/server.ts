@@ -90,8 +90,6 @@ export function createServer(tuning: BrowserTuning = {}) {
         throw new ConfigError('--caps downloads needs --download-dir (where downloads are saved)')
       if (settings.downloadDir && !downloads)
         throw new ConfigError('--download-dir needs --caps downloads (downloads are refused otherwise)')
-      if (settings.headed && process.argv.includes('--headless'))
-        throw new ConfigError('--headed and --headless contradict each other')
       const policy = new UrlPolicy(
         {
           allowedOrigins: settings.allowedOrigins,

@@ -83,6 +83,27 @@ describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client
   })
 })
 
+describe('the built bin over stateless HTTP', () => {
+  it('serves each request in a browser context of its own, closed when the request is answered', async () => {
+    const server = await spawnHttp(process.execPath, [BIN, '--allow-private-network', '--stateless'])
+    const connection = await connectHttp(server.url)
+    try {
+      for (const path of ['/cookie?set=gamma', '/cookie']) {
+        const result = await connection.client.callTool({
+          name: 'navigate',
+          arguments: { url: `${fixtures.url}${path}` },
+        })
+        expect(result.isError).toBeFalsy()
+        // Nothing survives a request: the cookie set by the first is gone for the second.
+        expect(textOf(result)).toContain('cookie: none')
+      }
+    } finally {
+      await connection.close()
+      await server.close()
+    }
+  })
+})
+
 describe('the process', () => {
   it('does not start a browser to answer initialize and tools/list', async () => {
     const raw = spawnRaw(process.execPath, [BIN])

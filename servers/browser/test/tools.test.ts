@@ -108,6 +108,30 @@ describe('navigation and snapshots', () => {
     expect(next.isError).toBe(false)
   })
 
+  it('runs navigate and wait_for as tasks whose results are what plain calls return', async () => {
+    const created = await call(connection, 'new_tab')
+    const tab = created.structured?.tab as string
+    const started = await connection.client.request('tools/call', {
+      name: 'navigate',
+      arguments: { tab, url: `${fixtures.url}/later` },
+      task: { ttl: 60_000 },
+    })
+    const task = started.task as { taskId: string; status: string }
+    expect(task.status).toBe('working')
+    const result = await connection.client.request('tasks/result', { taskId: task.taskId })
+    expect(result.isError).toBeFalsy()
+    expect(result.structuredContent).toEqual({ tab, url: `${fixtures.url}/later` })
+    const waited = await connection.client.request('tools/call', {
+      name: 'wait_for',
+      arguments: { tab, text: 'Ready now' },
+      task: { ttl: 60_000 },
+    })
+    const done = await connection.client.request('tasks/result', {
+      taskId: (waited.task as { taskId: string }).taskId,
+    })
+    expect(JSON.stringify(done.content)).toContain('Found')
+  })
+
   it('waits for text to appear and to disappear', async () => {
     const { tab } = await open('/later')
     const appeared = await call(connection, 'wait_for', { tab, text: 'Ready now' })
