@@ -128,6 +128,7 @@ export class BrowserHost {
   private disposed = false
   private launches = 0
   private proxy: PolicyProxy | undefined
+  private initialPage: Page | undefined
   private proxyAddress: string | undefined
 
   constructor(
@@ -154,6 +155,12 @@ export class BrowserHost {
           downloadBehavior: this.downloadBehavior(),
         })
     const session = new BrowserSession(context, this, !shared)
+    // The blank page Chromium opens at launch becomes the stdio client's first tab: one renderer
+    // fewer than opening another.
+    if (shared && this.initialPage && !this.initialPage.isClosed()) {
+      await session.newTab(this.initialPage)
+      this.initialPage = undefined
+    }
     if (this.lost.delete(key))
       session.notice =
         'The browser had stopped (crashed or killed) and was started again: earlier tabs, cookies and refs are gone.'
@@ -223,6 +230,7 @@ export class BrowserHost {
       downloadBehavior: this.downloadBehavior(),
       protocolTimeout: 60_000,
     })
+    this.initialPage = (await browser.pages())[0]
     this.launches++
     this.log.info('browser launched', { executablePath, ms: Date.now() - started, launch: this.launches })
     browser.on('disconnected', () => {
