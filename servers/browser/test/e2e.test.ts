@@ -1,4 +1,7 @@
 import { execFileSync } from 'node:child_process'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { connectHttp, connectStdio, runProcess, spawnHttp, spawnRaw } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -165,6 +168,23 @@ describe('the process', () => {
       expect(browserChildren(raw.child.pid ?? -1)).toHaveLength(1)
     } finally {
       await raw.end()
+    }
+  })
+
+  it('keeps a --user-data-dir profile after exit (only the temporary one is removed)', async () => {
+    const profile = await mkdtemp(join(tmpdir(), 'keel-profile-'))
+    try {
+      const raw = spawnRaw(process.execPath, [BIN, '--allow-private-network', '--user-data-dir', profile])
+      await raw.initialize()
+      const response = await raw.request('tools/call', {
+        name: 'navigate',
+        arguments: { url: `${fixtures.url}/cookie?set=kept` },
+      })
+      expect(response.result.isError).toBeFalsy()
+      expect((await raw.end()).code).toBe(0)
+      expect(await readdir(profile)).toContain('Default')
+    } finally {
+      await rm(profile, { recursive: true, force: true })
     }
   })
 
