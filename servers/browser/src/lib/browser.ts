@@ -200,7 +200,8 @@ export class BrowserHost {
     if (!this.proxy) {
       this.proxy = new PolicyProxy(
         this.policy,
-        (target, reason) => this.log.info('connection refused', { target, reason }),
+        // Debug level: Chromium's own background connections (update checks, sign-in) land here too.
+        (target, reason) => this.log.debug('connection refused', { target, reason }),
         this.settings.dialOverride,
       )
       this.proxyAddress = await this.proxy.start()

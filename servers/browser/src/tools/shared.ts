@@ -155,8 +155,14 @@ export async function perform(
       if (request.isNavigationRequest() && request.frame() === page.mainFrame()) navigating = true
     }
     page.on('request', onRequest)
+    // Stopped when the action is reported, so no waiter outlives its call.
+    const stopWaiting = new AbortController()
     const navigation = page
-      .waitForNavigation({ waitUntil: 'domcontentloaded', timeout: settings.timeoutNavigation })
+      .waitForNavigation({
+        waitUntil: 'domcontentloaded',
+        timeout: settings.timeoutNavigation,
+        signal: stopWaiting.signal,
+      })
       .then(
         () => true,
         () => false,
@@ -209,6 +215,7 @@ export async function perform(
       return { data: info, text: `${note}Tab ${tab.id} (${info.url})\n${body}` }
     } finally {
       page.off('request', onRequest)
+      stopWaiting.abort()
     }
   })
 }
