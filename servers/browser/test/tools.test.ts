@@ -441,6 +441,19 @@ describe('dialogs, crashes and concurrency', () => {
     expect(final.text).toContain('Count: 4')
   })
 
+  it('opens one context and one tab for concurrent first calls of a new connection', async () => {
+    const fresh = await connect(['--allow-private-network'])
+    try {
+      const results = await Promise.all(Array.from({ length: 4 }, () => call(fresh, 'snapshot')))
+      expect(results.filter((result) => result.isError)).toEqual([])
+      expect(new Set(results.map((result) => result.structured?.tab))).toEqual(new Set(['t1']))
+      // The launch's blank page plus this connection's one tab.
+      expect(await hosts.at(-1)?.pageCount()).toBe(2)
+    } finally {
+      await fresh.close()
+    }
+  })
+
   it('runs calls on different tabs in parallel without errors', async () => {
     const tabs = await Promise.all(Array.from({ length: 4 }, () => call(connection, 'new_tab')))
     const results = await Promise.all(

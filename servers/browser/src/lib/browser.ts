@@ -47,6 +47,7 @@ export class BrowserSession {
   readonly tabs = new Map<string, Tab>()
   current: string | undefined
   private counter = 0
+  private opening: Promise<Tab> | undefined
   /** Set when this session's state was lost with a crashed browser; said once in the next result. */
   notice: string | undefined
 
@@ -83,7 +84,11 @@ export class BrowserSession {
     }
     const current = this.current ? this.tabs.get(this.current) : undefined
     if (current && !current.closed) return this.replaceIfCrashed(current)
-    return this.newTab()
+    // Concurrent calls that find no tab open one together.
+    this.opening ??= this.newTab().finally(() => {
+      this.opening = undefined
+    })
+    return this.opening
   }
 
   /** A crashed page cannot be used again: the tab keeps its id with a fresh blank page. */
@@ -123,6 +128,7 @@ export class BrowserHost {
   private browser: Browser | undefined
   private launching: Promise<Browser> | undefined
   private readonly sessions = new Map<string, BrowserSession>()
+  private readonly creating = new Map<string, Promise<BrowserSession>>()
   private readonly lost = new Set<string>()
   private profileDir: string | undefined
   private disposed = false
@@ -142,12 +148,20 @@ export class BrowserHost {
   }
 
   /** The session of a client connection, created (and the browser launched) on first use. */
-  async session(key: string): Promise<BrowserSession> {
+  session(key: string): Promise<BrowserSession> {
     const existing = this.sessions.get(key)
-    if (existing) return existing
+    if (existing) return Promise.resolve(existing)
+    // Concurrent first calls of one connection share one creation: one context, one first tab.
+    let pending = this.creating.get(key)
+    if (!pending) {
+      pending = this.createSession(key).finally(() => this.creating.delete(key))
+      this.creating.set(key, pending)
+    }
+    return pending
+  }
+
+  private async createSession(key: string): Promise<BrowserSession> {
     const browser = await this.ensureBrowser()
-    const again = this.sessions.get(key)
-    if (again) return again
     const shared = key === 'stdio'
     const context = shared
       ? browser.defaultBrowserContext()
@@ -170,7 +184,7 @@ export class BrowserHost {
 
   /** Frees one connection's context and tabs. */
   async closeSession(key: string): Promise<void> {
-    const session = this.sessions.get(key)
+    const session = this.sessions.get(key) ?? (await this.creating.get(key)?.catch(() => undefined))
     this.sessions.delete(key)
     this.lost.delete(key)
     await session?.close()
@@ -249,6 +263,11 @@ export class BrowserHost {
   /** Every open tab of every session (tests). */
   allTabs(): Tab[] {
     return [...this.sessions.values()].flatMap((session) => [...session.tabs.values()])
+  }
+
+  /** How many pages the browser has open, in every context (tests). */
+  async pageCount(): Promise<number> {
+    return (await this.browser?.pages())?.length ?? 0
   }
 
   /** The browser's process id, when one is running (tests and benchmarks). */
