@@ -424,6 +424,11 @@ describe('dialogs, crashes and concurrency', () => {
     expect(after.text).toContain(`The page in tab ${tab} had crashed; it was replaced by a blank page.`)
     const usable = await call(connection, 'navigate', { tab, url: `${fixtures.url}/` })
     expect(usable.text).toContain('Fixture home')
+    const listed = await call(connection, 'list_tabs')
+    const entry = (listed.structured?.tabs as Array<{ tab: string; current: boolean }>).find(
+      (candidate) => candidate.tab === tab,
+    )
+    expect(entry?.current).toBe(true)
   })
 
   it('runs 8 calls in flight on one tab without errors, serialised', async () => {

@@ -48,6 +48,7 @@ export class BrowserSession {
   current: string | undefined
   private counter = 0
   private opening: Promise<Tab> | undefined
+  private readonly replacing = new Map<string, Promise<Tab>>()
   /** Set when this session's state was lost with a crashed browser; said once in the next result. */
   notice: string | undefined
 
@@ -64,10 +65,7 @@ export class BrowserSession {
     const tab = await Tab.attach(id, opened, this.host.policy, (entry) => this.host.refused(entry))
     this.tabs.set(id, tab)
     this.current = id
-    opened.on('close', () => {
-      this.tabs.delete(id)
-      if (this.current === id) this.current = [...this.tabs.keys()].at(-1)
-    })
+    opened.on('close', () => this.forget(id, opened))
     // Pages the page opens (window.open, target=_blank) become tabs, under the same policy.
     opened.on('popup', (popup) => {
       if (popup) void this.newTab(popup).catch(() => undefined)
@@ -91,17 +89,33 @@ export class BrowserSession {
     return this.opening
   }
 
+  /** Drops a closed tab, unless its id already holds a newer page (a crashed page's replacement). */
+  private forget(id: string, page: Page): void {
+    if (this.tabs.get(id)?.page !== page) return
+    this.tabs.delete(id)
+    if (this.current === id) this.current = [...this.tabs.keys()].at(-1)
+  }
+
   /** A crashed page cannot be used again: the tab keeps its id with a fresh blank page. */
-  private async replaceIfCrashed(tab: Tab): Promise<Tab> {
-    if (!tab.crashed) return tab
-    await tab.page.close().catch(() => undefined)
+  private replaceIfCrashed(tab: Tab): Promise<Tab> {
+    if (!tab.crashed) return Promise.resolve(tab)
+    // Concurrent calls on a crashed tab share one replacement.
+    let pending = this.replacing.get(tab.id)
+    if (!pending) {
+      pending = this.replace(tab).finally(() => this.replacing.delete(tab.id))
+      this.replacing.set(tab.id, pending)
+    }
+    return pending
+  }
+
+  private async replace(tab: Tab): Promise<Tab> {
     const page = await this.context.newPage()
     const fresh = await Tab.attach(tab.id, page, this.host.policy, (entry) => this.host.refused(entry))
+    // The new page takes the id first: closing the crashed one then leaves the tab (and which tab
+    // is current) as it was.
     this.tabs.set(tab.id, fresh)
-    page.on('close', () => {
-      this.tabs.delete(tab.id)
-      if (this.current === tab.id) this.current = [...this.tabs.keys()].at(-1)
-    })
+    await tab.page.close().catch(() => undefined)
+    page.on('close', () => this.forget(tab.id, page))
     this.notice = `The page in tab ${tab.id} had crashed; it was replaced by a blank page.`
     return fresh
   }
