@@ -425,7 +425,7 @@ describe('dialogs, crashes and concurrency', () => {
     const usable = await call(connection, 'navigate', { tab, url: `${fixtures.url}/` })
     expect(usable.text).toContain('Fixture home')
     const listed = await call(connection, 'list_tabs')
-    const entry = (listed.structured?.tabs as Array<{ tab: string; current: boolean }>).find(
+    const entry = ((listed.structured?.tabs ?? []) as Array<{ tab: string; current: boolean }>).find(
       (candidate) => candidate.tab === tab,
     )
     expect(entry?.current).toBe(true)
