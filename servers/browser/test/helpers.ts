@@ -57,3 +57,16 @@ export function refOf(text: string, pattern: RegExp): string {
   if (!ref) throw new Error(`no ref for ${pattern} in:\n${text}`)
   return ref
 }
+
+/**
+ * Calls `read` until `done` holds (events the page reports a moment after the call that caused
+ * them), bounded to 10 s; returns the last result either way, for the test to assert on.
+ */
+export async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  let value = await read()
+  for (const deadline = Date.now() + 10_000; !done(value) && Date.now() < deadline; ) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    value = await read()
+  }
+  return value
+}

@@ -98,8 +98,14 @@ describe('by default', () => {
         url: publicUrl(`/embed?src=${encodeURIComponent(image)}`),
       })
       expect(result.isError, result.text).toBe(false)
-      const network = await call(browser, 'network_requests', { failed_only: true })
-      expect(network.text).toContain(`${image} failed: net::ERR_BLOCKED_BY_CLIENT`)
+      // The failure is recorded when Chromium reports it, which may be just after the load event.
+      let network = ''
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+        network = (await call(browser, 'network_requests', { failed_only: true })).text
+        if (network.includes(image)) break
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      expect(network).toContain(`${image} failed: net::ERR_BLOCKED_BY_CLIENT`)
     }
     expect(intranet.hits.length).toBe(before)
   })

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import type { Connection } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Fixtures, startFixtures } from './fixtures.js'
-import { call, connect, hosts, refOf } from './helpers.js'
+import { call, connect, hosts, refOf, until } from './helpers.js'
 
 // One browser for the whole file: every test works in its own tab.
 let fixtures: Fixtures
@@ -357,8 +357,10 @@ describe('tabs, console and network', () => {
 
   it('keeps console messages and uncaught errors, filtered by level', async () => {
     const { tab } = await open('/console')
-    await call(connection, 'wait_for', { tab, seconds: 0.2 })
-    const all = await call(connection, 'console_messages', { tab })
+    const all = await until(
+      () => call(connection, 'console_messages', { tab }),
+      (result) => result.text.includes('Uncaught'),
+    )
     for (const line of ['[log] log line', '[warn] warn line', '[error] error line', 'Uncaught'])
       expect(all.text).toContain(line)
     expect(all.text).toContain('Untrusted page content')
@@ -369,8 +371,10 @@ describe('tabs, console and network', () => {
 
   it('lists network requests with method, status and type', async () => {
     const { tab } = await open(`/embed?src=${encodeURIComponent('/pixel.png')}`)
-    await call(connection, 'wait_for', { tab, seconds: 0.2 })
-    const network = await call(connection, 'network_requests', { tab })
+    const network = await until(
+      () => call(connection, 'network_requests', { tab }),
+      (result) => result.text.includes('pixel.png'),
+    )
     expect(network.text).toMatch(/GET http:\/\/127\.0\.0\.1:\d+\/embed\?src=\S+ 200 document/)
     expect(network.text).toMatch(/GET http:\/\/127\.0\.0\.1:\d+\/pixel\.png 200 image/)
     const failed = await call(connection, 'network_requests', { tab, failed_only: true })
