@@ -13,7 +13,7 @@ const runner = join(packageDir, 'src/run-suite.mjs')
  * Every real server, checked against the protocol scenarios as it lands. Add a slug here and the
  * server as a devDependency of this package (so turbo builds it before this test runs).
  */
-const SERVERS = ['example', 'fs', 'postgres', 'github', 'slack']
+const SERVERS = ['example', 'fs', 'postgres', 'github', 'slack', 'browser']
 
 interface RunResult {
   code: number | null

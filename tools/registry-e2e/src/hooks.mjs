@@ -144,6 +144,27 @@ export const hooks = {
       cleanup: () => fake.close(),
     }
   },
+
+  /**
+   * browser: the server's own loopback fixture pages (servers/browser/test); loopback is refused by
+   * default, so the run allows exactly the fixture's origin. navigate must show the fixture's home
+   * page, which takes a real Chromium (PUPPETEER_EXECUTABLE_PATH, or the usual system paths).
+   */
+  async browser({ repo }) {
+    const entry = join(repo, 'servers/browser/test/fixtures.ts')
+    if (!existsSync(entry)) throw new Error('servers/browser/test/fixtures.ts (startFixtures) is missing')
+    const { startFixtures } = await importHarness(entry)
+    const fixtures = await startFixtures()
+    return {
+      args: ['--browser-allowed-origins', fixtures.url],
+      pickCall: preferredCall(['navigate'], { url: `${fixtures.url}/` }),
+      check: (result) =>
+        textOf(result).includes('Fixture home')
+          ? undefined
+          : `expected the fixture page in: ${textOf(result)}`,
+      cleanup: () => fixtures.close(),
+    }
+  },
 }
 
 /** Prepares a server for its run: its hook, or the default. */

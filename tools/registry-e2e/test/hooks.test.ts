@@ -91,3 +91,27 @@ describe('the slack hook', () => {
     }
   })
 })
+
+describe('the browser hook', () => {
+  it('serves the fixture pages the server is allowed to reach, and stops them', async () => {
+    const { hooks } = await import('../src/hooks.mjs')
+    const repo = new URL('../../..', import.meta.url).pathname
+    const prepared = await hooks.browser({ repo })
+    try {
+      const origin = prepared.args[1]
+      expect(prepared.args).toEqual(['--browser-allowed-origins', origin])
+      const home = await (await fetch(`${origin}/`)).text()
+      expect(home).toContain('Fixture home')
+      expect(prepared.pickCall([{ name: 'navigate', inputSchema: { required: ['url'] } }])).toEqual({
+        name: 'navigate',
+        arguments: { url: `${origin}/` },
+      })
+      expect(prepared.check({ content: [{ type: 'text', text: home }] })).toBeUndefined()
+    } finally {
+      await prepared.cleanup()
+      await rm(new URL('../../../servers/browser/test/.registry-e2e-harness.mjs', import.meta.url), {
+        force: true,
+      })
+    }
+  })
+})

@@ -1,0 +1,312 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Browser, BrowserContext, Page } from 'puppeteer-core'
+import { discoverBrowser } from './discover.js'
+import type { UrlPolicy } from './policy.js'
+import { PolicyProxy } from './proxy.js'
+import { type RefusedRequest, Tab } from './tab.js'
+
+/** How the browser is launched; only the command line sets these, never a tool. */
+export interface LaunchSettings {
+  executablePath: string | undefined
+  headless: boolean
+  viewport: { width: number; height: number }
+  userDataDir: string | undefined
+  noSandbox: boolean
+  downloadDir: string | undefined
+  extraArgs: string[]
+  /** Test seam: where the proxy connects for a judged host (tests reach "public" names on loopback). */
+  dialOverride?: ((host: string) => string | undefined) | undefined
+}
+
+export interface HostLog {
+  debug(message: string, fields?: Record<string, unknown>): void
+  info(message: string, fields?: Record<string, unknown>): void
+  warn(message: string, fields?: Record<string, unknown>): void
+}
+
+const BASE_ARGS = [
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--no-default-browser-check',
+  '--disable-quic',
+  '--disable-extensions',
+]
+
+/**
+ * The tabs of one client connection, in a browser context of their own (cookies and storage are
+ * never shared between two HTTP sessions). The stdio client uses the browser's default context, so
+ * a persistent profile (--user-data-dir) keeps its cookies.
+ */
+export class BrowserSession {
+  readonly tabs = new Map<string, Tab>()
+  current: string | undefined
+  private counter = 0
+  private opening: Promise<Tab> | undefined
+  private readonly replacing = new Map<string, Promise<Tab>>()
+  /** Set when this session's state was lost with a crashed browser; said once in the next result. */
+  notice: string | undefined
+
+  constructor(
+    readonly context: BrowserContext,
+    private readonly host: BrowserHost,
+    readonly owned: boolean,
+  ) {}
+
+  /** Opens a tab and makes it current. */
+  async newTab(page?: Page): Promise<Tab> {
+    const id = `t${++this.counter}`
+    const opened = page ?? (await this.context.newPage())
+    const tab = await Tab.attach(id, opened, this.host.policy, (entry) => this.host.refused(entry))
+    this.tabs.set(id, tab)
+    this.current = id
+    opened.on('close', () => this.forget(id, opened))
+    // Pages the page opens (window.open, target=_blank) become tabs, under the same policy.
+    opened.on('popup', (popup) => {
+      if (popup) void this.newTab(popup).catch(() => undefined)
+    })
+    return tab
+  }
+
+  /** The tab named, or the current one (a fresh one when none is open). */
+  async tab(id: string | undefined): Promise<Tab> {
+    if (id !== undefined) {
+      const tab = this.tabs.get(id)
+      if (!tab || tab.closed) throw new TabGoneError(id)
+      return this.replaceIfCrashed(tab)
+    }
+    const current = this.current ? this.tabs.get(this.current) : undefined
+    if (current && !current.closed) return this.replaceIfCrashed(current)
+    // Concurrent calls that find no tab open one together.
+    this.opening ??= this.newTab().finally(() => {
+      this.opening = undefined
+    })
+    return this.opening
+  }
+
+  /** Drops a closed tab, unless its id already holds a newer page (a crashed page's replacement). */
+  private forget(id: string, page: Page): void {
+    if (this.tabs.get(id)?.page !== page) return
+    this.tabs.delete(id)
+    if (this.current === id) this.current = [...this.tabs.keys()].at(-1)
+  }
+
+  /** A crashed page cannot be used again: the tab keeps its id with a fresh blank page. */
+  private replaceIfCrashed(tab: Tab): Promise<Tab> {
+    if (!tab.crashed) return Promise.resolve(tab)
+    // Concurrent calls on a crashed tab share one replacement.
+    let pending = this.replacing.get(tab.id)
+    if (!pending) {
+      pending = this.replace(tab).finally(() => this.replacing.delete(tab.id))
+      this.replacing.set(tab.id, pending)
+    }
+    return pending
+  }
+
+  private async replace(tab: Tab): Promise<Tab> {
+    const page = await this.context.newPage()
+    const fresh = await Tab.attach(tab.id, page, this.host.policy, (entry) => this.host.refused(entry))
+    // The new page takes the id first: closing the crashed one then leaves the tab (and which tab
+    // is current) as it was.
+    this.tabs.set(tab.id, fresh)
+    await tab.page.close().catch(() => undefined)
+    page.on('close', () => this.forget(tab.id, page))
+    this.notice = `The page in tab ${tab.id} had crashed; it was replaced by a blank page.`
+    return fresh
+  }
+
+  async close(): Promise<void> {
+    if (this.owned) await this.context.close().catch(() => undefined)
+    else for (const tab of this.tabs.values()) await tab.page.close().catch(() => undefined)
+    this.tabs.clear()
+  }
+}
+
+export class TabGoneError extends Error {
+  override name = 'TabGoneError'
+  constructor(readonly tab: string) {
+    super(`Tab ${tab} is not open`)
+  }
+}
+
+/**
+ * The one browser of the process: discovered and launched on first use (never at start-up),
+ * relaunched after a crash or kill, closed (and its temporary profile removed) on dispose.
+ */
+export class BrowserHost {
+  private browser: Browser | undefined
+  private launching: Promise<Browser> | undefined
+  private readonly sessions = new Map<string, BrowserSession>()
+  private readonly creating = new Map<string, Promise<BrowserSession>>()
+  private readonly lost = new Set<string>()
+  private profileDir: string | undefined
+  private disposed = false
+  private launches = 0
+  private proxy: PolicyProxy | undefined
+  private initialPage: Page | undefined
+  private proxyAddress: string | undefined
+
+  constructor(
+    readonly settings: LaunchSettings,
+    readonly policy: UrlPolicy,
+    private readonly log: HostLog,
+  ) {}
+
+  refused(entry: RefusedRequest): void {
+    this.log.info('request refused', { url: entry.url, reason: entry.reason })
+  }
+
+  /** The session of a client connection, created (and the browser launched) on first use. */
+  session(key: string): Promise<BrowserSession> {
+    const existing = this.sessions.get(key)
+    if (existing) return Promise.resolve(existing)
+    // Concurrent first calls of one connection share one creation: one context, one first tab.
+    let pending = this.creating.get(key)
+    if (!pending) {
+      pending = this.createSession(key).finally(() => this.creating.delete(key))
+      this.creating.set(key, pending)
+    }
+    return pending
+  }
+
+  private async createSession(key: string): Promise<BrowserSession> {
+    const browser = await this.ensureBrowser()
+    const shared = key === 'stdio'
+    const context = shared
+      ? browser.defaultBrowserContext()
+      : await browser.createBrowserContext({
+          downloadBehavior: this.downloadBehavior(),
+        })
+    const session = new BrowserSession(context, this, !shared)
+    // The blank page Chromium opens at launch becomes the stdio client's first tab: one renderer
+    // fewer than opening another.
+    if (shared && this.initialPage && !this.initialPage.isClosed()) {
+      await session.newTab(this.initialPage)
+      this.initialPage = undefined
+    }
+    if (this.lost.delete(key))
+      session.notice =
+        'The browser had stopped (crashed or killed) and was started again: earlier tabs, cookies and refs are gone.'
+    this.sessions.set(key, session)
+    return session
+  }
+
+  /** Frees one connection's context and tabs. */
+  async closeSession(key: string): Promise<void> {
+    const session = this.sessions.get(key) ?? (await this.creating.get(key)?.catch(() => undefined))
+    this.sessions.delete(key)
+    this.lost.delete(key)
+    await session?.close()
+  }
+
+  private downloadBehavior() {
+    return this.settings.downloadDir
+      ? { policy: 'allow' as const, downloadPath: this.settings.downloadDir }
+      : { policy: 'deny' as const }
+  }
+
+  private ensureBrowser(): Promise<Browser> {
+    if (this.disposed) return Promise.reject(new Error('The server is shutting down'))
+    if (this.browser?.connected) return Promise.resolve(this.browser)
+    this.launching ??= this.launch().finally(() => {
+      this.launching = undefined
+    })
+    return this.launching
+  }
+
+  private async launch(): Promise<Browser> {
+    const executablePath = discoverBrowser({ executablePath: this.settings.executablePath })
+    // Loaded here, on the first call that needs a browser: start-up never pays for puppeteer.
+    const { default: puppeteer } = await import('puppeteer-core')
+    if (!this.settings.userDataDir && !this.profileDir)
+      this.profileDir = await mkdtemp(join(tmpdir(), 'keel-browser-'))
+    if (!this.proxy) {
+      this.proxy = new PolicyProxy(
+        this.policy,
+        // Debug level: Chromium's own background connections (update checks, sign-in) land here too.
+        (target, reason) => this.log.debug('connection refused', { target, reason }),
+        this.settings.dialOverride,
+      )
+      this.proxyAddress = await this.proxy.start()
+    }
+    const { width, height } = this.settings.viewport
+    const started = Date.now()
+    const browser = await puppeteer.launch({
+      executablePath,
+      headless: this.settings.headless,
+      // A pipe, not a debugging port: no other local process can drive this browser, and the
+      // browser exits when this process does.
+      pipe: true,
+      userDataDir: this.settings.userDataDir ?? this.profileDir,
+      defaultViewport: { width, height },
+      args: [
+        ...BASE_ARGS,
+        // Every connection, loopback included (Chromium bypasses proxies for loopback unless told
+        // not to), goes through the policy proxy.
+        `--proxy-server=http://${this.proxyAddress}`,
+        '--proxy-bypass-list=<-loopback>',
+        ...(this.settings.noSandbox ? ['--no-sandbox'] : []),
+        ...this.settings.extraArgs,
+      ],
+      handleSIGINT: false,
+      handleSIGTERM: false,
+      handleSIGHUP: false,
+      downloadBehavior: this.downloadBehavior(),
+      protocolTimeout: 60_000,
+    })
+    this.initialPage = (await browser.pages())[0]
+    this.launches++
+    this.log.info('browser launched', { executablePath, ms: Date.now() - started, launch: this.launches })
+    browser.on('disconnected', () => {
+      if (this.browser !== browser) return
+      this.browser = undefined
+      if (this.disposed) return
+      this.log.warn('The browser stopped; it will be started again on the next call')
+      for (const key of this.sessions.keys()) this.lost.add(key)
+      this.sessions.clear()
+    })
+    this.browser = browser
+    return browser
+  }
+
+  /** Every open tab of every session (tests). */
+  allTabs(): Tab[] {
+    return [...this.sessions.values()].flatMap((session) => [...session.tabs.values()])
+  }
+
+  /** How many pages the browser has open, in every context (tests). */
+  async pageCount(): Promise<number> {
+    return (await this.browser?.pages())?.length ?? 0
+  }
+
+  /** The browser's process id, when one is running (tests and benchmarks). */
+  pid(): number | undefined {
+    return this.browser?.process()?.pid
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true
+    const browser = this.browser ?? (await this.launching?.catch(() => undefined))
+    this.browser = undefined
+    this.sessions.clear()
+    if (browser) {
+      const child = browser.process()
+      await Promise.race([
+        browser.close().catch(() => undefined),
+        new Promise((resolve) => setTimeout(resolve, 600).unref()),
+      ])
+      if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    }
+    await this.proxy?.close()
+    this.proxy = undefined
+    if (this.profileDir) {
+      await rm(this.profileDir, { recursive: true, force: true, maxRetries: 2 }).catch(() => undefined)
+      this.profileDir = undefined
+    }
+  }
+}

@@ -1,0 +1,242 @@
+import { lookup } from 'node:dns/promises'
+import { BlockList, isIP } from 'node:net'
+
+/** What the browser may reach. Built once from the command line. */
+export interface PolicyOptions {
+  /** When non-empty: the only origins any request may reach (private ones included). */
+  allowedOrigins: string[]
+  /** Origins never reached, whatever else allows them. */
+  blockedOrigins: string[]
+  allowPrivateNetwork: boolean
+  allowFileUrls: boolean
+}
+
+/** A refused URL and why, in words the model can act on. */
+export interface Refusal {
+  reason: string
+}
+
+// Loopback, private, link-local, carrier-grade NAT, unique-local, multicast and unspecified
+// ranges: a public page must never make the browser reach the machine or the intranet.
+const privateRanges = new BlockList()
+for (const [network, prefix] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 3],
+] as const)
+  privateRanges.addSubnet(network, prefix, 'ipv4')
+for (const [network, prefix] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+] as const)
+  privateRanges.addSubnet(network, prefix, 'ipv6')
+
+/** The IPv4 address an IPv6 address embeds (mapped, compatible or NAT64), if any. */
+function embeddedIpv4(address: string): string | undefined {
+  const lower = address.toLowerCase()
+  const dotted = /^(?:::ffff:|::|64:ff9b::)(\d{1,3}(?:\.\d{1,3}){3})$/.exec(lower)
+  if (dotted) return dotted[1]
+  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower)
+  if (hex) {
+    const high = Number.parseInt(hex[1] ?? '0', 16)
+    const low = Number.parseInt(hex[2] ?? '0', 16)
+    return [high >> 8, high & 255, low >> 8, low & 255].join('.')
+  }
+  return undefined
+}
+
+/** True for loopback, private, link-local, unique-local and other non-public addresses. */
+export function isPrivateAddress(address: string): boolean {
+  const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '')
+  const family = isIP(bare)
+  if (family === 4) return privateRanges.check(bare, 'ipv4')
+  if (family === 6) {
+    const v4 = embeddedIpv4(bare)
+    if (v4) return privateRanges.check(v4, 'ipv4')
+    return privateRanges.check(bare, 'ipv6')
+  }
+  return false
+}
+
+/** `scheme://host:port` with the default port made explicit, or undefined for opaque URLs. */
+function originKey(url: URL): string | undefined {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80')
+  return `${url.protocol}//${url.hostname.toLowerCase()}:${port}`
+}
+
+/**
+ * One origin pattern from the command line: `https://example.com`, `http://127.0.0.1:8080`,
+ * or a bare host (`example.com`, `*.example.com`: any scheme and port).
+ */
+export interface OriginPattern {
+  source: string
+  matches(url: URL): boolean
+}
+
+export function parseOriginPattern(source: string): OriginPattern {
+  const trimmed = source.trim()
+  if (/^https?:\/\//i.test(trimmed)) {
+    const url = new URL(trimmed)
+    if (url.pathname !== '/' || url.search || url.hash || url.username || url.password)
+      throw new Error(`"${source}" is not an origin (scheme://host[:port], nothing after)`)
+    const key = originKey(url)
+    return { source, matches: (candidate) => originKey(candidate) === key }
+  }
+  if (!/^(\*\.)?[a-z0-9.-]+$|^\[[0-9a-f:.]+\]$/i.test(trimmed))
+    throw new Error(`"${source}" is not an origin or host name`)
+  const host = trimmed.toLowerCase()
+  if (host.startsWith('*.')) {
+    const suffix = host.slice(1)
+    return {
+      source,
+      matches: (candidate) =>
+        (candidate.protocol === 'http:' || candidate.protocol === 'https:') &&
+        candidate.hostname.toLowerCase().endsWith(suffix),
+    }
+  }
+  return {
+    source,
+    matches: (candidate) =>
+      (candidate.protocol === 'http:' || candidate.protocol === 'https:') &&
+      candidate.hostname.toLowerCase() === host,
+  }
+}
+
+const REFUSED_SCHEMES = new Set([
+  'chrome:',
+  'chrome-extension:',
+  'chrome-untrusted:',
+  'devtools:',
+  'view-source:',
+  'javascript:',
+  'about:',
+  'filesystem:',
+])
+
+type Resolver = (host: string) => Promise<string[]>
+
+const defaultResolver: Resolver = async (host) =>
+  (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address)
+
+/**
+ * Judges every URL the browser is about to load: navigations (top level and frames) and
+ * sub-resources. Host names are resolved and each resolved address is judged, so a public name
+ * pointing at 127.0.0.1 is refused like 127.0.0.1 itself; each redirect hop is a new request and
+ * is judged again.
+ */
+export class UrlPolicy {
+  private readonly allowed: OriginPattern[]
+  private readonly blocked: OriginPattern[]
+  private readonly cache = new Map<string, { addresses: Promise<string[]>; at: number }>()
+
+  constructor(
+    readonly options: PolicyOptions,
+    private readonly resolve: Resolver = defaultResolver,
+  ) {
+    this.allowed = options.allowedOrigins.map(parseOriginPattern)
+    this.blocked = options.blockedOrigins.map(parseOriginPattern)
+  }
+
+  /** `undefined` when allowed; a refusal otherwise. `topLevel`: a main-frame navigation. */
+  async check(raw: string, kind: { topLevel: boolean }): Promise<Refusal | undefined> {
+    let url: URL
+    try {
+      url = new URL(raw)
+    } catch {
+      return { reason: 'not a valid absolute URL' }
+    }
+    const scheme = url.protocol
+    if (scheme === 'about:' && (raw === 'about:blank' || raw === 'about:srcdoc')) return undefined
+    if (REFUSED_SCHEMES.has(scheme)) return { reason: `${scheme} URLs are refused` }
+    if (scheme === 'file:') {
+      return this.options.allowFileUrls ? undefined : { reason: 'file: URLs are refused (--allow-file-urls)' }
+    }
+    if (scheme === 'data:' || scheme === 'blob:') {
+      return kind.topLevel && scheme === 'data:'
+        ? { reason: 'top-level data: navigations are refused' }
+        : undefined
+    }
+    if (scheme !== 'http:' && scheme !== 'https:' && scheme !== 'ws:' && scheme !== 'wss:')
+      return { reason: `${scheme} URLs are refused` }
+    const httpUrl = scheme.startsWith('ws') ? new URL(raw.replace(/^ws/, 'http')) : url
+    if (this.blocked.some((pattern) => pattern.matches(httpUrl)))
+      return { reason: `${httpUrl.origin} is blocked (--browser-blocked-origins)` }
+    if (this.allowed.length) {
+      // An allow-list opens exactly what it names, private addresses included, and nothing else.
+      return this.allowed.some((pattern) => pattern.matches(httpUrl))
+        ? undefined
+        : { reason: `${httpUrl.origin} is not in --browser-allowed-origins` }
+    }
+    if (this.options.allowPrivateNetwork) return undefined
+    const host = httpUrl.hostname.replace(/^\[|\]$/g, '')
+    if (isIP(host)) {
+      return isPrivateAddress(host) ? { reason: `${host} is a private or loopback address` } : undefined
+    }
+    if (host === 'localhost' || host.endsWith('.localhost')) return { reason: `${host} is a loopback name` }
+    let addresses: string[]
+    try {
+      addresses = await this.addressesOf(host)
+    } catch {
+      // Unresolvable: the browser cannot reach it either, and a refusal here leaks nothing.
+      return { reason: `${host} does not resolve` }
+    }
+    const inside = addresses.find(isPrivateAddress)
+    return inside ? { reason: `${host} resolves to a private or loopback address (${inside})` } : undefined
+  }
+
+  /**
+   * Decides where a connection for `host:port` may go, and returns the one address to connect to:
+   * the address judged is the address dialled, so a name cannot resolve to a public address for the
+   * check and a private one for the connection. `schemes`: the origins the connection may serve
+   * (a CONNECT tunnel does not say whether it carries https or ws).
+   */
+  async dial(host: string, port: number, schemes: string[]): Promise<{ address: string } | Refusal> {
+    const bare = host.replace(/^\[|\]$/g, '')
+    const urls = schemes.map(
+      (scheme) => new URL(`${scheme}//${isIP(bare) === 6 ? `[${bare}]` : bare}:${port}/`),
+    )
+    const blocked = urls.find((url) => this.blocked.some((pattern) => pattern.matches(url)))
+    if (blocked) return { reason: `${blocked.origin} is blocked (--browser-blocked-origins)` }
+    const listed = urls.some((url) => this.allowed.some((pattern) => pattern.matches(url)))
+    if (this.allowed.length && !listed)
+      return { reason: `${urls[0]?.origin ?? host} is not in --browser-allowed-origins` }
+    let addresses: string[]
+    if (isIP(bare)) addresses = [bare]
+    else {
+      try {
+        addresses = await this.addressesOf(bare.toLowerCase())
+      } catch {
+        return { reason: `${bare} does not resolve` }
+      }
+    }
+    if (!listed && !this.options.allowPrivateNetwork) {
+      const inside = addresses.find(isPrivateAddress)
+      if (inside) return { reason: `${bare} is or resolves to a private or loopback address (${inside})` }
+    }
+    const address = addresses[0]
+    return address ? { address } : { reason: `${bare} does not resolve` }
+  }
+
+  private addressesOf(host: string): Promise<string[]> {
+    const now = Date.now()
+    const cached = this.cache.get(host)
+    if (cached && now - cached.at < 30_000) return cached.addresses
+    const addresses = this.resolve(host)
+    this.cache.set(host, { addresses, at: now })
+    if (this.cache.size > 1000) this.cache.delete(this.cache.keys().next().value as string)
+    addresses.catch(() => this.cache.delete(host))
+    return addresses
+  }
+}

@@ -1,0 +1,241 @@
+import type { CDPSession, Dialog, HTTPRequest, Page } from 'puppeteer-core'
+import type { UrlPolicy } from './policy.js'
+
+/** One console message, as kept in a tab's ring buffer. */
+export interface ConsoleEntry {
+  level: string
+  text: string
+  location?: string
+}
+
+/** One finished or failed request, as kept in a tab's ring buffer. */
+export interface NetworkEntry {
+  method: string
+  url: string
+  status?: number
+  type: string
+  size?: number
+  failed?: string
+}
+
+/** A dialog (alert, confirm, prompt, beforeunload) the page opened and nobody answered yet. */
+export interface OpenDialog {
+  type: string
+  message: string
+  defaultValue: string
+  dialog: Dialog
+}
+
+export const CONSOLE_LIMIT = 200
+export const NETWORK_LIMIT = 300
+
+function push<T>(ring: T[], item: T, limit: number): void {
+  ring.push(item)
+  if (ring.length > limit) ring.splice(0, ring.length - limit)
+}
+
+/** Error from puppeteer/CDP when a ref's node is gone. */
+export class StaleRefError extends Error {
+  override name = 'StaleRefError'
+}
+
+/** A refused request, kept so a failed navigation can say why. */
+export interface RefusedRequest {
+  url: string
+  reason: string
+  topLevel: boolean
+}
+
+/**
+ * One tab: a page, its CDP session, the refs of its latest snapshot, bounded console and network
+ * buffers, and a queue so that calls on one tab run one at a time (calls on other tabs do not wait).
+ */
+export class Tab {
+  readonly console: ConsoleEntry[] = []
+  readonly network: NetworkEntry[] = []
+  /** How many requests were refused so far, and the latest ones (top level and any). */
+  refusedCount = 0
+  lastRefused: RefusedRequest | undefined
+  lastRefusedTopLevel: RefusedRequest | undefined
+  /** backendDOMNodeIds handed out as refs since the last main-frame navigation. */
+  readonly refs = new Set<number>()
+  /** The lines of the last snapshot, to report only what changed after an action. */
+  lastSnapshot: string[] | undefined
+  /** Incremented on every main-frame navigation: refs of older documents are stale. */
+  generation = 0
+  dialog: OpenDialog | undefined
+  mainFrameId = ''
+  /** Main-frame navigations the page itself requested (links, forms, location changes). */
+  navigationRequests = 0
+  crashed = false
+  closed = false
+  private queue: Promise<unknown> = Promise.resolve()
+  private dialogWaiters: Array<(dialog: OpenDialog) => void> = []
+
+  private constructor(
+    readonly id: string,
+    readonly page: Page,
+    readonly cdp: CDPSession,
+  ) {}
+
+  /** Wires a fresh page: request policy, buffers, dialogs, crash and close tracking. */
+  static async attach(
+    id: string,
+    page: Page,
+    policy: UrlPolicy,
+    onRefused: (entry: RefusedRequest) => void,
+  ): Promise<Tab> {
+    const cdp = await page.createCDPSession()
+    const tab = new Tab(id, page, cdp)
+    // Page events on our own session: a renderer-initiated navigation is announced here before the
+    // script that started it returns, so an action knows at once whether it left the page.
+    await cdp.send('Page.enable')
+    const tree = (await cdp.send('Page.getFrameTree')) as { frameTree: { frame: { id: string } } }
+    tab.mainFrameId = tree.frameTree.frame.id
+    cdp.on('Page.frameRequestedNavigation', (event: { frameId: string }) => {
+      if (event.frameId === tab.mainFrameId) tab.navigationRequests++
+    })
+    await page.setRequestInterception(true)
+    page.on('request', (request: HTTPRequest) => {
+      void tab.judge(request, policy, onRefused)
+    })
+    page.on('console', (message) => {
+      const where = message.location()
+      push(
+        tab.console,
+        {
+          level: message.type(),
+          text: message.text().slice(0, 2000),
+          ...(where?.url ? { location: `${where.url}:${where.lineNumber ?? 0}` } : {}),
+        },
+        CONSOLE_LIMIT,
+      )
+    })
+    page.on('pageerror', (error) => {
+      const text = error instanceof Error ? error.message : String(error)
+      push(tab.console, { level: 'error', text: `Uncaught ${text.slice(0, 2000)}` }, CONSOLE_LIMIT)
+    })
+    page.on('requestfinished', (request) => {
+      const response = request.response()
+      const length = response?.headers()['content-length']
+      push(
+        tab.network,
+        {
+          method: request.method(),
+          url: request.url().slice(0, 500),
+          ...(response ? { status: response.status() } : {}),
+          type: request.resourceType(),
+          ...(length ? { size: Number(length) } : {}),
+        },
+        NETWORK_LIMIT,
+      )
+    })
+    page.on('requestfailed', (request) => {
+      push(
+        tab.network,
+        {
+          method: request.method(),
+          url: request.url().slice(0, 500),
+          type: request.resourceType(),
+          failed: request.failure()?.errorText ?? 'failed',
+        },
+        NETWORK_LIMIT,
+      )
+    })
+    page.on('framenavigated', (frame) => {
+      if (frame !== page.mainFrame()) return
+      tab.generation++
+      tab.refs.clear()
+      tab.lastSnapshot = undefined
+    })
+    page.on('dialog', (dialog) => {
+      const open: OpenDialog = {
+        type: dialog.type(),
+        message: dialog.message().slice(0, 1000),
+        defaultValue: dialog.defaultValue(),
+        dialog,
+      }
+      tab.dialog = open
+      for (const waiter of tab.dialogWaiters.splice(0)) waiter(open)
+    })
+    page.on('error', () => {
+      tab.crashed = true
+    })
+    page.on('close', () => {
+      tab.closed = true
+    })
+    return tab
+  }
+
+  private async judge(
+    request: HTTPRequest,
+    policy: UrlPolicy,
+    onRefused: (entry: RefusedRequest) => void,
+  ): Promise<void> {
+    if (request.isInterceptResolutionHandled()) return
+    const topLevel = request.isNavigationRequest() && request.frame() === this.page.mainFrame()
+    let refusal: { reason: string } | undefined
+    try {
+      refusal = await policy.check(request.url(), { topLevel })
+    } catch {
+      refusal = { reason: 'the address could not be checked' }
+    }
+    try {
+      if (refusal) {
+        const entry = { url: request.url().slice(0, 500), reason: refusal.reason, topLevel }
+        this.refusedCount++
+        this.lastRefused = entry
+        if (topLevel) this.lastRefusedTopLevel = entry
+        onRefused(entry)
+        await request.abort('blockedbyclient')
+      } else {
+        await request.continue()
+      }
+    } catch {
+      // The page or request went away meanwhile: nothing left to decide.
+    }
+  }
+
+  /** Runs `work` after every earlier call on this tab has finished. */
+  run<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(work, work)
+    this.queue = next.catch(() => undefined)
+    return next
+  }
+
+  /** Resolves when a dialog opens (or at once if one is open); `cancel` forgets the waiter. */
+  nextDialog(): { promise: Promise<OpenDialog>; cancel(): void } {
+    if (this.dialog) return { promise: Promise.resolve(this.dialog), cancel: () => undefined }
+    let waiter: ((dialog: OpenDialog) => void) | undefined
+    const promise = new Promise<OpenDialog>((resolve) => {
+      waiter = resolve
+      this.dialogWaiters.push(resolve)
+    })
+    return {
+      promise,
+      cancel: () => {
+        this.dialogWaiters = this.dialogWaiters.filter((candidate) => candidate !== waiter)
+      },
+    }
+  }
+
+  /** Answers the open dialog; returns what it was. */
+  async answerDialog(accept: boolean, promptText?: string): Promise<OpenDialog | undefined> {
+    const open = this.dialog
+    if (!open) return undefined
+    this.dialog = undefined
+    try {
+      if (accept) await open.dialog.accept(promptText)
+      else await open.dialog.dismiss()
+    } catch {
+      // Already handled (the page closed or navigated): it is gone either way.
+    }
+    return open
+  }
+
+  /** The refusal that explains a failure after `count` refusals had been seen, if any. */
+  refusalSince(count: number): RefusedRequest | undefined {
+    if (this.refusedCount === count) return undefined
+    return this.lastRefusedTopLevel ?? this.lastRefused
+  }
+}

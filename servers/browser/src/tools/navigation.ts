@@ -1,0 +1,141 @@
+import { ToolError, z } from '@keel-mcp/core'
+import type { Tab } from '../lib/tab.js'
+import {
+  type BrowserSettings,
+  browse,
+  defineTool,
+  fullSnapshot,
+  onTab,
+  pageOutput,
+  tabArgument,
+} from './shared.js'
+
+const waitUntil = z.enum(['load', 'domcontentloaded', 'networkidle']).default('load').describe('Done when')
+
+const puppeteerWait = {
+  load: 'load',
+  domcontentloaded: 'domcontentloaded',
+  networkidle: 'networkidle0',
+} as const
+
+/**
+ * Runs a navigation and turns its failures into errors the model can act on: a refused address
+ * (the page's own URL, a redirect hop) says which rule refused it; a slow page is a timeout that
+ * leaves the tab usable.
+ */
+async function navigation(
+  tab: Tab,
+  settings: BrowserSettings,
+  go: () => Promise<unknown>,
+): Promise<{ data: { tab: string; url: string }; text: string }> {
+  const refusedBefore = tab.refusedCount
+  tab.lastRefusedTopLevel = undefined
+  try {
+    await go()
+  } catch (error) {
+    const refusal = tab.refusalSince(refusedBefore)
+    if (refusal)
+      throw new ToolError('permission_denied', `Refused ${refusal.url}: ${refusal.reason}`, {
+        hint: 'The server refuses this address by policy; the tab did not go there.',
+      })
+    if ((error as Error).name === 'TimeoutError') {
+      await tab.cdp.send('Page.stopLoading').catch(() => undefined)
+      throw new ToolError(
+        'timeout',
+        `The page did not finish loading within ${settings.timeoutNavigation} ms`,
+        {
+          hint: 'The tab is still usable: take a snapshot, or navigate with wait_until=domcontentloaded.',
+        },
+      )
+    }
+    const message = String((error as Error).message)
+    const net = /net::ERR_[A-Z_]+/.exec(message)
+    if (net) throw new ToolError('unavailable', `Navigation failed: ${net[0]}`, { hint: 'Check the URL.' })
+    throw error
+  }
+  return fullSnapshot(tab, settings)
+}
+
+export const navigate = defineTool({
+  name: 'navigate',
+  title: 'Navigate',
+  description: 'Opens a URL; returns the page snapshot with refs for actions.',
+  input: {
+    url: z.string().describe('URL'),
+    wait_until: waitUntil,
+    tab: tabArgument,
+  },
+  output: pageOutput,
+  annotations: browse,
+  taskSupport: 'optional',
+  async run({ url, wait_until, tab: tabId }, context) {
+    const { deps } = context
+    let target: URL
+    try {
+      target = new URL(url)
+    } catch {
+      throw new ToolError('invalid_argument', `Not an absolute URL: ${url}`, {
+        hint: 'Include the scheme: https://example.com',
+      })
+    }
+    const refusal = await deps.host.policy.check(target.href, { topLevel: true })
+    if (refusal) throw new ToolError('permission_denied', `Refused ${target.href}: ${refusal.reason}`)
+    return onTab(context, tabId, (tab) =>
+      navigation(tab, deps.settings, () =>
+        tab.page.goto(target.href, {
+          waitUntil: puppeteerWait[wait_until],
+          timeout: deps.settings.timeoutNavigation,
+        }),
+      ),
+    )
+  },
+})
+
+function historyTool(name: 'go_back' | 'go_forward', title: string, description: string) {
+  return defineTool({
+    name,
+    title,
+    description,
+    input: { tab: tabArgument },
+    output: pageOutput,
+    annotations: browse,
+    async run({ tab: tabId }, context) {
+      const { settings } = context.deps
+      return onTab(context, tabId, async (tab) => {
+        const before = tab.page.url()
+        let moved = true
+        const result = await navigation(tab, settings, async () => {
+          const options = { waitUntil: 'load' as const, timeout: settings.timeoutNavigation }
+          const response =
+            name === 'go_back' ? await tab.page.goBack(options) : await tab.page.goForward(options)
+          moved = response !== null || tab.page.url() !== before
+        })
+        return moved ? result : { ...result, text: `No history entry to go to.\n${result.text}` }
+      })
+    },
+  })
+}
+
+export const goBack = historyTool('go_back', 'Go back', 'Goes back in history; returns the snapshot.')
+export const goForward = historyTool(
+  'go_forward',
+  'Go forward',
+  'Goes forward in history; returns the snapshot.',
+)
+
+export const reload = defineTool({
+  name: 'reload',
+  title: 'Reload',
+  description: 'Reloads the page; returns the snapshot.',
+  input: { tab: tabArgument },
+  output: pageOutput,
+  annotations: browse,
+  async run({ tab: tabId }, context) {
+    const { settings } = context.deps
+    return onTab(context, tabId, (tab) =>
+      navigation(tab, settings, () =>
+        tab.page.reload({ waitUntil: 'load', timeout: settings.timeoutNavigation }),
+      ),
+    )
+  },
+})

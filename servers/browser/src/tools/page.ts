@@ -1,0 +1,261 @@
+import { realpath, stat } from 'node:fs/promises'
+import { isAbsolute, relative, resolve, sep } from 'node:path'
+import { ToolError, z } from '@keel-mcp/core'
+import { boxOf, fieldKind, resolveRef, setFiles } from '../lib/element.js'
+import {
+  act,
+  browse,
+  defineTool,
+  onTab,
+  pageInfo,
+  pageOutput,
+  perform,
+  refArgument,
+  tabArgument,
+  untrusted,
+} from './shared.js'
+
+/** Resolves a path and proves, after following links, that it lies inside one of the upload dirs. */
+async function uploadable(path: string, dirs: string[]): Promise<string> {
+  let real: string
+  try {
+    real = await realpath(resolve(path))
+  } catch {
+    throw new ToolError('not_found', `No file ${path}`)
+  }
+  for (const dir of dirs) {
+    const root = await realpath(dir).catch(() => undefined)
+    if (!root) continue
+    const inside = relative(root, real)
+    if (inside && !inside.startsWith(`..${sep}`) && inside !== '..' && !isAbsolute(inside)) {
+      if (!(await stat(real)).isFile()) throw new ToolError('invalid_argument', `${path} is not a file`)
+      return real
+    }
+  }
+  throw new ToolError('permission_denied', `${path} is outside the upload directories`, {
+    hint: `Files can be uploaded only from: ${dirs.join(', ')}`,
+  })
+}
+
+export const uploadFile = defineTool({
+  name: 'upload_file',
+  title: 'Upload file',
+  description: 'Sets the files of a file input; only files in the upload directories.',
+  input: {
+    ref: refArgument,
+    paths: z.array(z.string()).min(1).max(20).describe('File paths'),
+    tab: tabArgument,
+  },
+  output: pageOutput,
+  annotations: act,
+  async run({ ref, paths, tab: tabId }, context) {
+    const dirs = context.deps.settings.uploadDirs
+    const files = await Promise.all(paths.map((path) => uploadable(path, dirs)))
+    return perform(context, tabId, async (tab) => {
+      const element = await resolveRef(tab, ref)
+      if ((await fieldKind(tab, element)).kind !== 'file')
+        throw new ToolError('invalid_argument', `Ref ${ref} is not a file input`)
+      await setFiles(tab, element, files)
+      return `Set ${files.length} file${files.length === 1 ? '' : 's'}.`
+    })
+  },
+})
+
+/** Longest side of a returned screenshot, in pixels; larger captures are scaled down. */
+export const SCREENSHOT_MAX_SIDE = 2000
+
+export const takeScreenshot = defineTool({
+  name: 'take_screenshot',
+  title: 'Screenshot',
+  description: 'Image of the viewport, full page or an element (scaled to ≤2000 px). Use snapshot to act.',
+  input: {
+    ref: z.string().optional().describe('Element ref (default: page)'),
+    full_page: z.boolean().default(false).describe('Whole page'),
+    format: z.enum(['png', 'jpeg']).default('png').describe('Format'),
+    quality: z.number().int().min(1).max(100).optional().describe('JPEG quality'),
+    tab: tabArgument,
+  },
+  output: { ...pageOutput, width: z.number(), height: z.number(), scale: z.number() },
+  annotations: browse,
+  async run({ ref, full_page, format, quality, tab: tabId }, context) {
+    return onTab(context, tabId, async (tab) => {
+      const page = tab.page
+      let area: { x: number; y: number; width: number; height: number }
+      if (ref) area = await boxOf(tab, await resolveRef(tab, ref))
+      else if (full_page) {
+        const metrics = (await tab.cdp.send('Page.getLayoutMetrics')) as unknown as {
+          cssContentSize: { width: number; height: number }
+        }
+        area = { x: 0, y: 0, width: metrics.cssContentSize.width, height: metrics.cssContentSize.height }
+      } else {
+        const viewport = page.viewport() ?? { width: 1280, height: 720 }
+        const scroll = (await page.evaluate('({ x: window.scrollX, y: window.scrollY })')) as {
+          x: number
+          y: number
+        }
+        area = { ...scroll, width: viewport.width, height: viewport.height }
+      }
+      const scale = Math.min(1, SCREENSHOT_MAX_SIDE / Math.max(area.width, area.height))
+      const data = await page.screenshot({
+        type: format,
+        ...(format === 'jpeg' ? { quality: quality ?? 80 } : {}),
+        clip: { ...area, scale },
+        captureBeyondViewport: full_page || Boolean(ref),
+        encoding: 'base64',
+      })
+      const info = pageInfo(tab)
+      const width = Math.round(area.width * scale)
+      const height = Math.round(area.height * scale)
+      return {
+        data: { ...info, width, height, scale: Number(scale.toFixed(3)) },
+        text: `Screenshot of tab ${tab.id}`,
+        content: [
+          { type: 'image' as const, data: String(data), mimeType: `image/${format}` },
+          {
+            type: 'text' as const,
+            text: `Screenshot of tab ${tab.id} (${width}×${height}${scale < 1 ? `, scaled ${scale.toFixed(2)}` : ''}).`,
+          },
+        ],
+      }
+    })
+  },
+})
+
+export const waitFor = defineTool({
+  name: 'wait_for',
+  title: 'Wait for',
+  description: 'Waits until a text appears or disappears, or for some seconds.',
+  input: {
+    text: z.string().min(1).optional().describe('Text to appear'),
+    text_gone: z.string().min(1).optional().describe('Text to disappear'),
+    seconds: z.number().min(0).max(60).optional().describe('Seconds to wait'),
+    tab: tabArgument,
+  },
+  output: pageOutput,
+  annotations: browse,
+  taskSupport: 'optional',
+  async run({ text, text_gone, seconds, tab: tabId }, context) {
+    if (text === undefined && text_gone === undefined && seconds === undefined)
+      throw new ToolError('invalid_argument', 'Give text, text_gone or seconds')
+    const { settings } = context.deps
+    const limit = Math.max(settings.timeoutNavigation, (seconds ?? 0) * 1000 + 1000)
+    return perform(
+      context,
+      tabId,
+      async (tab) => {
+        if (seconds !== undefined && text === undefined && text_gone === undefined) {
+          await new Promise<void>((done, fail) => {
+            const timer = setTimeout(done, seconds * 1000)
+            context.signal.addEventListener('abort', () => {
+              clearTimeout(timer)
+              fail(context.signal.reason)
+            })
+          })
+          return `Waited ${seconds} s.`
+        }
+        try {
+          const wanted = JSON.stringify(text ?? null)
+          const gone = JSON.stringify(text_gone ?? null)
+          await tab.page.waitForFunction(
+            `(() => { const body = document.body ? document.body.innerText : ''; const wanted = ${wanted}; const gone = ${gone};
+            return (wanted === null || body.includes(wanted)) && (gone === null || !body.includes(gone)) })()`,
+            { timeout: limit, polling: 100, signal: context.signal },
+          )
+        } catch (error) {
+          if ((error as Error).name === 'TimeoutError')
+            throw new ToolError('timeout', `The text condition was not met within ${limit} ms`)
+          throw error
+        }
+        return text ? `Found ${JSON.stringify(text)}.` : `${JSON.stringify(text_gone)} is gone.`
+      },
+      { actionTimeout: limit + 1000 },
+    )
+  },
+})
+
+export const evaluate = defineTool({
+  name: 'evaluate',
+  title: 'Evaluate',
+  description: 'Runs JavaScript in the page; returns its JSON value (capped).',
+  input: {
+    script: z.string().describe('Expression or () => {...}'),
+    tab: tabArgument,
+  },
+  output: { ...pageOutput, result: z.string() },
+  annotations: act,
+  async run({ script, tab: tabId }, context) {
+    const limit = context.deps.settings.timeoutAction
+    return onTab(context, tabId, async (tab) => {
+      const expression = /^\s*(async\s*)?(\([^)]*\)|[A-Za-z_$][\w$]*)\s*=>|^\s*(async\s+)?function\b/.test(
+        script,
+      )
+        ? `(${script})()`
+        : script
+      const evaluation = tab.cdp.send('Runtime.evaluate', {
+        expression,
+        awaitPromise: true,
+        returnByValue: true,
+        timeout: limit,
+        userGesture: true,
+      }) as Promise<{
+        result: { value?: unknown; type: string; description?: string }
+        exceptionDetails?: { text?: string; exception?: { description?: string } }
+      }>
+      let timer: NodeJS.Timeout | undefined
+      const outcome = await Promise.race([
+        evaluation,
+        new Promise<'timeout'>((done) => {
+          timer = setTimeout(() => done('timeout'), limit)
+        }),
+      ]).finally(() => clearTimeout(timer))
+      if (outcome === 'timeout')
+        throw new ToolError('timeout', `The script did not finish within ${limit} ms`)
+      if (outcome.exceptionDetails) {
+        const detail =
+          outcome.exceptionDetails.exception?.description ?? outcome.exceptionDetails.text ?? 'error'
+        throw new ToolError('invalid_argument', `The script threw: ${detail.split('\n')[0]?.slice(0, 500)}`)
+      }
+      const value = outcome.result.value
+      let rendered =
+        value === undefined ? (outcome.result.description ?? outcome.result.type) : JSON.stringify(value)
+      if (rendered.length > 20_000) rendered = `${rendered.slice(0, 20_000)}… [truncated at 20000 characters]`
+      const info = pageInfo(tab)
+      return { data: { ...info, result: rendered }, text: untrusted(rendered) }
+    })
+  },
+})
+
+export const savePdf = defineTool({
+  name: 'save_pdf',
+  title: 'Save PDF',
+  description: 'The page as a PDF (embedded resource).',
+  input: { tab: tabArgument },
+  output: { ...pageOutput, bytes: z.number() },
+  annotations: browse,
+  async run({ tab: tabId }, context) {
+    return onTab(context, tabId, async (tab) => {
+      const pdf = await tab.page.pdf({
+        printBackground: true,
+        timeout: context.deps.settings.timeoutNavigation,
+      })
+      if (pdf.byteLength > 20 * 1024 * 1024)
+        throw new ToolError('too_large', `The PDF is ${pdf.byteLength} bytes, over the 20 MiB cap`)
+      const info = pageInfo(tab)
+      return {
+        data: { ...info, bytes: pdf.byteLength },
+        content: [
+          {
+            type: 'resource' as const,
+            resource: {
+              uri: `pdf://${tab.id}/page.pdf`,
+              mimeType: 'application/pdf',
+              blob: Buffer.from(pdf).toString('base64'),
+            },
+          },
+          { type: 'text' as const, text: `PDF of tab ${tab.id}: ${pdf.byteLength} bytes.` },
+        ],
+        text: '',
+      }
+    })
+  },
+})

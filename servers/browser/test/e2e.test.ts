@@ -1,0 +1,221 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { connectHttp, connectStdio, runProcess, spawnHttp, spawnRaw } from '@keel-mcp/core/testing'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type Fixtures, startFixtures } from './fixtures.js'
+
+/** The built bin (`pnpm run build` first): core, SDK and zod inlined; puppeteer-core external, loaded on first use. */
+const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
+let fixtures: Fixtures
+beforeAll(async () => {
+  fixtures = await startFixtures()
+})
+afterAll(async () => {
+  await fixtures?.close()
+})
+
+/** Chromium processes whose parent is `pid` (the browser's main process). */
+function browserChildren(pid: number): number[] {
+  const table = execFileSync('ps', ['-eo', 'pid=,ppid=,comm='], { encoding: 'utf8' })
+  return table
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([, parent, command]) => Number(parent) === pid && /chrom/i.test(command ?? ''))
+    .map(([child]) => Number(child))
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const textOf = (result: Record<string, any>) =>
+  ((result.content ?? []) as Array<{ type: string; text?: string }>)
+    .map((block) => block.text ?? '')
+    .join('\n')
+
+describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s client', (generation) => {
+  it('lists tools without starting a browser, then browses', async () => {
+    const connection = await connectStdio({
+      command: process.execPath,
+      args: [BIN, '--allow-private-network'],
+      generation,
+    })
+    try {
+      const names = (await connection.client.listTools()).tools.map((tool) => tool.name)
+      expect(names).toContain('navigate')
+      expect(names).not.toContain('evaluate')
+      const navigated = await connection.client.callTool({
+        name: 'navigate',
+        arguments: { url: `${fixtures.url}/form` },
+      })
+      expect(navigated.isError).toBeFalsy()
+      expect(textOf(navigated)).toMatch(/textbox "Name" \[ref=e\d+\]/)
+      expect(navigated.structuredContent).toMatchObject({ tab: 't1', url: `${fixtures.url}/form` })
+    } finally {
+      await connection.close()
+    }
+  })
+})
+
+describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client', (generation) => {
+  it('gives every HTTP session its own browser context: cookies are never shared', async () => {
+    const server = await spawnHttp(process.execPath, [BIN, '--allow-private-network'])
+    const first = await connectHttp(server.url, { generation })
+    const second = await connectHttp(server.url, { generation })
+    try {
+      const navigate = (connection: typeof first, path: string) =>
+        connection.client.callTool({ name: 'navigate', arguments: { url: `${fixtures.url}${path}` } })
+      await navigate(first, '/cookie?set=alpha')
+      expect(textOf(await navigate(first, '/cookie'))).toContain('cookie: k=alpha')
+      expect(textOf(await navigate(second, '/cookie'))).toContain('cookie: none')
+      await navigate(second, '/cookie?set=beta')
+      expect(textOf(await navigate(first, '/cookie'))).toContain('cookie: k=alpha')
+    } finally {
+      await first.close()
+      await second.close()
+      await server.close()
+    }
+  })
+})
+
+describe('the built bin over stateless HTTP', () => {
+  it('serves each request in a browser context of its own, closed when the request is answered', async () => {
+    const server = await spawnHttp(process.execPath, [BIN, '--allow-private-network', '--stateless'])
+    const connection = await connectHttp(server.url)
+    try {
+      for (const path of ['/cookie?set=gamma', '/cookie']) {
+        const result = await connection.client.callTool({
+          name: 'navigate',
+          arguments: { url: `${fixtures.url}${path}` },
+        })
+        expect(result.isError).toBeFalsy()
+        // Nothing survives a request: the cookie set by the first is gone for the second.
+        expect(textOf(result)).toContain('cookie: none')
+      }
+    } finally {
+      await connection.close()
+      await server.close()
+    }
+  })
+})
+
+describe('the process', () => {
+  it('does not start a browser to answer initialize and tools/list', async () => {
+    const raw = spawnRaw(process.execPath, [BIN])
+    await raw.initialize()
+    await raw.request('tools/list')
+    expect(browserChildren(raw.child.pid ?? -1)).toEqual([])
+    expect((await raw.end()).code).toBe(0)
+  })
+
+  it('exits when stdin closes and leaves no Chromium process behind', async () => {
+    const raw = spawnRaw(process.execPath, [BIN, '--allow-private-network'])
+    await raw.initialize()
+    const response = await raw.request('tools/call', {
+      name: 'navigate',
+      arguments: { url: `${fixtures.url}/` },
+    })
+    expect(response.result.isError).toBeFalsy()
+    const browsers = browserChildren(raw.child.pid ?? -1)
+    expect(browsers).toHaveLength(1)
+    const ended = await raw.end()
+    expect(ended.code).toBe(0)
+    for (const pid of browsers) expect(alive(pid)).toBe(false)
+    for (const line of raw.lines) expect(JSON.parse(line).jsonrpc).toBe('2.0')
+  })
+
+  it('exits on SIGTERM and leaves no Chromium process behind', async () => {
+    const raw = spawnRaw(process.execPath, [BIN, '--allow-private-network'])
+    await raw.initialize()
+    await raw.request('tools/call', { name: 'navigate', arguments: { url: `${fixtures.url}/` } })
+    const browsers = browserChildren(raw.child.pid ?? -1)
+    expect(browsers).toHaveLength(1)
+    const exited = new Promise<number | null>((resolve) => raw.child.once('exit', (code) => resolve(code)))
+    raw.child.kill('SIGTERM')
+    expect(await exited).toBe(0)
+    for (const pid of browsers) expect(alive(pid)).toBe(false)
+  })
+
+  it('starts the browser again after it was killed mid-session, and says so', async () => {
+    const raw = spawnRaw(process.execPath, [BIN, '--allow-private-network'])
+    try {
+      await raw.initialize()
+      await raw.request('tools/call', { name: 'navigate', arguments: { url: `${fixtures.url}/` } })
+      const [browser] = browserChildren(raw.child.pid ?? -1)
+      expect(browser).toBeDefined()
+      process.kill(browser as number, 'SIGKILL')
+      // Wait until the server has noticed (its log says so), then call again.
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+        if (raw.stderr.join('').includes('The browser stopped')) break
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      const again = await raw.request('tools/call', {
+        name: 'navigate',
+        arguments: { url: `${fixtures.url}/counter` },
+      })
+      expect(again.result.isError).toBeFalsy()
+      const text = again.result.content[0].text as string
+      expect(text).toContain('The browser had stopped (crashed or killed) and was started again')
+      expect(text).toContain('heading "Counter"')
+      expect(browserChildren(raw.child.pid ?? -1)).toHaveLength(1)
+    } finally {
+      await raw.end()
+    }
+  })
+
+  it('keeps a --user-data-dir profile after exit (only the temporary one is removed)', async () => {
+    const profile = await mkdtemp(join(tmpdir(), 'keel-profile-'))
+    try {
+      const raw = spawnRaw(process.execPath, [BIN, '--allow-private-network', '--user-data-dir', profile])
+      await raw.initialize()
+      const response = await raw.request('tools/call', {
+        name: 'navigate',
+        arguments: { url: `${fixtures.url}/cookie?set=kept` },
+      })
+      expect(response.result.isError).toBeFalsy()
+      expect((await raw.end()).code).toBe(0)
+      expect(await readdir(profile)).toContain('Default')
+    } finally {
+      await rm(profile, { recursive: true, force: true })
+    }
+  })
+
+  it('says how to get a browser when none is found, and stays up', async () => {
+    const raw = spawnRaw(process.execPath, [BIN], {
+      env: { PUPPETEER_EXECUTABLE_PATH: '/nonexistent/chrome' },
+    })
+    try {
+      await raw.initialize()
+      const response = await raw.request('tools/call', { name: 'new_tab', arguments: {} })
+      expect(response.result.isError).toBe(true)
+      const text = response.result.content[0].text as string
+      expect(text).toContain('unavailable: No browser at --executable-path')
+      expect(text).toContain('npx @puppeteer/browsers install chrome@stable')
+      const listed = await raw.request('tools/list')
+      expect(listed.result.tools.length).toBeGreaterThan(10)
+    } finally {
+      await raw.end()
+    }
+  })
+
+  it('refuses bad configuration in one line', async () => {
+    for (const args of [
+      ['--viewport', 'huge'],
+      ['--caps', 'launch'],
+      ['--caps', 'downloads'],
+      ['--browser-allowed-origins', 'https://example.com/path'],
+    ]) {
+      const result = await runProcess(process.execPath, [BIN, ...args])
+      expect(result.code, args.join(' ')).toBe(1)
+      expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    }
+  })
+})

@@ -1,0 +1,72 @@
+import { type Connection, connectInMemory } from '@keel-mcp/core/testing'
+import type { BrowserHost } from '../src/lib/browser.js'
+import { createServer } from '../src/server.js'
+
+/** Names the tests treat as public sites: the resolver says public, the proxy dials loopback. */
+export const PUBLIC_NAME = 'public.keel.test'
+export const INTRANET_NAME = 'intranet.keel.test'
+
+/** The browser hosts the test server created, newest last. */
+export const hosts: BrowserHost[] = []
+
+export const testServer = createServer({
+  onHost: (host) => hosts.push(host),
+  resolve: async (host) => {
+    if (host === PUBLIC_NAME) return ['93.184.216.34']
+    if (host === INTRANET_NAME) return ['127.0.0.1']
+    throw new Error(`ENOTFOUND ${host}`)
+  },
+  // The proxy judges PUBLIC_NAME by the resolver above (public), then reaches it on loopback.
+  dialOverride: (host) => (host === PUBLIC_NAME ? '127.0.0.1' : undefined),
+})
+
+export async function connect(argv: string[] = [], env: Record<string, string> = {}): Promise<Connection> {
+  return connectInMemory(testServer, { argv, env })
+}
+
+export interface CallResult {
+  isError: boolean
+  text: string
+  structured: Record<string, unknown> | undefined
+  raw: Record<string, unknown>
+}
+
+/** A call's text (all text blocks joined) and its structured content. */
+export async function call(
+  connection: Connection,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<CallResult> {
+  const result = await connection.client.callTool({ name, arguments: args }, { timeout: 60_000 })
+  const text = ((result.content ?? []) as Array<{ type: string; text?: string }>)
+    .filter((block) => block.type === 'text')
+    .map((block) => block.text ?? '')
+    .join('\n')
+  return {
+    isError: result.isError === true,
+    text,
+    structured: result.structuredContent as Record<string, unknown> | undefined,
+    raw: result,
+  }
+}
+
+/** The ref of the first snapshot line that matches `pattern` (e.g. /button "Send"/). */
+export function refOf(text: string, pattern: RegExp): string {
+  const line = text.split('\n').find((candidate) => pattern.test(candidate))
+  const ref = line ? /\[ref=(e\d+)\]/.exec(line)?.[1] : undefined
+  if (!ref) throw new Error(`no ref for ${pattern} in:\n${text}`)
+  return ref
+}
+
+/**
+ * Calls `read` until `done` holds (events the page reports a moment after the call that caused
+ * them), bounded to 10 s; returns the last result either way, for the test to assert on.
+ */
+export async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  let value = await read()
+  for (const deadline = Date.now() + 10_000; !done(value) && Date.now() < deadline; ) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    value = await read()
+  }
+  return value
+}

@@ -1,0 +1,479 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Connection } from '@keel-mcp/core/testing'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type Fixtures, startFixtures } from './fixtures.js'
+import { call, connect, hosts, refOf, until } from './helpers.js'
+
+// One browser for the whole file: every test works in its own tab.
+let fixtures: Fixtures
+let connection: Connection
+let uploads: string
+let outside: string
+
+beforeAll(async () => {
+  fixtures = await startFixtures()
+  uploads = await mkdtemp(join(tmpdir(), 'keel-uploads-'))
+  outside = await mkdtemp(join(tmpdir(), 'keel-outside-'))
+  await writeFile(join(uploads, 'report.txt'), 'hello')
+  await writeFile(join(outside, 'secret.txt'), 'secret')
+  connection = await connect([
+    '--allow-private-network',
+    '--caps',
+    'evaluate,pdf',
+    '--upload-dir',
+    uploads,
+    '--timeout-navigation',
+    '3000',
+    '--timeout-action',
+    '3000',
+  ])
+})
+
+afterAll(async () => {
+  await connection?.close()
+  await fixtures?.close()
+  await rm(uploads, { recursive: true, force: true })
+  await rm(outside, { recursive: true, force: true })
+})
+
+/** A fresh tab on `path`; returns its id and the navigate result. */
+async function open(path: string) {
+  const created = await call(connection, 'new_tab')
+  const tab = created.structured?.tab as string
+  const navigated = await call(connection, 'navigate', { url: `${fixtures.url}${path}`, tab })
+  expect(navigated.isError, navigated.text).toBe(false)
+  return { tab, text: navigated.text }
+}
+
+describe('navigation and snapshots', () => {
+  it('navigates and returns a snapshot with refs, marked as untrusted page content', async () => {
+    const { tab, text } = await open('/')
+    expect(text).toMatch(/^Tab t\d+\nUntrusted page content in <page-[0-9a-f]{8}>/)
+    expect(text).toMatch(/heading "Fixture home" \[level=1\] \[ref=e\d+\]/)
+    expect(text).toMatch(/link "Form" \[ref=e\d+\]/)
+    const again = await call(connection, 'snapshot', { tab })
+    // Refs are backend node ids: the same element keeps its ref across snapshots.
+    expect(refOf(again.text, /link "Form"/)).toBe(refOf(text, /link "Form"/))
+  })
+
+  it('goes back, forward and reloads', async () => {
+    const { tab, text } = await open('/')
+    await call(connection, 'click', { tab, ref: refOf(text, /link "Counter"/) })
+    const back = await call(connection, 'go_back', { tab })
+    expect(back.structured?.url).toBe(`${fixtures.url}/`)
+    const forward = await call(connection, 'go_forward', { tab })
+    expect(forward.structured?.url).toBe(`${fixtures.url}/counter`)
+    const reloaded = await call(connection, 'reload', { tab })
+    expect(reloaded.text).toContain('heading "Counter"')
+  })
+
+  it('gives a stale ref a tool error that says to take a new snapshot', async () => {
+    const { tab, text } = await open('/')
+    const link = refOf(text, /link "Form"/)
+    await call(connection, 'navigate', { tab, url: `${fixtures.url}/counter` })
+    const stale = await call(connection, 'click', { tab, ref: link })
+    expect(stale.isError).toBe(true)
+    expect(stale.text).toMatch(/^not_found: Ref e\d+ is not on the current page/)
+    expect(stale.text).toContain('snapshot')
+    const invented = await call(connection, 'click', { tab, ref: 'e999999' })
+    expect(invented.isError).toBe(true)
+  })
+
+  it('caps a huge DOM with a notice on how to narrow it, and narrows by ref and depth', async () => {
+    const { tab, text } = await open('/large?n=600')
+    expect(text.length).toBeLessThan(27_000)
+    expect(text).toMatch(
+      /\[Snapshot truncated at 25000 characters: \d+ more lines\. Narrow it: snapshot with ref=/,
+    )
+    const shallow = await call(connection, 'snapshot', { tab, depth: 1 })
+    expect(shallow.text).toMatch(/main.*children: snapshot with ref or a larger depth/)
+    const heading = refOf(text, /heading "Large page"/)
+    const part = await call(connection, 'snapshot', { tab, ref: heading })
+    expect(part.text).toContain('heading "Large page"')
+    expect(part.text).not.toContain('Row 1')
+  })
+
+  it('gives a page that never finishes loading a timeout error and leaves the tab usable', async () => {
+    const created = await call(connection, 'new_tab')
+    const tab = created.structured?.tab as string
+    const slow = await call(connection, 'navigate', { tab, url: `${fixtures.url}/slow` })
+    expect(slow.isError).toBe(true)
+    expect(slow.text).toMatch(/^timeout: The page did not finish loading within 3000 ms/)
+    const after = await call(connection, 'snapshot', { tab })
+    expect(after.isError).toBe(false)
+    expect(after.text).toContain('heading "Slow page"')
+    const next = await call(connection, 'navigate', { tab, url: `${fixtures.url}/` })
+    expect(next.isError).toBe(false)
+  })
+
+  it('runs navigate and wait_for as tasks whose results are what plain calls return', async () => {
+    const created = await call(connection, 'new_tab')
+    const tab = created.structured?.tab as string
+    const started = await connection.client.request('tools/call', {
+      name: 'navigate',
+      arguments: { tab, url: `${fixtures.url}/later` },
+      task: { ttl: 60_000 },
+    })
+    const task = started.task as { taskId: string; status: string }
+    expect(task.status).toBe('working')
+    const result = await connection.client.request('tasks/result', { taskId: task.taskId })
+    expect(result.isError).toBeFalsy()
+    expect(result.structuredContent).toEqual({ tab, url: `${fixtures.url}/later` })
+    const waited = await connection.client.request('tools/call', {
+      name: 'wait_for',
+      arguments: { tab, text: 'Ready now' },
+      task: { ttl: 60_000 },
+    })
+    const done = await connection.client.request('tasks/result', {
+      taskId: (waited.task as { taskId: string }).taskId,
+    })
+    expect(JSON.stringify(done.content)).toContain('Found')
+  })
+
+  it('waits for text to appear and to disappear', async () => {
+    const { tab } = await open('/later')
+    const appeared = await call(connection, 'wait_for', { tab, text: 'Ready now' })
+    expect(appeared.isError, appeared.text).toBe(false)
+    expect(appeared.text).toContain('Found "Ready now"')
+    const gone = await call(connection, 'wait_for', { tab, text_gone: 'waiting' })
+    expect(gone.isError).toBe(false)
+    const timed = await call(connection, 'wait_for', { tab, seconds: 0.1 })
+    expect(timed.text).toContain('Waited 0.1 s')
+  })
+})
+
+describe('actions by ref', () => {
+  it('types, fills a form and submits it by click', async () => {
+    const { tab, text } = await open('/form')
+    const typed = await call(connection, 'type', { tab, ref: refOf(text, /textbox "Name"/), text: 'Ada' })
+    // Same document: only the changed part comes back.
+    expect(typed.text).toContain('Changed part of the page')
+    expect(typed.text).toContain('textbox "Name"')
+    expect(typed.text).toContain('"Ada"')
+    expect(typed.text).not.toContain('heading "Sign up"')
+    const filled = await call(connection, 'fill_form', {
+      tab,
+      fields: [
+        { ref: refOf(text, /textbox "Email"/), value: 'ada@example.com' },
+        { ref: refOf(text, /checkbox "I agree"/), value: 'true' },
+        { ref: refOf(text, /combobox "Colour"/), value: 'Blue' },
+        { ref: refOf(text, /textbox "Notes"/), value: 'line one' },
+      ],
+    })
+    expect(filled.isError, filled.text).toBe(false)
+    expect(filled.text).toContain('Filled 4 fields')
+    const sent = await call(connection, 'click', { tab, ref: refOf(text, /button "Send"/) })
+    expect(sent.structured?.url).toContain('/submitted?')
+    for (const value of ['name=Ada', 'email=ada@example.com', 'agree=on', 'colour=b', 'notes=line one'])
+      expect(sent.text).toContain(value)
+  })
+
+  it('submits with type submit=true and selects an option', async () => {
+    const { tab, text } = await open('/form')
+    const selected = await call(connection, 'select_option', {
+      tab,
+      ref: refOf(text, /combobox "Colour"/),
+      values: ['g'],
+    })
+    expect(selected.text).toContain('Selected ["g"]')
+    const missing = await call(connection, 'select_option', {
+      tab,
+      ref: refOf(text, /combobox "Colour"/),
+      values: ['purple'],
+    })
+    expect(missing.isError).toBe(true)
+    expect(missing.text).toContain('no option "purple"')
+    const submitted = await call(connection, 'type', {
+      tab,
+      ref: refOf(text, /textbox "Name"/),
+      text: 'Grace',
+      submit: true,
+    })
+    expect(submitted.text).toContain('name=Grace')
+    expect(submitted.text).toContain('colour=g')
+  })
+
+  it('refuses to type into something that is not a text field', async () => {
+    const { tab, text } = await open('/form')
+    const result = await call(connection, 'type', { tab, ref: refOf(text, /button "Send"/), text: 'x' })
+    expect(result.isError).toBe(true)
+    expect(result.text).toMatch(/^invalid_argument: Ref e\d+ is not a text field/)
+  })
+
+  it('clicks, double-clicks, presses keys slowly typed, and hovers', async () => {
+    const { tab, text } = await open('/counter')
+    const once = await call(connection, 'click', { tab, ref: refOf(text, /button "Increment"/) })
+    expect(once.text).toContain('Count: 1')
+    const double = await call(connection, 'click', {
+      tab,
+      ref: refOf(text, /button "Double me"/),
+      double: true,
+    })
+    expect(double.text).toContain('Double clicked')
+    await call(connection, 'type', { tab, ref: refOf(text, /textbox "Keys"/), text: 'ab', slowly: true })
+    const key = await call(connection, 'press_key', { tab, key: 'ArrowDown' })
+    expect(key.text).toContain('Key: ArrowDown')
+    const unknown = await call(connection, 'press_key', { tab, key: 'NoSuchKey' })
+    expect(unknown.isError).toBe(true)
+    expect(unknown.text).toContain('Unknown key')
+    const hoverPage = await open('/hover')
+    const hovered = await call(connection, 'hover', {
+      tab: hoverPage.tab,
+      ref: refOf(hoverPage.text, /button "Hover me"/),
+    })
+    expect(hovered.text).toContain('Tooltip shown')
+  })
+
+  it('drags one element onto another', async () => {
+    const { tab, text } = await open('/drag')
+    const dragged = await call(connection, 'drag', {
+      tab,
+      from: refOf(text, /button "Source"/),
+      to: refOf(text, /region "Target"/),
+    })
+    expect(dragged.isError, dragged.text).toBe(false)
+    expect(dragged.text).toContain('dropped')
+  })
+
+  it('uploads a file from the upload directory and refuses any other path', async () => {
+    const { tab, text } = await open('/upload')
+    const input = refOf(text, /button "Attachment"/)
+    const ok = await call(connection, 'upload_file', {
+      tab,
+      ref: input,
+      paths: [join(uploads, 'report.txt')],
+    })
+    expect(ok.isError, ok.text).toBe(false)
+    expect(ok.text).toContain('chosen: report.txt')
+    const outsideFile = await call(connection, 'upload_file', {
+      tab,
+      ref: input,
+      paths: [join(uploads, '..', outside.split('/').at(-1) ?? '', 'secret.txt')],
+    })
+    expect(outsideFile.isError).toBe(true)
+    expect(outsideFile.text).toMatch(/^permission_denied: .* is outside the upload directories/)
+  })
+})
+
+describe('screenshots, evaluate and PDF', () => {
+  it('returns viewport, full-page and element screenshots as images, JPEG with quality', async () => {
+    const { tab, text } = await open('/large?n=300')
+    const viewport = await call(connection, 'take_screenshot', { tab })
+    const image = (viewport.raw.content as Array<{ type: string; data?: string; mimeType?: string }>)[0]
+    expect(image?.type).toBe('image')
+    expect(image?.mimeType).toBe('image/png')
+    expect(
+      Buffer.from(image?.data ?? '', 'base64')
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG')
+    expect(viewport.structured).toMatchObject({ width: 1280, height: 720, scale: 1 })
+    const full = await call(connection, 'take_screenshot', {
+      tab,
+      full_page: true,
+      format: 'jpeg',
+      quality: 50,
+    })
+    const jpeg = (full.raw.content as Array<{ data?: string; mimeType?: string }>)[0]
+    expect(jpeg?.mimeType).toBe('image/jpeg')
+    // A page far taller than 2000 px is scaled down to the cap.
+    expect(full.structured?.height).toBeLessThanOrEqual(2000)
+    expect(full.structured?.scale as number).toBeLessThan(1)
+    const element = await call(connection, 'take_screenshot', {
+      tab,
+      ref: refOf(text, /heading "Large page"/),
+    })
+    expect((element.structured?.height as number) < 200).toBe(true)
+  })
+
+  it('evaluates JavaScript with a capped, untrusted result, and reports errors and timeouts', async () => {
+    const { tab } = await open('/counter')
+    const value = await call(connection, 'evaluate', { tab, script: '() => document.title + ":" + (1 + 1)' })
+    expect(value.structured?.result).toBe('"Counter:2"')
+    expect(value.text).toContain('Untrusted page content')
+    const big = await call(connection, 'evaluate', { tab, script: '"x".repeat(50000)' })
+    expect(big.text).toContain('[truncated at 20000 characters]')
+    const thrown = await call(connection, 'evaluate', { tab, script: 'throw new Error("nope")' })
+    expect(thrown.isError).toBe(true)
+    expect(thrown.text).toContain('nope')
+    const forever = await call(connection, 'evaluate', { tab, script: 'new Promise(() => {})' })
+    expect(forever.isError).toBe(true)
+    expect(forever.text).toMatch(/^timeout:/)
+    const still = await call(connection, 'snapshot', { tab })
+    expect(still.isError).toBe(false)
+  })
+
+  it('saves the page as a PDF resource', async () => {
+    const { tab } = await open('/')
+    const pdf = await call(connection, 'save_pdf', { tab })
+    const block = (
+      pdf.raw.content as Array<{ type: string; resource?: { blob: string; mimeType: string } }>
+    )[0]
+    expect(block?.type).toBe('resource')
+    expect(block?.resource?.mimeType).toBe('application/pdf')
+    expect(
+      Buffer.from(block?.resource?.blob ?? '', 'base64')
+        .subarray(0, 4)
+        .toString(),
+    ).toBe('%PDF')
+  })
+})
+
+describe('tabs, console and network', () => {
+  it('lists, selects and closes tabs; a closed tab gives not_found', async () => {
+    const first = await open('/')
+    const second = await open('/counter')
+    const listed = await call(connection, 'list_tabs')
+    const tabs = listed.structured?.tabs as Array<{ tab: string; current: boolean; url: string }>
+    expect(tabs.find((tab) => tab.tab === second.tab)?.current).toBe(true)
+    const selected = await call(connection, 'select_tab', { tab: first.tab })
+    expect(selected.text).toContain('Fixture home')
+    const closed = await call(connection, 'close_tab', { tab: first.tab })
+    expect(closed.structured?.closed).toBe(first.tab)
+    const gone = await call(connection, 'snapshot', { tab: first.tab })
+    expect(gone.isError).toBe(true)
+    expect(gone.text).toMatch(/^not_found: Tab t\d+ is not open/)
+  })
+
+  it('turns links that open a new window into tabs', async () => {
+    const homes = async () => {
+      const listed = await call(connection, 'list_tabs')
+      const tabs = (listed.structured?.tabs ?? []) as Array<{ url: string }>
+      return tabs.filter((entry) => entry.url === `${fixtures.url}/`).length
+    }
+    const { tab, text } = await open('/popup')
+    const before = await homes()
+    await call(connection, 'click', { tab, ref: refOf(text, /link "Open home/) })
+    // The new tab appears when the browser opens it: poll, bounded in time.
+    let after = before
+    for (const deadline = Date.now() + 10_000; after === before && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      after = await homes()
+    }
+    expect(after).toBe(before + 1)
+  })
+
+  it('keeps console messages and uncaught errors, filtered by level', async () => {
+    const { tab } = await open('/console')
+    const all = await until(
+      () => call(connection, 'console_messages', { tab }),
+      (result) => result.text.includes('Uncaught'),
+    )
+    for (const line of ['[log] log line', '[warn] warn line', '[error] error line', 'Uncaught'])
+      expect(all.text).toContain(line)
+    expect(all.text).toContain('Untrusted page content')
+    const errors = await call(connection, 'console_messages', { tab, level: 'error' })
+    expect(errors.text).toContain('error line')
+    expect(errors.text).not.toContain('warn line')
+  })
+
+  it('lists network requests with method, status and type', async () => {
+    const { tab } = await open(`/embed?src=${encodeURIComponent('/pixel.png')}`)
+    const network = await until(
+      () => call(connection, 'network_requests', { tab }),
+      (result) => result.text.includes('pixel.png'),
+    )
+    expect(network.text).toMatch(/GET http:\/\/127\.0\.0\.1:\d+\/embed\?src=\S+ 200 document/)
+    expect(network.text).toMatch(/GET http:\/\/127\.0\.0\.1:\d+\/pixel\.png 200 image/)
+    const failed = await call(connection, 'network_requests', { tab, failed_only: true })
+    expect(failed.text).not.toContain('pixel.png')
+  })
+})
+
+describe('dialogs, crashes and concurrency', () => {
+  it('reports an alert in the result of the click that opened it, and never blocks later calls', async () => {
+    const { tab, text } = await open('/dialogs')
+    const alerted = await call(connection, 'click', { tab, ref: refOf(text, /button "Alert"/) })
+    expect(alerted.isError).toBe(false)
+    expect(alerted.text).toContain('A alert dialog is open: "Hello from alert"')
+    // Not answered: the next call closes it and says so.
+    const next = await call(connection, 'snapshot', { tab })
+    expect(next.isError).toBe(false)
+    expect(next.text).toContain('was closed unanswered')
+    expect(next.text).toContain('heading "Dialogs"')
+  })
+
+  it('accepts and dismisses a confirm, and answers a prompt', async () => {
+    const { tab, text } = await open('/dialogs')
+    const confirm = await call(connection, 'click', { tab, ref: refOf(text, /button "Confirm"/) })
+    expect(confirm.text).toContain('confirm dialog is open: "Proceed?"')
+    const accepted = await call(connection, 'handle_dialog', { tab, accept: true })
+    expect(accepted.text).toContain('Accepted the confirm')
+    expect(accepted.text).toContain('confirmed')
+    await call(connection, 'click', { tab, ref: refOf(text, /button "Confirm"/) })
+    const dismissed = await call(connection, 'handle_dialog', { tab, accept: false })
+    expect(dismissed.text).toContain('cancelled')
+    await call(connection, 'click', { tab, ref: refOf(text, /button "Prompt"/) })
+    const answered = await call(connection, 'handle_dialog', { tab, accept: true, prompt_text: 'Ada' })
+    expect(answered.text).toContain('prompt: Ada')
+    const none = await call(connection, 'handle_dialog', { tab, accept: true })
+    expect(none.isError).toBe(true)
+    expect(none.text).toMatch(/^not_found: No dialog is open/)
+  })
+
+  it('replaces a crashed page with a blank one and says so', async () => {
+    const { tab } = await open('/crash-me')
+    const page = hosts
+      .at(-1)
+      ?.allTabs()
+      .find((candidate) => candidate.id === tab)
+    expect(page).toBeDefined()
+    const crashed = new Promise((resolve) => page?.page.once('error', resolve))
+    void page?.cdp.send('Page.crash').catch(() => undefined)
+    await crashed
+    const after = await call(connection, 'snapshot', { tab })
+    expect(after.isError, after.text).toBe(false)
+    expect(after.text).toContain(`The page in tab ${tab} had crashed; it was replaced by a blank page.`)
+    const usable = await call(connection, 'navigate', { tab, url: `${fixtures.url}/` })
+    expect(usable.text).toContain('Fixture home')
+    const listed = await call(connection, 'list_tabs')
+    const entry = ((listed.structured?.tabs ?? []) as Array<{ tab: string; current: boolean }>).find(
+      (candidate) => candidate.tab === tab,
+    )
+    expect(entry?.current).toBe(true)
+  })
+
+  it('runs 8 calls in flight on one tab without errors, serialised', async () => {
+    const { tab, text } = await open('/counter')
+    const button = refOf(text, /button "Increment"/)
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, index) =>
+        index % 2 === 0
+          ? call(connection, 'click', { tab, ref: button })
+          : call(connection, 'snapshot', { tab }),
+      ),
+    )
+    expect(results.filter((result) => result.isError)).toEqual([])
+    const final = await call(connection, 'snapshot', { tab })
+    expect(final.text).toContain('Count: 4')
+  })
+
+  it('opens one context and one tab for concurrent first calls of a new connection', async () => {
+    const fresh = await connect(['--allow-private-network'])
+    try {
+      const results = await Promise.all(Array.from({ length: 4 }, () => call(fresh, 'snapshot')))
+      expect(results.filter((result) => result.isError)).toEqual([])
+      expect(new Set(results.map((result) => result.structured?.tab))).toEqual(new Set(['t1']))
+      // The launch's blank page plus this connection's one tab.
+      expect(await hosts.at(-1)?.pageCount()).toBe(2)
+    } finally {
+      await fresh.close()
+    }
+  })
+
+  it('runs calls on different tabs in parallel without errors', async () => {
+    const tabs = await Promise.all(Array.from({ length: 4 }, () => call(connection, 'new_tab')))
+    const results = await Promise.all(
+      tabs.flatMap((created) => {
+        const tab = created.structured?.tab as string
+        return [
+          call(connection, 'navigate', { tab, url: `${fixtures.url}/counter` }),
+          call(connection, 'snapshot', { tab }),
+        ]
+      }),
+    )
+    expect(results.filter((result) => result.isError)).toEqual([])
+  })
+})

@@ -1,0 +1,329 @@
+// @keel-mcp/server-browser against the reference @modelcontextprotocol/server-puppeteer 2025.5.12,
+// both driving the same Chromium (/usr/bin/chromium, or PUPPETEER_EXECUTABLE_PATH) against pages
+// served on loopback. Interleaved medians; the ratios are what count.
+//
+//   pnpm --filter @keel-mcp/bench bench:browser       (build servers/browser first)
+//   BROWSER_BENCH_CALLS=100 node src/main.mjs browser
+import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { createServer } from 'node:http'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { coldStart, formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
+
+const repo = fileURLToPath(new URL('../../../', import.meta.url))
+const OURS = join(repo, 'servers/browser/dist/index.js')
+const REFERENCE = join(
+  dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-puppeteer/package.json')),
+  'dist/index.js',
+)
+const CHROMIUM = process.env.PUPPETEER_EXECUTABLE_PATH ?? '/usr/bin/chromium'
+const CALLS = Number(process.env.BROWSER_BENCH_CALLS ?? 50)
+const ROOT = process.getuid?.() === 0
+
+/** A product listing as sites ship it: utility classes, inline SVG icons, a state blob, styles. */
+export function realisticPage(count) {
+  const icon =
+    '<svg xmlns="http://www.w3.org/2000/svg" class="h-4 w-4 text-gray-400" viewBox="0 0 20 20" fill="currentColor" aria-hidden="true"><path fill-rule="evenodd" d="M10 18a8 8 0 100-16 8 8 0 000 16zm3.707-9.293a1 1 0 00-1.414-1.414L9 10.586 7.707 9.293a1 1 0 00-1.414 1.414l2 2a1 1 0 001.414 0l4-4z" clip-rule="evenodd"/></svg>'
+  const cards = []
+  const state = []
+  for (let index = 0; index < count; index++) {
+    state.push({ id: index, sku: `SKU-${index}`, price: 10 + index, stock: index % 7, tags: ['a', 'b'] })
+    cards.push(
+      `<div class="group relative flex flex-col overflow-hidden rounded-lg border border-gray-200 bg-white shadow-sm hover:shadow-md transition-shadow" data-testid="product-card" data-product-id="${index}">` +
+        `<div class="aspect-h-4 aspect-w-3 bg-gray-200 sm:aspect-none group-hover:opacity-75 sm:h-96"><img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" alt="Product ${index}" class="h-full w-full object-cover object-center sm:h-full sm:w-full" loading="lazy"></div>` +
+        `<div class="flex flex-1 flex-col space-y-2 p-4"><h3 class="text-sm font-medium text-gray-900"><a href="/product/${index}" class="focus:outline-none"><span aria-hidden="true" class="absolute inset-0"></span>Product ${index}</a></h3>` +
+        `<p class="text-sm text-gray-500 line-clamp-2">A short description of product ${index}.</p>` +
+        `<div class="flex flex-1 flex-col justify-end"><p class="text-sm italic text-gray-500">${icon} In stock</p><p class="text-base font-medium text-gray-900">$${10 + index}</p></div>` +
+        `<button type="button" class="mt-2 inline-flex items-center rounded-md bg-indigo-600 px-3 py-2 text-sm font-semibold text-white shadow-sm hover:bg-indigo-500 focus-visible:outline focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-indigo-600">${icon}Add to cart</button></div></div>`,
+    )
+  }
+  const css = '.x{color:red}'.repeat(2000)
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title><style>${css}</style></head><body class="bg-gray-50 antialiased"><header class="sticky top-0 z-10 border-b bg-white"><nav class="mx-auto flex max-w-7xl items-center justify-between p-4" aria-label="Global"><a href="/" class="-m-1.5 p-1.5">Shop</a><a href="/cart">Cart</a></nav></header><main class="mx-auto max-w-7xl px-4"><h1 class="text-2xl font-bold">Products</h1><div class="grid grid-cols-1 gap-y-4 sm:grid-cols-2 sm:gap-x-6 lg:grid-cols-3">${cards.join('')}</div></main><script id="__STATE__" type="application/json">${JSON.stringify({ products: state })}</script></body></html>`
+}
+
+/** Plain markup: rows of text, a link and a button each, no classes beyond one. */
+export function plainPage(count) {
+  const rows = []
+  for (let index = 0; index < count; index++)
+    rows.push(
+      `<div class="row"><span>Row ${index}</span> <a href="/item/${index}">Item ${index}</a> <button type="button">Open ${index}</button></div>`,
+    )
+  return `<!doctype html><html><head><title>Plain</title></head><body><h1>Plain</h1><main>${rows.join('')}</main></body></html>`
+}
+
+const COUNTER =
+  '<!doctype html><html><head><title>Counter</title></head><body><h1>Counter</h1><p id="out">0</p><button id="inc" onclick="out.textContent=String(+out.textContent+1)">Increment</button></body></html>'
+
+async function startPages() {
+  const pages = {
+    '/counter': COUNTER,
+    '/realistic': realisticPage(600),
+    '/plain': plainPage(2000),
+  }
+  const server = createServer((request, response) => {
+    const body = pages[new URL(request.url ?? '/', 'http://x').pathname]
+    response.writeHead(body ? 200 : 404, { 'content-type': 'text/html; charset=utf-8' })
+    response.end(body ?? 'not found')
+  })
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    pages,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections()
+        server.close(resolve)
+      }),
+  }
+}
+
+/** Resident memory of a process and all its descendants, in KiB. */
+function treeRssKiB(pid) {
+  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,rss='], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/).map(Number))
+  const children = new Map()
+  for (const [child, parent] of rows) children.set(parent, [...(children.get(parent) ?? []), child])
+  const rss = new Map(rows.map(([child, , kib]) => [child, kib]))
+  let total = 0
+  const stack = [pid]
+  while (stack.length) {
+    const current = stack.pop()
+    total += rss.get(current) ?? 0
+    stack.push(...(children.get(current) ?? []))
+  }
+  return total
+}
+
+/** Every descendant pid of `pid`. */
+function descendants(pid) {
+  const rows = execFileSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/).map(Number))
+  const found = []
+  const stack = [pid]
+  while (stack.length) {
+    const current = stack.pop()
+    for (const [child, parent] of rows)
+      if (parent === current) {
+        found.push(child)
+        stack.push(child)
+      }
+  }
+  return found
+}
+
+/** Closes a client; whatever it left running (the reference's Chromium outlives it) is killed. */
+async function closeTree(client) {
+  const left = descendants(client.pid)
+  await client.close()
+  for (const pid of left) {
+    try {
+      process.kill(pid, 'SIGKILL')
+    } catch {
+      // already gone
+    }
+  }
+}
+
+const ms = (value) => `${value.toFixed(1)} ms`
+const textOf = (message) => (message.result?.content ?? []).map((block) => block.text ?? '').join('\n')
+
+export async function run() {
+  if (!existsSync(OURS))
+    throw new Error(`${OURS} is missing: run pnpm --filter @keel-mcp/server-browser build`)
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: set PUPPETEER_EXECUTABLE_PATH`)
+  const site = await startPages()
+  const ours = (args = []) => ({
+    command: process.execPath,
+    args: [OURS, '--allow-private-network', '--executable-path', CHROMIUM, ...args],
+    env: { LOG_LEVEL: 'silent' },
+  })
+  // The reference reads its launch options from the environment; --no-sandbox is needed as root
+  // and the reference calls it dangerous unless ALLOW_DANGEROUS is set.
+  const reference = {
+    command: process.execPath,
+    args: [REFERENCE],
+    env: {
+      PUPPETEER_LAUNCH_OPTIONS: JSON.stringify({
+        headless: true,
+        executablePath: CHROMIUM,
+        args: [...(ROOT ? ['--no-sandbox'] : []), '--disable-gpu', '--disable-dev-shm-usage'],
+      }),
+      ALLOW_DANGEROUS: 'true',
+    },
+  }
+  const spawnClient = (spec) => new RawClient(spec.command, spec.args, { env: spec.env })
+  try {
+    // 1. Catalogue.
+    const catalogue = []
+    for (const [name, spec] of [
+      ['keel, default', ours()],
+      ['keel, --caps evaluate,pdf --upload-dir', ours(['--caps', 'evaluate,pdf', '--upload-dir', '.'])],
+      ['reference 2025.5.12', reference],
+    ]) {
+      const client = spawnClient(spec)
+      await client.initialize()
+      const tools = (await client.request('tools/list')).message.result.tools
+      const bytes = JSON.stringify(tools).length
+      catalogue.push([
+        name,
+        tools.length,
+        formatBytes(bytes),
+        Math.round(bytes / 4),
+        Math.round(bytes / 4 / tools.length),
+      ])
+      await client.close()
+    }
+    console.log('tools/list (tokens = JSON bytes ÷ 4)\n')
+    table(['', 'tools', 'size', 'tokens', 'tokens a tool'], catalogue)
+
+    // 2. Cold start to tools/list: neither needs a browser for it (ours never starts one there).
+    await coldStart([ours()], 1)
+    const [oursCold, referenceCold] = await coldStart([ours(), reference], 11)
+    console.log('\nCold start (spawn → initialize → tools/list, median of 11)\n')
+    table(
+      ['', 'time', 'vs reference'],
+      [
+        ['keel', ms(oursCold), ratio(oursCold, referenceCold)],
+        ['reference 2025.5.12', ms(referenceCold), '1.00×'],
+      ],
+    )
+
+    // 3. First navigate: spawn → initialize → navigate (browser launch included).
+    const first = [[], []]
+    const memory = [[], []]
+    for (let run = 0; run < 5; run++) {
+      for (const [position, [spec, call]] of [
+        [ours(), { name: 'navigate', arguments: { url: `${site.url}/counter` } }],
+        [reference, { name: 'puppeteer_navigate', arguments: { url: `${site.url}/counter` } }],
+      ].entries()) {
+        const started = performance.now()
+        const client = spawnClient(spec)
+        await client.initialize()
+        const { message } = await client.callTool(call.name, call.arguments)
+        if (message.result?.isError) throw new Error(`${call.name} failed: ${textOf(message)}`)
+        first[position].push(performance.now() - started)
+        memory[position].push(treeRssKiB(client.pid))
+        await closeTree(client)
+      }
+    }
+    const [oursFirst, referenceFirst] = first.map(median)
+    console.log('\nFirst navigate (spawn → initialize → navigate, browser launch included, median of 5)\n')
+    table(
+      ['', 'time', 'vs reference'],
+      [
+        ['keel', ms(oursFirst), ratio(oursFirst, referenceFirst)],
+        ['reference 2025.5.12', ms(referenceFirst), '1.00×'],
+      ],
+    )
+
+    // 4. Warm action p50: a click on the counter page (ours by ref, the reference by selector).
+    const keel = spawnClient(ours(['--caps', 'evaluate']))
+    const ref = spawnClient(reference)
+    await keel.initialize()
+    await ref.initialize()
+    const page = await keel.callTool('navigate', { url: `${site.url}/counter` })
+    const button = /button "Increment" \[ref=(e\d+)\]/.exec(textOf(page.message))?.[1]
+    await ref.callTool('puppeteer_navigate', { url: `${site.url}/counter` })
+    const clicks = [[], []]
+    for (let index = 0; index < CALLS; index++) {
+      const ours1 = await keel.callTool('click', { ref: button })
+      if (ours1.message.result?.isError) throw new Error(`click failed: ${textOf(ours1.message)}`)
+      clicks[0].push(ours1.ms)
+      const theirs = await ref.callTool('puppeteer_click', { selector: '#inc' })
+      clicks[1].push(theirs.ms)
+    }
+    const [oursClick, referenceClick] = clicks.map(median)
+    console.log(
+      `\nWarm click (median of ${CALLS}; keel returns the changed part of the page, the reference a status line)\n`,
+    )
+    table(
+      ['', 'p50', 'vs reference'],
+      [
+        ['keel click by ref', ms(oursClick), ratio(oursClick, referenceClick)],
+        ['reference puppeteer_click', ms(referenceClick), '1.00×'],
+      ],
+    )
+
+    // 5. Eight calls in flight, five rounds: navigate (both) and evaluate (both).
+    const inflight = []
+    for (const [label, client, calls] of [
+      ['keel navigate', keel, () => ['navigate', { url: `${site.url}/counter` }]],
+      ['reference puppeteer_navigate', ref, () => ['puppeteer_navigate', { url: `${site.url}/counter` }]],
+      ['keel evaluate', keel, () => ['evaluate', { script: 'document.title' }]],
+      ['reference puppeteer_evaluate', ref, () => ['puppeteer_evaluate', { script: 'document.title' }]],
+    ]) {
+      let errors = 0
+      let total = 0
+      const started = performance.now()
+      for (let round = 0; round < 5; round++) {
+        const results = await Promise.all(
+          Array.from({ length: 8 }, () => {
+            const [name, args] = calls()
+            return client.callTool(name, args).then(
+              ({ message }) => message.error || message.result?.isError,
+              () => true,
+            )
+          }),
+        )
+        total += results.length
+        errors += results.filter(Boolean).length
+      }
+      const seconds = (performance.now() - started) / 1000
+      inflight.push([label, `${((errors / total) * 100).toFixed(0)} %`, `${(total / seconds).toFixed(1)}/s`])
+    }
+    console.log('\n8 calls in flight on one page, 5 rounds\n')
+    table(['', 'errors', 'throughput'], inflight)
+
+    // 6. Snapshot size against the page's HTML.
+    const sizes = []
+    for (const path of ['/realistic', '/plain']) {
+      const big = spawnClient(ours(['--snapshot-max-chars', '1000000']))
+      await big.initialize()
+      const { message } = await big.callTool('navigate', { url: `${site.url}${path}` }, 300_000)
+      const snapshot = textOf(message).length
+      const html = Buffer.byteLength(site.pages[path])
+      sizes.push([
+        path,
+        formatBytes(html),
+        formatBytes(snapshot),
+        `${((snapshot / html) * 100).toFixed(1)} %`,
+      ])
+      await big.close()
+    }
+    console.log('\nSnapshot size on a large page (uncapped) vs its HTML\n')
+    table(['page', 'HTML', 'snapshot', 'snapshot ÷ HTML'], sizes)
+
+    // 7. Memory of the whole process tree (server + Chromium) after the first navigate.
+    const [oursMemory, referenceMemory] = memory.map(median)
+    console.log('\nProcess-tree memory after the first navigate (server + Chromium, RSS, median of 5)\n')
+    table(
+      ['', 'RSS', 'vs reference'],
+      [
+        ['keel', formatBytes(oursMemory * 1024), ratio(oursMemory, referenceMemory)],
+        ['reference 2025.5.12', formatBytes(referenceMemory * 1024), '1.00×'],
+      ],
+    )
+
+    // 8. Exit after stdin closes (with a browser running).
+    const exits = []
+    for (const [label, client] of [
+      ['keel', keel],
+      ['reference 2025.5.12', ref],
+    ]) {
+      const started = performance.now()
+      await closeTree(client)
+      const took = performance.now() - started
+      exits.push([label, took >= 2900 ? 'did not exit (killed after 3 s)' : ms(took)])
+    }
+    console.log('\nExit after stdin closes, browser running\n')
+    table(['', 'time'], exits)
+  } finally {
+    await site.close()
+  }
+}
