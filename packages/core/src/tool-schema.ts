@@ -168,17 +168,18 @@ function simplify(node: Node, { keepTypes }: { keepTypes: boolean }): Node {
 }
 
 /**
- * Annotations as the spec reads them, defaults left out: `readOnlyHint` only when true;
- * `destructiveHint` and `idempotentHint` only for writers (the spec gives them no meaning on a
- * read-only tool) and only when they differ from the defaults (`true`, `false`); `openWorldHint`
- * only when false. An absent hint means the cautious default, so a client loses nothing. The title
- * is the tool's own `title`, not repeated here.
+ * Annotations as the spec reads them, with what a client needs to judge a tool always present:
+ * a reader carries `readOnlyHint: true`; a writer always carries `destructiveHint` (true or false),
+ * so every tool lists annotations and a destructive one says so outright. `idempotentHint` is listed
+ * only for writers that are idempotent (the spec gives it no meaning on a read-only tool and
+ * defaults it to false), `openWorldHint` only when false (its default is true). An absent hint
+ * means the cautious default. The title is the tool's own `title`, not repeated here.
  */
 export function compactAnnotations(annotations: AnyTool['annotations']): Record<string, boolean> {
   const out: Record<string, boolean> = {}
   if (annotations.readOnlyHint) out.readOnlyHint = true
   else {
-    if (annotations.destructiveHint === false) out.destructiveHint = false
+    out.destructiveHint = annotations.destructiveHint !== false
     if (annotations.idempotentHint === true) out.idempotentHint = true
   }
   if (annotations.openWorldHint === false) out.openWorldHint = false
@@ -198,8 +199,7 @@ export function planFor(tool: AnyTool): ToolPlan {
       description: tool.description,
       inputSchema: jsonSchemaOf(schema, 'input'),
     }
-    const annotations = compactAnnotations(tool.annotations)
-    if (Object.keys(annotations).length) listed.annotations = annotations
+    listed.annotations = compactAnnotations(tool.annotations)
     if (outputJson) listed.outputSchema = outputJson
     if (tool.icons?.length) listed.icons = tool.icons
     const listedWithTasks = tool.taskSupport

@@ -149,14 +149,18 @@ describe('tools/list schemas', () => {
       { readOnlyHint: true, openWorldHint: false },
     ],
     [{ readOnlyHint: false, destructiveHint: false, openWorldHint: true }, { destructiveHint: false }],
-    [{ readOnlyHint: false, destructiveHint: true, openWorldHint: true }, {}],
+    [{ readOnlyHint: false, destructiveHint: true, openWorldHint: true }, { destructiveHint: true }],
+    [{ readOnlyHint: false, openWorldHint: true }, { destructiveHint: true }],
     [
       { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-      { idempotentHint: true, openWorldHint: false },
+      { destructiveHint: true, idempotentHint: true, openWorldHint: false },
     ],
-  ])('annotations %j are listed as %j (absent hints mean the cautious defaults)', (annotations, listed) => {
-    expect(compactAnnotations(annotations)).toEqual(listed)
-  })
+  ])(
+    'annotations %j are listed as %j (every tool lists some; a writer always says whether it destroys)',
+    (annotations, listed) => {
+      expect(compactAnnotations(annotations)).toEqual(listed)
+    },
+  )
 })
 
 describe.each([

@@ -24,7 +24,7 @@ const MAX_JOBS = 200
 export const listWorkflowRuns = defineTool({
   name: 'list_workflow_runs',
   title: 'List runs',
-  description: 'Actions runs, newest first. Then get_job_logs for failures.',
+  description: 'Actions runs, newest first; failures: get_job_logs.',
   toolset,
   input: {
     repo,
@@ -157,7 +157,7 @@ function tailOf(text: string): string {
 export const getJobLogs = defineTool({
   name: 'get_job_logs',
   title: 'Get job logs',
-  description: "Why CI failed: log tails of a run's failed jobs (or one job).",
+  description: "Why CI failed: log tails of a run's failed jobs.",
   toolset,
   input: {
     repo,

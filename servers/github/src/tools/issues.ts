@@ -240,7 +240,7 @@ export const updateIssue = defineTool({
 export const addIssueComment = defineTool({
   name: 'add_issue_comment',
   title: 'Add comment',
-  description: 'Comment on an issue or PR conversation.',
+  description: 'Comment on an issue or PR.',
   toolset,
   input: { repo, issue_number: issueNumber, body: z.string().describe('Markdown') },
   output: { id: z.number().int(), url },

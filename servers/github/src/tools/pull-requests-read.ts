@@ -70,7 +70,7 @@ export const listPullRequests = defineTool({
 export const getPullRequest = defineTool({
   name: 'get_pull_request',
   title: 'Get PR',
-  description: 'One PR: body, branches, head SHA, mergeability. Diff: get_pull_request_diff.',
+  description: 'One PR: body, branches, head SHA, mergeable. Diff: get_pull_request_diff.',
   toolset,
   input: { repo, pull_number: pullNumber },
   output: { pullRequest: entry() },
@@ -191,7 +191,7 @@ const MAX_CHECKS = 300
 export const getPullRequestStatus = defineTool({
   name: 'get_pull_request_status',
   title: 'Get PR checks',
-  description: 'CI checks and statuses of a PR head, overall state. Failures: get_job_logs.',
+  description: 'CI checks and statuses of a PR head. Failures: get_job_logs.',
   toolset,
   input: { repo, pull_number: pullNumber },
   output: { sha: z.string(), state: z.string(), checks: list(), statuses: list() },

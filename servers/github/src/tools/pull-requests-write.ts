@@ -39,7 +39,7 @@ export const createPullRequest = defineTool({
 export const createPullRequestReview = defineTool({
   name: 'create_pull_request_review',
   title: 'Review PR',
-  description: 'Approve, request changes or comment; line comments optional.',
+  description: 'Approve, request changes or comment, with line comments.',
   toolset,
   input: {
     repo,

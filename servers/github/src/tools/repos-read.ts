@@ -54,7 +54,7 @@ export const searchRepositories = defineTool({
 export const getRepository = defineTool({
   name: 'get_repository',
   title: 'Get repo',
-  description: 'Repo facts: default branch, visibility, counts, your permissions.',
+  description: 'Repo facts: default branch, visibility, your permissions.',
   toolset,
   input: { repo },
   output: { repository: entry() },

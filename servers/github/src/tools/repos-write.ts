@@ -8,7 +8,7 @@ const message = z.string().min(1).describe('Commit message')
 export const createBranch = defineTool({
   name: 'create_branch',
   title: 'Create branch',
-  description: 'Create a branch from another (default branch if omitted).',
+  description: 'Create a branch from another (default: default branch).',
   toolset,
   input: {
     repo,
@@ -76,7 +76,7 @@ export const createOrUpdateFile = defineTool({
 export const pushFiles = defineTool({
   name: 'push_files',
   title: 'Push files',
-  description: 'Commit files to a branch in one commit; never forces (moved branch: conflict).',
+  description: 'Commit files to a branch in one commit; never forces.',
   toolset,
   input: {
     repo,

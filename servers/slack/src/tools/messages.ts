@@ -103,7 +103,7 @@ export const getThreadReplies = defineTool({
 export const getMessage = defineTool({
   name: 'get_message',
   title: 'Message by link',
-  description: 'One message by its permalink (https://…slack.com/archives/C…/p…), thread replies included.',
+  description: 'One message by permalink URL, with its thread replies.',
   input: {
     permalink: bounded(1, 500)
       .refine((value) => URL.canParse(value), 'must be a URL')

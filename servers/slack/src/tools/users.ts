@@ -20,7 +20,7 @@ const userArgument = z
 export const listUsers = defineTool({
   name: 'list_users',
   title: 'List users',
-  description: 'Workspace members: id, handle, real and display name. find_user looks one up by @name.',
+  description: 'Workspace members: id, handle, real and display name. find_user finds one.',
   input: { limit: limitArgument(100, 200), cursor: cursorArgument },
   output: { users: list(), next_cursor: nextCursor },
   annotations: read,

@@ -85,7 +85,7 @@ export const replyToThread = defineTool({
 export const addReaction = defineTool({
   name: 'add_reaction',
   title: 'Add a reaction',
-  description: 'React to a message with an emoji name (thumbsup, eyes, white_check_mark).',
+  description: 'React to a message with an emoji name (thumbsup, eyes).',
   input: {
     channel: channelArgument,
     ts: tsArgument,
