@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { z } from 'zod'
 import { type LogLevel, parseLogLevel } from './logger.js'
@@ -50,6 +51,13 @@ export interface CommonConfig {
   maxBodyBytes: number
   /** An HTTP session unused this long is closed. */
   sessionIdleMs: number
+  /**
+   * The key that signs 2026-07-28 `requestState` (`--state-secret`, `--state-secret-file`). Replicas
+   * behind a load balancer share it; unset, each process draws a random one.
+   */
+  stateSecret: string | undefined
+  /** Redis URL for sessions and events shared by replicas (`--redis-url`); unset, all is in memory. */
+  redisUrl: string | undefined
   /** Removes every tool that is not read-only. */
   readOnly: boolean
   /** Enabled toolsets (`['all']` for all). */
@@ -156,6 +164,29 @@ const COMMON_FLAGS: CommonFlag[] = [
     placeholder: 'ms',
     description: 'Close an HTTP session unused this long (default 600000, 10 min).',
   },
+  {
+    flag: 'state-secret',
+    type: 'string',
+    env: ['MCP_STATE_SECRET'],
+    placeholder: 'secret',
+    secret: true,
+    description: 'Key (32+ chars) signing multi-round call state; the same on every replica.',
+  },
+  {
+    flag: 'state-secret-file',
+    type: 'string',
+    env: ['MCP_STATE_SECRET_FILE'],
+    placeholder: 'path',
+    description: 'Read the state secret from this file.',
+  },
+  {
+    flag: 'redis-url',
+    type: 'string',
+    env: ['REDIS_URL'],
+    placeholder: 'url',
+    secret: true,
+    description: 'Keep HTTP sessions and events in Redis so any replica serves any request.',
+  },
   { flag: 'read-only', type: 'boolean', env: ['MCP_READ_ONLY'], description: 'Expose only read-only tools.' },
   {
     flag: 'toolsets',
@@ -217,6 +248,12 @@ const commonSchema = z.object({
     .int()
     .min(1000, 'must be at least 1000')
     .default(10 * 60 * 1000),
+  stateSecret: z.string().min(32, 'must be at least 32 characters').optional(),
+  stateSecretFile: z.string().min(1).optional(),
+  redisUrl: z
+    .string()
+    .regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL')
+    .optional(),
   readOnly: z.boolean().default(false),
   toolsets: z.array(z.string()).default([]),
   tools: z.array(z.string()).default([]),
@@ -235,6 +272,9 @@ const COMMON_KEYS: Record<string, keyof z.input<typeof commonSchema>> = {
   'allowed-origins': 'allowedOrigins',
   'max-body': 'maxBodyBytes',
   'session-idle-ms': 'sessionIdleMs',
+  'state-secret': 'stateSecret',
+  'state-secret-file': 'stateSecretFile',
+  'redis-url': 'redisUrl',
   'read-only': 'readOnly',
   toolsets: 'toolsets',
   tools: 'tools',
@@ -404,13 +444,43 @@ export function parseConfig<C>(
     throw new ConfigError(`Unexpected argument "${positionals[0]}". Run with --help to see the options.`)
   }
 
-  const { logLevel: _ignored, ...rest } = common.data
+  const { logLevel: _ignored, stateSecretFile, ...rest } = common.data
+  const stateSecret = readStateSecret(rest.stateSecret, stateSecretFile)
+  if (stateSecretFile && stateSecret) secrets.push(stateSecret)
   return {
     kind: 'config',
-    config: { ...rest, authToken: rest.authToken, logLevel, options: options as C, positionals },
+    config: {
+      ...rest,
+      authToken: rest.authToken,
+      stateSecret,
+      redisUrl: rest.redisUrl,
+      logLevel,
+      options: options as C,
+      positionals,
+    },
     secrets,
     warnings,
   }
+}
+
+/** The state secret from the flag or env var, or read from a file (one trailing newline dropped). */
+function readStateSecret(value: string | undefined, file: string | undefined): string | undefined {
+  if (value !== undefined && file !== undefined)
+    throw new ConfigError('Give either --state-secret or --state-secret-file, not both')
+  if (file === undefined) return value
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8').replace(/\r?\n$/, '')
+  } catch (error) {
+    throw new ConfigError(
+      `Invalid --state-secret-file (env MCP_STATE_SECRET_FILE): cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+    )
+  }
+  if (text.length < 32)
+    throw new ConfigError(
+      'Invalid --state-secret-file (env MCP_STATE_SECRET_FILE): the secret must be at least 32 characters',
+    )
+  return text
 }
 
 /** True for loopback addresses and names. */

@@ -4,9 +4,11 @@ import type { AddressInfo } from 'node:net'
 import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '@modelcontextprotocol/node'
 import { createMcpHandler, isLegacyRequest, type McpServer } from '@modelcontextprotocol/server'
 import { createInstance, type Runtime } from './build-server.js'
+import { useStateSecret } from './client-access.js'
 import { isLoopback } from './config.js'
 import { BoundedEventStore } from './event-store.js'
 import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
+import type { Cluster, ClusterSession, SessionHooks } from './scale/cluster.js'
 
 /** A running HTTP endpoint. */
 export interface HttpEndpoint {
@@ -44,7 +46,7 @@ const DEFAULT_LIMITS: HttpLimits = {
 const LOCAL_NAMES = ['localhost', '127.0.0.1', '[::1]', '::1']
 
 interface Session {
-  transport: NodeStreamableHTTPServerTransport
+  transport: Pick<NodeStreamableHTTPServerTransport, 'handleRequest'>
   server: McpServer
   lastSeen: number
   /** Who opened it: a digest of the bearer token, else the remote address. */
@@ -143,6 +145,8 @@ export async function serveHttp<D, C>(
     requestTimeoutMs,
     discardBodyBytes,
   } = { ...DEFAULT_LIMITS, sessionIdleMs: config.sessionIdleMs, ...limits }
+  // 2026-07-28 requestState is signed with the shared secret, so a retry may reach any replica.
+  if (config.stateSecret) useStateSecret(config.stateSecret)
   const loopback = isLoopback(config.host)
   const allowedHosts = new Set([
     ...(loopback ? LOCAL_NAMES : []),
@@ -161,6 +165,22 @@ export async function serveHttp<D, C>(
   })
   const perRequestNode = toNodeHandler(perRequest, { onerror, maxRequestBodySize: config.maxBodyBytes })
   const sessions = new Map<string, Session>()
+  // With --redis-url, sessions live in Redis and any replica serves any request (scale/cluster.ts).
+  const cluster: Cluster | undefined = config.redisUrl
+    ? await (await import('./scale/cluster.js')).Cluster.start(runtime, (id) => {
+        const session = sessions.get(id)
+        if (session) closeSession(id, session)
+      })
+    : undefined
+  const hooksFor = (client: string): SessionHooks => ({
+    register(id: string, opened: ClusterSession) {
+      sessions.set(id, { ...opened, lastSeen: Date.now(), client, active: 0 })
+    },
+    closed(id: string) {
+      const session = sessions.get(id)
+      if (session) closeSession(id, session)
+    },
+  })
 
   const sweep = setInterval(
     () => {
@@ -272,7 +292,17 @@ export async function serveHttp<D, C>(
     }
     const sessionHeader = req.headers['mcp-session-id']
     const sessionId = typeof sessionHeader === 'string' ? sessionHeader : undefined
-    const session = sessionId ? sessions.get(sessionId) : undefined
+    if (cluster) res.setHeader('x-keel-replica', cluster.replica)
+    // GET streams of a shared session are served from Redis by whichever replica the client reaches.
+    if (cluster && sessionId && method === 'GET') {
+      await cluster.serveStream(sessionId, req, res)
+      return
+    }
+    let session = sessionId ? sessions.get(sessionId) : undefined
+    if (cluster && sessionId && !session && makeRoom(clientOf(req))) {
+      await cluster.restore(hooksFor(clientOf(req)), sessionId)
+      session = sessions.get(sessionId)
+    }
     if (sessionId && !session) {
       sendJson(
         res,
@@ -321,8 +351,26 @@ export async function serveHttp<D, C>(
       sendJson(res, 400, errorResponse(check.id, check.code, check.message))
       return
     }
+    if (session && cluster && sessionId) {
+      const routed = await cluster.route(sessionId, parsed)
+      if (!routed.exists) {
+        closeSession(sessionId, session)
+        sendJson(
+          res,
+          404,
+          errorResponse(null, -32001, 'Session not found: start a new session with initialize'),
+        )
+        return
+      }
+      if (routed.rest.length === 0) {
+        res.writeHead(202).end()
+        return
+      }
+      parsed = Array.isArray(parsed) ? routed.rest : routed.rest[0]
+    }
     if (session) {
-      await busy(session, () => session.transport.handleRequest(req, res, parsed))
+      const current = session
+      await busy(current, () => current.transport.handleRequest(req, res, parsed))
       return
     }
     if (config.stateless) {
@@ -353,6 +401,14 @@ export async function serveHttp<D, C>(
           'retry-after': '5',
         },
       )
+      return
+    }
+    if (cluster) {
+      const opened = await cluster.open(
+        hooksFor(client),
+        (message as { params?: Record<string, unknown> }).params ?? {},
+      )
+      await opened.transport.handleRequest(req, res, parsed)
       return
     }
     const server = createInstance(runtime, { forwardProcessLogs: false, connection: 'session' })
@@ -430,6 +486,17 @@ export async function serveHttp<D, C>(
         if (!res.headersSent) res.destroy()
         return
       }
+      if ((error as Error).name === 'StoreUnavailable') {
+        logger.warn('a session request failed: the session store is unavailable', {
+          error: (error as Error).message,
+        })
+        if (!res.headersSent)
+          sendJson(res, 503, errorResponse(null, -32000, 'Session store unavailable; try again shortly'), {
+            'retry-after': '2',
+          })
+        else res.end()
+        return
+      }
       logger.error('http request failed', { error })
       if (!res.headersSent) sendJson(res, 500, errorResponse(null, -32603, 'Internal error'))
       else res.end()
@@ -457,6 +524,7 @@ export async function serveHttp<D, C>(
       await Promise.allSettled([...sessions.values()].map((session) => session.server.close()))
       sessions.clear()
       await perRequest.close().catch(() => {})
+      await cluster?.close()
       httpServer.closeAllConnections()
       await closing
     },
