@@ -260,7 +260,8 @@ export class Cluster {
         const heard = await this.#store(() =>
           this.redis.publish(this.#replicaChannel(owner.replica), JSON.stringify(payload)),
         )
-        if (!heard) this.logger.debug('an answer for a replica that is gone was dropped', { session: id })
+        if (heard) this.logger.debug('relayed an answer to the replica that asked', { to: owner.replica })
+        else this.logger.debug('an answer for a replica that is gone was dropped', { session: id })
         continue
       }
       rest.push(message)

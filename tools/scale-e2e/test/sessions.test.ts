@@ -1,0 +1,128 @@
+import { connectHttp, type TestClient } from '@keel-mcp/core/testing'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  type Nginx,
+  type RedisServer,
+  type Replica,
+  startNginx,
+  startRedis,
+  startReplicas,
+  stopAll,
+} from './harness.js'
+
+// 2025-era sessions across three replicas sharing Redis, behind round-robin nginx: consecutive
+// requests of one session land on different replicas, and the session behaves as on one process.
+
+let redis: RedisServer
+let replicas: Replica[]
+let nginx: Nginx
+
+beforeAll(async () => {
+  redis = await startRedis()
+  replicas = await startReplicas(3, { redisUrl: redis.url })
+  nginx = await startNginx(replicas.map((replica) => replica.port))
+})
+afterAll(stopAll)
+
+const structured = async (client: TestClient) =>
+  (await client.callTool({ name: 'whoami' })).structuredContent as {
+    pid: number
+    session: string
+    client: string
+    capabilities: string[]
+  }
+
+describe.each([['v2' as const], ['v1' as const]])('a %s client session behind nginx', (generation) => {
+  it('is served by every replica with the same session, client info and capabilities', async () => {
+    const connection = await connectHttp(nginx.url, {
+      generation,
+      onElicit: () => ({ action: 'accept', content: {} }),
+      roots: [{ uri: 'file:///srv/a' }],
+    })
+    try {
+      const seen = []
+      for (let call = 0; call < 6; call++) seen.push(await structured(connection.client))
+      const pids = new Set(seen.map((who) => who.pid))
+      expect(pids).toEqual(new Set(replicas.map((replica) => replica.pid)))
+      expect(new Set(seen.map((who) => who.session)).size).toBe(1)
+      expect(seen[0]?.session).toMatch(/^[0-9a-f-]{36}$/)
+      for (const who of seen) {
+        expect(who.client).toBe('keel-test-client 1.0.0')
+        expect(who.capabilities).toEqual(['elicitation', 'roots'])
+      }
+    } finally {
+      await connection.close()
+    }
+  })
+
+  it('lists tools and reports every progress step of a call, in order', async () => {
+    const connection = await connectHttp(nginx.url, { generation })
+    try {
+      const { tools } = await connection.client.listTools()
+      expect(tools.map((tool) => tool.name).sort()).toEqual(
+        ['ask_model', 'ask_name', 'count', 'list_roots', 'talk', 'whoami'].sort(),
+      )
+      const steps: number[] = []
+      const result = await connection.client.callTool(
+        { name: 'count', arguments: { to: 20, step_ms: 5 } },
+        { onprogress: (progress) => steps.push(progress.progress as number) },
+      )
+      expect(result.content[0].text).toMatch(/^counted to 20 on \d+$/)
+      expect(steps).toEqual(Array.from({ length: 20 }, (_, index) => index + 1))
+    } finally {
+      await connection.close()
+    }
+  })
+
+  it('relays answers to elicitation, sampling and roots to the replica whose call asked', async () => {
+    const connection = await connectHttp(nginx.url, {
+      generation,
+      onElicit: (params) =>
+        params.message === 'Your name?'
+          ? { action: 'accept', content: { name: 'Ada' } }
+          : { action: 'accept', content: { colour: 'teal' } },
+      onSample: () => ({ role: 'assistant', content: { type: 'text', text: 'hello' }, model: 'test' }),
+      roots: [{ uri: 'file:///srv/a' }, { uri: 'file:///srv/b' }],
+    })
+    try {
+      // Several times, so the answers reach replicas other than the asking one.
+      for (let round = 0; round < 3; round++) {
+        const named = await connection.client.callTool({ name: 'ask_name' }, { timeout: 20_000 })
+        expect(named.content[0].text).toMatch(/^Ada likes teal \(asked by \d+\)$/)
+        const sampled = await connection.client.callTool(
+          { name: 'ask_model', arguments: { prompt: 'hi' } },
+          { timeout: 20_000 },
+        )
+        expect(sampled.content[0].text).toBe('model said: hello')
+        const roots = await connection.client.callTool({ name: 'list_roots' }, { timeout: 20_000 })
+        expect(roots.content[0].text).toBe('file:///srv/a,file:///srv/b')
+      }
+      // Some of those answers reached a replica other than the one that asked, and were relayed.
+      const logs = replicas.map((replica) => replica.stderr()).join('\n')
+      expect(logs).toMatch(/relayed an answer to the replica that asked/)
+      expect(logs).toMatch(/restored a session opened on another replica/)
+    } finally {
+      await connection.close()
+    }
+  })
+
+  it('keeps the log level the client set, whichever replica serves the next call', async () => {
+    const lines: string[] = []
+    const connection = await connectHttp(nginx.url, {
+      generation,
+      onLog: (params) => lines.push(String((params.data as { message?: string })?.message ?? params.data)),
+    })
+    try {
+      await connection.client.setLoggingLevel('debug')
+      for (let call = 0; call < 3; call++) await connection.client.callTool({ name: 'talk' })
+      expect(lines.filter((line) => line.includes('debug line'))).toHaveLength(3)
+      expect(lines.filter((line) => line.includes('info line'))).toHaveLength(3)
+      await connection.client.setLoggingLevel('error')
+      lines.length = 0
+      for (let call = 0; call < 3; call++) await connection.client.callTool({ name: 'talk' })
+      expect(lines).toEqual([])
+    } finally {
+      await connection.close()
+    }
+  })
+})
