@@ -126,3 +126,66 @@ describe.each([['v2' as const], ['v1' as const]])('a %s client session behind ng
     }
   })
 })
+
+describe('session boundaries across replicas', () => {
+  it('answers 404 on every replica for a session id that was never opened', async () => {
+    for (const replica of replicas) {
+      const response = await fetch(replica.url, {
+        method: 'POST',
+        headers: {
+          accept: 'application/json, text/event-stream',
+          'content-type': 'application/json',
+          'mcp-session-id': '00000000-0000-4000-8000-000000000000',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      })
+      expect(response.status).toBe(404)
+      expect((await response.json()).error.code).toBe(-32001)
+    }
+  })
+
+  it('ends a session on every replica when the client deletes it', async () => {
+    const { openSession, post } = await import('./wire.js')
+    const session = await openSession(nginx.url)
+    // Touch it through every replica first, so each holds an instance of it.
+    for (let call = 0; call < 3; call++) {
+      const response = await post(nginx.url, session, { jsonrpc: '2.0', id: call + 1, method: 'ping' })
+      expect(response.status).toBe(200)
+      await response.text()
+    }
+    const deleted = await fetch(nginx.url, {
+      method: 'DELETE',
+      headers: { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' },
+    })
+    expect(deleted.status).toBe(200)
+    for (const replica of replicas) {
+      const response = await post(replica.url, session, { jsonrpc: '2.0', id: 9, method: 'ping' })
+      expect(response.status).toBe(404)
+      await response.text()
+    }
+  })
+
+  it("never replays one session's events to another (a foreign Last-Event-ID names no stream)", async () => {
+    const { openSession, post, resume, sseEvents } = await import('./wire.js')
+    const victim = await openSession(nginx.url)
+    const call = await post(nginx.url, victim, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'count', arguments: { to: 3, step_ms: 1 }, _meta: { progressToken: 'secret-progress' } },
+    })
+    let eventId: string | undefined
+    for await (const event of sseEvents(call)) eventId = event.id ?? eventId
+    expect(eventId).toBeDefined()
+    const attacker = await openSession(nginx.url)
+    for (const replica of replicas) {
+      const response = await resume(replica.url, attacker, eventId!)
+      expect(response.status).toBe(404)
+      expect(await response.text()).not.toContain('secret-progress')
+    }
+    // The victim itself can resume it, from any replica.
+    const own = await resume(replicas[0]!.url, victim, eventId!.replace(/~.*$/, '~0-0'))
+    expect(own.status).toBe(200)
+    expect(await own.text()).toContain('secret-progress')
+  })
+})

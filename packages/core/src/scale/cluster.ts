@@ -170,6 +170,8 @@ export class Cluster {
 
   /** A new session for an `initialize` request; its record is saved in Redis as it initializes. */
   async open(hooks: SessionHooks, init: Message): Promise<ClusterSession> {
+    // Fail before the SDK runs the handshake: it would turn a storage error into a parse error.
+    await this.#store(() => this.redis.ping())
     const { session } = this.#build(hooks, randomUUID(), init)
     await session.server.connect(session.transport)
     return session
@@ -364,6 +366,11 @@ export class Cluster {
     }
     const streamId = resumeFrom?.streamId ?? STANDALONE_STREAM
     const key = streamKey(this.#prefix, id, streamId)
+    // Only this session's streams: an event id from another session names no stream here.
+    if (resumeFrom && !(await this.#store(() => this.redis.exists(key)))) {
+      json(404, -32001, 'Event stream not found in this session')
+      return
+    }
     let after: string | undefined = resumeFrom?.entryId
     if (!after) {
       after = await this.#store(async () => {

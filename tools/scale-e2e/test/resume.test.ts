@@ -1,0 +1,105 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type Nginx, type Replica, type RedisServer, startNginx, startRedis, startReplicas, stopAll } from './harness.js'
+import { openSession, post, replicaIdOf, resume, type SseEvent, sseEvents } from './wire.js'
+
+// Resumability across replicas: events are stored in Redis, so a stream resumed with
+// Last-Event-ID continues on any replica, even when the replica serving it is killed mid-stream.
+
+let redis: RedisServer
+let replicas: Replica[]
+let nginx: Nginx
+
+beforeAll(async () => {
+  redis = await startRedis()
+  replicas = await startReplicas(3, { redisUrl: redis.url })
+  nginx = await startNginx(replicas.map((replica) => replica.port))
+})
+afterAll(stopAll)
+
+interface Seen {
+  progress: number[]
+  results: string[]
+  lastEventId: string | undefined
+}
+
+/**
+ * Reads SSE events from `events`, recording progress values and results, until `stop` says so
+ * (the stream stays open) or the stream ends or breaks.
+ */
+async function read(
+  events: AsyncIterator<SseEvent>,
+  seen: Seen,
+  stop: (seen: Seen) => boolean,
+): Promise<'stopped' | 'ended' | 'broken'> {
+  for (;;) {
+    let next: IteratorResult<SseEvent>
+    try {
+      next = await events.next()
+    } catch {
+      return 'broken'
+    }
+    if (next.done) return 'ended'
+    const event = next.value
+    if (event.id) seen.lastEventId = event.id
+    if (!event.data) continue
+    const message = JSON.parse(event.data)
+    if (message.method === 'notifications/progress') seen.progress.push(message.params.progress)
+    if (message.result) seen.results.push(message.result.content[0].text)
+    if (stop(seen)) return 'stopped'
+  }
+}
+
+const eventsOf = (response: Response) => sseEvents(response)[Symbol.asyncIterator]()
+
+describe('resuming a stream on another replica', () => {
+  it('loses and repeats nothing when the client drops the stream and the replica serving the resumed stream is killed', async () => {
+    const ids = new Map(replicas.map((replica) => [replicaIdOf(replica), replica]))
+    const session = await openSession(nginx.url)
+    const seen: Seen = { progress: [], results: [], lastEventId: undefined }
+
+    // 1. The call runs on replica X; the client drops its stream after 5 progress notifications.
+    const dropped = new AbortController()
+    const call = await post(
+      nginx.url,
+      session,
+      {
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'count', arguments: { to: 40, step_ms: 50 }, _meta: { progressToken: 'p' } },
+      },
+      dropped.signal,
+    )
+    const executor = call.headers.get('x-keel-replica')
+    expect(executor && ids.has(executor)).toBe(true)
+    expect(await read(eventsOf(call), seen, (s) => s.progress.length >= 5)).toBe('stopped')
+    dropped.abort()
+    expect(seen.lastEventId).toBeDefined()
+
+    // 2. The client resumes; it lands on a replica Y that is not running the call.
+    let second: Response | undefined
+    for (let attempt = 0; attempt < 6 && !second; attempt++) {
+      const probe = new AbortController()
+      const response = await resume(nginx.url, session, seen.lastEventId!, probe.signal)
+      expect(response.status).toBe(200)
+      if (response.headers.get('x-keel-replica') !== executor) second = response
+      else probe.abort()
+    }
+    expect(second).toBeDefined()
+    const streamer = ids.get(second!.headers.get('x-keel-replica')!)!
+    const secondEvents = eventsOf(second!)
+    expect(await read(secondEvents, seen, (s) => s.progress.length >= 15)).toBe('stopped')
+
+    // 3. Y is killed while its stream is open; the client reads what arrived until the stream
+    // breaks, then resumes from its last event id on a replica that is still up.
+    await streamer.kill()
+    expect(await read(secondEvents, seen, () => false)).not.toBe('stopped')
+    const third = await resume(nginx.url, session, seen.lastEventId!)
+    expect(third.status).toBe(200)
+    expect(third.headers.get('x-keel-replica')).not.toBe(replicaIdOf(streamer))
+    expect(await read(eventsOf(third), seen, () => false)).toBe('ended')
+
+    expect(seen.progress).toEqual(Array.from({ length: 40 }, (_, index) => index + 1))
+    expect(seen.results).toEqual([`counted to 40 on ${ids.get(executor!)!.pid}`])
+  })
+})
