@@ -476,16 +476,6 @@ export async function serveHttp<D, C>(
     }
     attachBearer(req)
     handleMcp(req, res).catch((error: unknown) => {
-      // A client that went away mid-request (or was cut by a timeout) is not a server error.
-      if (
-        req.destroyed ||
-        (error as { code?: string }).code === 'ECONNRESET' ||
-        (error as Error).message === 'aborted'
-      ) {
-        logger.debug('http request abandoned by the client', { error: (error as Error).message })
-        if (!res.headersSent) res.destroy()
-        return
-      }
       if ((error as Error).name === 'StoreUnavailable') {
         logger.warn('a session request failed: the session store is unavailable', {
           error: (error as Error).message,
@@ -495,6 +485,16 @@ export async function serveHttp<D, C>(
             'retry-after': '2',
           })
         else res.end()
+        return
+      }
+      // A client that went away mid-request (or was cut by a timeout) is not a server error.
+      if (
+        req.destroyed ||
+        (error as { code?: string }).code === 'ECONNRESET' ||
+        (error as Error).message === 'aborted'
+      ) {
+        logger.debug('http request abandoned by the client', { error: (error as Error).message })
+        if (!res.headersSent) res.destroy()
         return
       }
       logger.error('http request failed', { error })

@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Nginx, type Replica, type RedisServer, startNginx, startRedis, startReplicas, stopAll } from './harness.js'
+import {
+  type Nginx,
+  type RedisServer,
+  type Replica,
+  startNginx,
+  startRedis,
+  startReplicas,
+  stopAll,
+} from './harness.js'
 import { openSession, post, replicaIdOf, resume, type SseEvent, sseEvents } from './wire.js'
 
 // Resumability across replicas: events are stored in Redis, so a stream resumed with

@@ -172,7 +172,11 @@ describe('session boundaries across replicas', () => {
       jsonrpc: '2.0',
       id: 1,
       method: 'tools/call',
-      params: { name: 'count', arguments: { to: 3, step_ms: 1 }, _meta: { progressToken: 'secret-progress' } },
+      params: {
+        name: 'count',
+        arguments: { to: 3, step_ms: 1 },
+        _meta: { progressToken: 'secret-progress' },
+      },
     })
     let eventId: string | undefined
     for await (const event of sseEvents(call)) eventId = event.id ?? eventId

@@ -35,7 +35,8 @@ export async function* sseEvents(response: Response): AsyncGenerator<SseEvent> {
 /** The replica id each replica announced on stderr (`replica: <id>`). */
 export function replicaIdOf(replica: Replica): string {
   const match = /"?replica"?[=:]\s*"?([0-9a-f]{12})/.exec(replica.stderr())
-  if (!match?.[1]) throw new Error(`replica ${replica.pid} announced no replica id: ${replica.stderr().slice(0, 500)}`)
+  if (!match?.[1])
+    throw new Error(`replica ${replica.pid} announced no replica id: ${replica.stderr().slice(0, 500)}`)
   return match[1]
 }
 
@@ -48,7 +49,11 @@ export async function openSession(url: string): Promise<string> {
       jsonrpc: '2.0',
       id: 0,
       method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'wire', version: '1.0.0' } },
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'wire', version: '1.0.0' },
+      },
     }),
   })
   const session = response.headers.get('mcp-session-id')
@@ -59,7 +64,12 @@ export async function openSession(url: string): Promise<string> {
   return session
 }
 
-export function post(url: string, session: string, message: unknown, signal?: AbortSignal): Promise<Response> {
+export function post(
+  url: string,
+  session: string,
+  message: unknown,
+  signal?: AbortSignal,
+): Promise<Response> {
   return fetch(url, {
     method: 'POST',
     headers: {
@@ -73,7 +83,12 @@ export function post(url: string, session: string, message: unknown, signal?: Ab
   })
 }
 
-export function resume(url: string, session: string, lastEventId: string, signal?: AbortSignal): Promise<Response> {
+export function resume(
+  url: string,
+  session: string,
+  lastEventId: string,
+  signal?: AbortSignal,
+): Promise<Response> {
   return fetch(url, {
     headers: {
       accept: 'text/event-stream',
