@@ -8,7 +8,7 @@ import {
   startRedis,
   startReplicas,
   stopAll,
-} from './harness.js'
+} from '../src/harness.js'
 import { openSession, post } from './wire.js'
 
 // Redis going away and coming back (empty: the tests run it without persistence): requests get

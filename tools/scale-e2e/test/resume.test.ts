@@ -7,7 +7,7 @@ import {
   startRedis,
   startReplicas,
   stopAll,
-} from './harness.js'
+} from '../src/harness.js'
 import { openSession, post, replicaIdOf, resume, type SseEvent, sseEvents } from './wire.js'
 
 // Resumability across replicas: events are stored in Redis, so a stream resumed with

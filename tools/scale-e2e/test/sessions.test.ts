@@ -8,7 +8,7 @@ import {
   startRedis,
   startReplicas,
   stopAll,
-} from './harness.js'
+} from '../src/harness.js'
 
 // 2025-era sessions across three replicas sharing Redis, behind round-robin nginx: consecutive
 // requests of one session land on different replicas, and the session behaves as on one process.

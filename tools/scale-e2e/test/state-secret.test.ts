@@ -1,6 +1,6 @@
 import { connectHttp } from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
-import { startNginx, startReplicas, stopAll } from './harness.js'
+import { startNginx, startReplicas, stopAll } from '../src/harness.js'
 
 // 2026-07-28 requests need no session, but a multi-round call carries signed requestState from one
 // round to the next: behind a round-robin balancer each retry lands on another replica, which must

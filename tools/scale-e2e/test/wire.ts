@@ -1,4 +1,4 @@
-import type { Replica } from './harness.js'
+import type { Replica } from '../src/harness.js'
 
 // A minimal Streamable HTTP client for the tests that need to see the wire itself: which replica
 // answered, each SSE event id, and a stream cut at a chosen moment.

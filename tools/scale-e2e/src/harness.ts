@@ -125,14 +125,23 @@ export interface Replica extends SpawnedHttpServer {
 /** Starts `count` replicas of the replica server, each on its own free port, as separate processes. */
 export async function startReplicas(
   count: number,
-  options: { redisUrl?: string; stateSecret?: string; args?: string[]; env?: Record<string, string> } = {},
+  options: {
+    redisUrl?: string
+    stateSecret?: string
+    args?: string[]
+    env?: Record<string, string>
+    /** The server bin to run (default: this package's replica server). */
+    bin?: string
+  } = {},
 ): Promise<Replica[]> {
   const env: Record<string, string> = { LOG_LEVEL: 'debug', ...options.env }
   if (options.redisUrl) env.REDIS_URL = options.redisUrl
   if (options.stateSecret) env.MCP_STATE_SECRET = options.stateSecret
   const replicas: Replica[] = []
   for (let index = 0; index < count; index++) {
-    const spawned = await spawnHttp(process.execPath, [REPLICA_BIN, ...(options.args ?? [])], { env })
+    const spawned = await spawnHttp(process.execPath, [options.bin ?? REPLICA_BIN, ...(options.args ?? [])], {
+      env,
+    })
     const replica: Replica = Object.assign(spawned, {
       port: Number(new URL(spawned.url).port),
       pid: spawned.child.pid ?? 0,
