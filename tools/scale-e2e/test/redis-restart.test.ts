@@ -39,7 +39,9 @@ describe('Redis restarted mid-run', () => {
         const response = await post(replica.url, session, { jsonrpc: '2.0', id: 1, method: 'ping' })
         expect(response.status).toBe(503)
         expect(response.headers.get('retry-after')).toBe('2')
-        expect((await response.json()).error.message).toBe('Session store unavailable; try again shortly')
+        expect(((await response.json()) as { error: { message: string } }).error.message).toBe(
+          'Session store unavailable; try again shortly',
+        )
       }
       await expect(before.client.callTool({ name: 'whoami' }, { timeout: 60_000 })).rejects.toThrow(
         /503|unavailable/i,

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { connectHttp } from '@keel-mcp/core/testing'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import {
   type Nginx,
   type RedisServer,
@@ -17,12 +18,13 @@ let redis: RedisServer
 let replicas: Replica[]
 let nginx: Nginx
 
-beforeAll(async () => {
+// Each test kills a replica: each gets a cluster of its own.
+beforeEach(async () => {
   redis = await startRedis()
   replicas = await startReplicas(3, { redisUrl: redis.url })
   nginx = await startNginx(replicas.map((replica) => replica.port))
 })
-afterAll(stopAll)
+afterEach(stopAll)
 
 interface Seen {
   progress: number[]
@@ -109,5 +111,52 @@ describe('resuming a stream on another replica', () => {
 
     expect(seen.progress).toEqual(Array.from({ length: 40 }, (_, index) => index + 1))
     expect(seen.results).toEqual([`counted to 40 on ${ids.get(executor!)!.pid}`])
+  })
+})
+
+/** Waits (bounded) until some replica logs a line matching `pattern`; returns that replica. */
+async function replicaLogging(pattern: RegExp): Promise<Replica> {
+  for (let attempt = 0; attempt < 150; attempt++) {
+    const found = replicas.find(
+      (replica) => replica.child.exitCode === null && pattern.test(replica.stderr()),
+    )
+    if (found) return found
+    await new Promise((wake) => setTimeout(wake, 100))
+  }
+  throw new Error(`no replica logged ${pattern}`)
+}
+
+describe.each([['v2' as const], ['v1' as const]])('a %s client whose stream is cut', (generation) => {
+  it('resumes its standalone stream on another replica and misses no server-to-client request', async () => {
+    const asked: string[] = []
+    const connection = await connectHttp(nginx.url, {
+      generation,
+      onElicit: (params) => {
+        asked.push(params.message)
+        return params.message === 'Your name?'
+          ? { action: 'accept', content: { name: 'Ada' } }
+          : { action: 'accept', content: { colour: 'teal' } }
+      },
+    })
+    try {
+      const { session } = (await connection.client.callTool({ name: 'whoami' })).structuredContent as {
+        session: string
+      }
+      // The replica holding the client's GET stream dies; the question of the next call is sent
+      // while the client has no stream at all, and reaches it when it resumes elsewhere.
+      const holder = await replicaLogging(
+        new RegExp(`serving an SSE stream from Redis session=${session} stream=_GET_stream resumed=false`),
+      )
+      await holder.kill()
+      const result = await connection.client.callTool({ name: 'ask_name' }, { timeout: 60_000 })
+      expect(result.content[0].text).toMatch(/^Ada likes teal \(asked by \d+\)$/)
+      expect(asked).toEqual(['Your name?', 'Your colour?'])
+      const resumedOn = await replicaLogging(
+        new RegExp(`serving an SSE stream from Redis session=${session} stream=_GET_stream resumed=true`),
+      )
+      expect(resumedOn).not.toBe(holder)
+    } finally {
+      await connection.close()
+    }
   })
 })

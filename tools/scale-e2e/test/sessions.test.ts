@@ -140,7 +140,7 @@ describe('session boundaries across replicas', () => {
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
       })
       expect(response.status).toBe(404)
-      expect((await response.json()).error.code).toBe(-32001)
+      expect(((await response.json()) as { error: { code: number } }).error.code).toBe(-32001)
     }
   })
 

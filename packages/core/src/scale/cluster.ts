@@ -393,6 +393,11 @@ export class Cluster {
       'x-accel-buffering': 'no',
       'mcp-session-id': id,
     })
+    this.logger.debug('serving an SSE stream from Redis', {
+      session: id,
+      stream: streamId,
+      resumed: resumeFrom !== undefined,
+    })
     if (!resumeFrom) res.write(`id: ${streamId}~${after}\ndata: \n\n`)
     try {
       while (open && !this.#closed) {
