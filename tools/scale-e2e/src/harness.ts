@@ -162,13 +162,18 @@ export interface Nginx {
 
 /**
  * nginx as a plain round-robin load balancer in front of `ports` (no sticky sessions, no upstream
- * keep-alive: every request picks the next replica), with buffering off for SSE. The same
- * settings as docs/deploying.md.
+ * keep-alive: every request picks the next replica), with buffering off for SSE: the settings of
+ * docs/deploying.md. `site` replaces the upstream and server blocks (the test of the doc passes the
+ * doc's own block, with `{port}` and `{upstreams}` filled in).
  */
-export async function startNginx(ports: number[]): Promise<Nginx> {
+export async function startNginx(
+  ports: number[],
+  site?: (port: number, upstreams: string[]) => string,
+): Promise<Nginx> {
   const dir = await mkdtemp(join(tmpdir(), 'keel-nginx-'))
   const port = await freePort()
-  const config = nginxConfig({ dir, port, upstreams: ports.map((upstream) => `127.0.0.1:${upstream}`) })
+  const upstreams = ports.map((upstream) => `127.0.0.1:${upstream}`)
+  const config = mainConfig(dir, (site ?? siteConfig)(port, upstreams))
   await writeFile(join(dir, 'nginx.conf'), config)
   const child = spawn(NGINX, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -196,9 +201,8 @@ export async function startNginx(ports: number[]): Promise<Nginx> {
   }
 }
 
-/** The nginx configuration the tests run (and docs/deploying.md shows). */
-export function nginxConfig(options: { dir: string; port: number; upstreams: string[] }): string {
-  const { dir, port, upstreams } = options
+/** nginx's main configuration for a test run: foreground, one process, everything in `dir`. */
+function mainConfig(dir: string, site: string): string {
   return `daemon off;
 master_process off;
 worker_processes 1;
@@ -213,7 +217,14 @@ http {
   fastcgi_temp_path ${dir}/fastcgi;
   uwsgi_temp_path ${dir}/uwsgi;
   scgi_temp_path ${dir}/scgi;
+${site}
+}
+`
+}
 
+/** The upstream and server blocks of docs/deploying.md, on loopback. */
+export function siteConfig(port: number, upstreams: string[]): string {
+  return `
   upstream mcp {
 ${upstreams.map((upstream) => `    server ${upstream} max_fails=1 fail_timeout=30s;`).join('\n')}
   }
@@ -227,16 +238,12 @@ ${upstreams.map((upstream) => `    server ${upstream} max_fails=1 fail_timeout=3
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header Host $host;
-      # SSE: pass every event on as it comes, and keep quiet streams open.
       proxy_buffering off;
       proxy_cache off;
       proxy_read_timeout 1h;
-      # A GET to a replica that is down goes to the next one. POSTs are not retried (a tool call
-      # must not run twice); a replica that failed once is left out for fail_timeout.
       proxy_next_upstream error timeout;
       proxy_next_upstream_tries 3;
     }
   }
-}
 `
 }
