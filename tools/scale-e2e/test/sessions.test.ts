@@ -193,3 +193,31 @@ describe('session boundaries across replicas', () => {
     expect(await own.text()).toContain('secret-progress')
   })
 })
+
+describe('one standalone stream per session across replicas', () => {
+  it('refuses a second GET stream on any replica with 409, and lets a resumed one take over', async () => {
+    const { openSession, resume, sseEvents } = await import('./wire.js')
+    const session = await openSession(nginx.url)
+    const headers = {
+      accept: 'text/event-stream',
+      'mcp-session-id': session,
+      'mcp-protocol-version': '2025-11-25',
+    }
+    const first = await fetch(replicas[0]!.url, { headers })
+    expect(first.status).toBe(200)
+    const events = sseEvents(first)[Symbol.asyncIterator]()
+    const primed = await events.next()
+    const primingId = primed.value?.id as string
+    expect(primingId).toMatch(/^_GET_stream~\d+-\d+$/)
+    for (const replica of replicas) {
+      const second = await fetch(replica.url, { headers })
+      expect(second.status).toBe(409)
+      await second.text()
+    }
+    // A client that lost its stream resumes it (with Last-Event-ID): it takes over.
+    const resumed = await resume(replicas[1]!.url, session, primingId)
+    expect(resumed.status).toBe(200)
+    await resumed.body?.cancel()
+    await events.return?.(undefined)
+  })
+})

@@ -55,6 +55,10 @@ interface Broadcast {
 }
 
 const BLOCK_MS = 10_000
+/** How long a standalone stream's hold outlives its last check (a killed replica's hold expires). */
+const HOLD_MS = 3 * BLOCK_MS
+const RELEASE_HOLDER =
+  "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 const HTTP_ACCEPT = 'application/json, text/event-stream'
 
 type Message = Record<string, unknown>
@@ -371,6 +375,22 @@ export class Cluster {
       json(404, -32001, 'Event stream not found in this session')
       return
     }
+    // One standalone stream per session across all replicas (MCP: a message goes to one stream).
+    // A resumed stream takes over from one the client lost; a second fresh one is refused.
+    const standalone = streamId === STANDALONE_STREAM
+    const holderKey = `${this.#prefix}stream-holder:${id}`
+    const token = randomUUID()
+    if (standalone) {
+      const taken = await this.#store(() =>
+        resumeFrom
+          ? this.redis.set(holderKey, token, 'PX', HOLD_MS)
+          : this.redis.set(holderKey, token, 'PX', HOLD_MS, 'NX'),
+      )
+      if (taken !== 'OK') {
+        json(409, -32000, 'Conflict: Only one SSE stream is allowed per session')
+        return
+      }
+    }
     let after: string | undefined = resumeFrom?.entryId
     if (!after) {
       after = await this.#store(async () => {
@@ -411,6 +431,10 @@ export class Cluster {
           after ?? '$',
         )
         if (!open) break
+        if (standalone) {
+          if ((await this.redis.get(holderKey)) !== token) break
+          await this.redis.pexpire(holderKey, HOLD_MS)
+        }
         if (!result) {
           res.write(': keepalive\n\n')
           if (!(await this.redis.exists(this.#recordKey(id)))) break
@@ -438,6 +462,10 @@ export class Cluster {
       this.#streams.delete(reader)
       reader.disconnect()
       res.end()
+      if (standalone)
+        await this.redis.eval(RELEASE_HOLDER, 1, holderKey, token).catch(() => {
+          // Redis is away: the hold expires by itself.
+        })
     }
   }
 
