@@ -165,13 +165,6 @@ export async function serveHttp<D, C>(
   })
   const perRequestNode = toNodeHandler(perRequest, { onerror, maxRequestBodySize: config.maxBodyBytes })
   const sessions = new Map<string, Session>()
-  // With --redis-url, sessions live in Redis and any replica serves any request (scale/cluster.ts).
-  const cluster: Cluster | undefined = config.redisUrl
-    ? await (await import('./scale/cluster.js')).Cluster.start(runtime, (id) => {
-        const session = sessions.get(id)
-        if (session) closeSession(id, session)
-      })
-    : undefined
   const hooksFor = (client: string): SessionHooks => ({
     register(id: string, opened: ClusterSession) {
       sessions.set(id, { ...opened, lastSeen: Date.now(), client, active: 0 })
@@ -181,6 +174,10 @@ export async function serveHttp<D, C>(
       if (session) closeSession(id, session)
     },
   })
+  // With --redis-url, sessions live in Redis and any replica serves any request (scale/cluster.ts).
+  const cluster: Cluster | undefined = config.redisUrl
+    ? await (await import('./scale/cluster.js')).Cluster.start(runtime, hooksFor('cluster'))
+    : undefined
 
   const sweep = setInterval(
     () => {

@@ -128,7 +128,7 @@ describe('RedisEventStore (real redis-server)', () => {
     expect(await store.getStreamIdForEventId(first)).toBe('stream-a')
     const replayed: Array<[string, unknown]> = []
     const send = async (eventId: string, event: JSONRPCMessage) => {
-      replayed.push([eventId, (event as { params: { n: number } }).params.n])
+      replayed.push([eventId, (event as unknown as { params: { n: number } }).params.n])
     }
     expect(await store.replayEventsAfter(first, { send })).toBe('stream-a')
     expect(replayed.map(([, n]) => n)).toEqual([2, 3])

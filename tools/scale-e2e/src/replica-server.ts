@@ -108,5 +108,23 @@ export const server = defineServer({
   version: '0.0.0',
   description: 'A replica of a Keel server, for the scale-out tests.',
   tools: [whoami, count, talk, askName, askModel, listRoots],
+  resources: [
+    {
+      name: 'ticks',
+      uri: 'replica://ticks',
+      title: 'Ticks',
+      description: 'Changes every 200 ms while someone is subscribed.',
+      mimeType: 'text/plain',
+      read: (uri) => [{ uri: uri.href, mimeType: 'text/plain', text: `${process.pid} ${Date.now()}` }],
+      subscribe: (_uri, notify, { log }) => {
+        log.info(`watching ticks on ${process.pid}`)
+        const timer = setInterval(notify, 200)
+        return () => {
+          clearInterval(timer)
+          log.info(`stopped watching ticks on ${process.pid}`)
+        }
+      },
+    },
+  ],
   createDeps: () => ({}),
 })

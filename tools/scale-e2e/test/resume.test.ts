@@ -160,3 +160,48 @@ describe.each([['v2' as const], ['v1' as const]])('a %s client whose stream is c
     }
   })
 })
+
+describe('resource subscriptions across replicas', () => {
+  it('keep one watcher when re-subscribed through another replica, and are taken over when their replica dies', async () => {
+    let updates = 0
+    const connection = await connectHttp(nginx.url, {
+      onResourceUpdated: (params) => {
+        if (params.uri === 'replica://ticks') updates++
+      },
+    })
+    const watching = () =>
+      replicas.filter((replica) => {
+        const log = replica.stderr()
+        return (
+          replica.child.exitCode === null &&
+          replica.child.signalCode === null &&
+          (log.match(/(?<!stopped )watching ticks on/g) ?? []).length >
+            (log.match(/stopped watching ticks on/g) ?? []).length
+        )
+      })
+    const until = async (what: string, condition: () => boolean) => {
+      for (let attempt = 0; attempt < 400 && !condition(); attempt++)
+        await new Promise((wake) => setTimeout(wake, 100))
+      if (!condition()) throw new Error(`timed out waiting for ${what}`)
+    }
+    try {
+      await connection.client.subscribeResource({ uri: 'replica://ticks' })
+      await until('updates', () => updates >= 3)
+      // Subscribing again reaches another replica (round robin): it watches, the first one stops.
+      await connection.client.subscribeResource({ uri: 'replica://ticks' })
+      await until('one watcher', () => watching().length === 1)
+      const [watcher] = watching()
+      await watcher!.kill()
+      const before = updates
+      // The replica serving the client's stream notices the watcher is gone and takes over.
+      await until('updates after the watcher died', () => updates >= before + 3)
+      await until('a new watcher', () => watching().length === 1)
+      expect(watching()[0]).not.toBe(watcher)
+      expect(replicas.map((replica) => replica.stderr()).join('\n')).toMatch(
+        /took over a subscription from a replica that is gone/,
+      )
+    } finally {
+      await connection.close()
+    }
+  })
+})

@@ -86,14 +86,14 @@ export class Cluster {
     private readonly redis: Redis,
     private readonly subscriber: Redis,
     private readonly logger: Logger,
-    private readonly onRemoteClose: (id: string) => void,
+    private readonly hooks: SessionHooks,
   ) {
     this.#prefix = `keel:${runtime.spec.name}:`
     this.#ttlMs = runtime.config.sessionIdleMs
   }
 
   /** Connects to Redis and starts listening for relayed answers and session events. */
-  static async start<D, C>(runtime: Runtime<D, C>, onRemoteClose: (id: string) => void): Promise<Cluster> {
+  static async start<D, C>(runtime: Runtime<D, C>, hooks: SessionHooks): Promise<Cluster> {
     const url = runtime.config.redisUrl
     if (!url) throw new Error('the cluster needs --redis-url')
     const redis = await connectRedis(url, runtime.logger, `keel-${runtime.spec.name}`)
@@ -103,7 +103,7 @@ export class Cluster {
       redis,
       subscriber,
       runtime.logger,
-      onRemoteClose,
+      hooks,
     )
     subscriber.on('message', (channel: string, text: string) => cluster.#onChannel(channel, text))
     await subscriber.subscribe(cluster.#replicaChannel(cluster.replica), cluster.#broadcastChannel())
@@ -280,7 +280,19 @@ export class Cluster {
           await this.#store(() => this.redis.hset(this.#recordKey(id), 'level', level))
           await this.#broadcast(id, 'level', message)
         }
-      } else if (message.method === 'resources/unsubscribe') await this.#broadcast(id, 'unsubscribe', message)
+      } else if (message.method === 'resources/subscribe' || message.method === 'resources/unsubscribe') {
+        const uri = (message.params as Message | undefined)?.uri
+        if (typeof uri !== 'string') continue
+        // One replica watches a subscribed resource: this one from now on; the others stop.
+        if (message.method === 'resources/subscribe')
+          await this.#store(() => this.redis.hset(this.#recordKey(id), `sub:${uri}`, this.replica))
+        else await this.#store(() => this.redis.hdel(this.#recordKey(id), `sub:${uri}`))
+        await this.#broadcast(id, 'unsubscribe', {
+          jsonrpc: '2.0',
+          method: 'resources/unsubscribe',
+          params: { uri },
+        })
+      }
     }
     return { exists: true, rest }
   }
@@ -327,13 +339,41 @@ export class Cluster {
           return
         case 'close':
           this.#local.delete(payload.session)
-          this.onRemoteClose(payload.session)
+          this.hooks.closed(payload.session)
           return
       }
     }
     work().catch((error: unknown) =>
       this.logger.warn('could not apply a session change from another replica', { error }),
     )
+  }
+
+  /**
+   * Takes over the session's subscriptions whose watching replica is gone (no longer listening on
+   * its channel), so resource updates keep coming after a replica died. Run by the replica that
+   * serves the session's standalone stream, where those notifications go.
+   */
+  async #adoptSubscriptions(id: string): Promise<void> {
+    const record = await this.redis.hgetall(this.#recordKey(id))
+    for (const [field, owner] of Object.entries(record)) {
+      if (!field.startsWith('sub:') || owner === this.replica) continue
+      const [, listeners] = (await this.redis.pubsub('NUMSUB', this.#replicaChannel(owner))) as [
+        string,
+        number,
+      ]
+      if (Number(listeners) > 0) continue
+      const uri = field.slice(4)
+      await this.redis.hset(this.#recordKey(id), field, this.replica)
+      const session = await this.restore(this.hooks, id)
+      if (!session) return
+      await this.#inject(session, id, {
+        jsonrpc: '2.0',
+        id: `keel-subscribe-${randomUUID()}`,
+        method: 'resources/subscribe',
+        params: { uri },
+      })
+      this.logger.info('took over a subscription from a replica that is gone', { session: id, uri })
+    }
   }
 
   /** Removes a session from Redis and tells the other replicas to drop it. */
@@ -419,6 +459,13 @@ export class Cluster {
       resumed: resumeFrom !== undefined,
     })
     if (!resumeFrom) res.write(`id: ${streamId}~${after}\ndata: \n\n`)
+    const adopt = () =>
+      this.#adoptSubscriptions(id).catch((error: unknown) =>
+        this.logger.debug('could not check the subscriptions of a session', {
+          error: (error as Error).message,
+        }),
+      )
+    if (standalone) await adopt()
     try {
       while (open && !this.#closed) {
         const result: Array<[string, Array<[string, string[]]>]> | null = await reader.xread(
@@ -437,6 +484,7 @@ export class Cluster {
         }
         if (!result) {
           res.write(': keepalive\n\n')
+          if (standalone) await adopt()
           if (!(await this.redis.exists(this.#recordKey(id)))) break
           continue
         }
