@@ -9,13 +9,8 @@ import type { Redis } from 'ioredis'
 import { createInstance, type Runtime } from '../build-server.js'
 import type { Logger } from '../logger.js'
 import { connectRedis, duplicateConnection } from './redis.js'
-import {
-  isPriming,
-  parseEventId,
-  RedisEventStore,
-  STANDALONE_STREAM,
-  streamKey,
-} from './redis-event-store.js'
+import { RedisEventStore } from './redis-event-store.js'
+import { isResponse, serveRedisStream, sessionKey } from './redis-stream.js'
 import { ownerOf, RelayTransport } from './relay-transport.js'
 
 // Scale-out of 2025-era sessions (`--redis-url`). Any replica serves any request of a session:
@@ -54,16 +49,9 @@ interface Broadcast {
   message?: JSONRPCMessage
 }
 
-const BLOCK_MS = 10_000
-/** How long a standalone stream's hold outlives its last check (a killed replica's hold expires). */
-const HOLD_MS = 3 * BLOCK_MS
-const RELEASE_HOLDER =
-  "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 const HTTP_ACCEPT = 'application/json, text/event-stream'
 
 type Message = Record<string, unknown>
-const isResponse = (message: Message) =>
-  message.method === undefined && message.id !== undefined && ('result' in message || 'error' in message)
 
 /** Thrown when Redis cannot answer: the request gets a 503, not a hang. */
 export class StoreUnavailable extends Error {
@@ -112,7 +100,7 @@ export class Cluster {
   }
 
   #recordKey(id: string) {
-    return `${this.#prefix}session:${id}`
+    return sessionKey(this.#prefix, id)
   }
 
   #replicaChannel(replica: string) {
@@ -382,139 +370,23 @@ export class Cluster {
     await this.#broadcast(id, 'close')
   }
 
-  /**
-   * Serves a GET stream of session `id` from Redis: the standalone stream, or (with `Last-Event-ID`)
-   * the rest of any stream of the session, then new events as any replica stores them. A resumed
-   * request stream ends after its response; the standalone stream when the client leaves or the
-   * session ends.
-   */
-  async serveStream(id: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const json = (status: number, code: number, message: string) => {
-      res.writeHead(status, { 'content-type': 'application/json' })
-      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }))
-    }
-    if (!String(req.headers.accept ?? '').includes('text/event-stream')) {
-      json(406, -32000, 'Not Acceptable: Client must accept text/event-stream')
-      return
-    }
-    const lastEventId = req.headers['last-event-id']
-    const resumeFrom = typeof lastEventId === 'string' ? parseEventId(lastEventId) : undefined
-    if (typeof lastEventId === 'string' && !resumeFrom) {
-      json(400, -32000, 'Invalid event ID format')
-      return
-    }
-    const exists = await this.#store(() => this.redis.pexpire(this.#recordKey(id), this.#ttlMs))
-    if (!exists) {
-      json(404, -32001, 'Session not found')
-      return
-    }
-    const streamId = resumeFrom?.streamId ?? STANDALONE_STREAM
-    const key = streamKey(this.#prefix, id, streamId)
-    // Only this session's streams: an event id from another session names no stream here.
-    if (resumeFrom && !(await this.#store(() => this.redis.exists(key)))) {
-      json(404, -32001, 'Event stream not found in this session')
-      return
-    }
-    // One standalone stream per session across all replicas (MCP: a message goes to one stream).
-    // A resumed stream takes over from one the client lost; a second fresh one is refused.
-    const standalone = streamId === STANDALONE_STREAM
-    const holderKey = `${this.#prefix}stream-holder:${id}`
-    const token = randomUUID()
-    if (standalone) {
-      const taken = await this.#store(() =>
-        resumeFrom
-          ? this.redis.set(holderKey, token, 'PX', HOLD_MS)
-          : this.redis.set(holderKey, token, 'PX', HOLD_MS, 'NX'),
-      )
-      if (taken !== 'OK') {
-        json(409, -32000, 'Conflict: Only one SSE stream is allowed per session')
-        return
-      }
-    }
-    let after: string | undefined = resumeFrom?.entryId
-    if (!after) {
-      after = await this.#store(async () => {
-        const entry = await this.redis.xadd(key, 'MAXLEN', '~', '1000', '*', 'm', '{}')
-        await this.redis.pexpire(key, this.#ttlMs)
-        return entry ?? '0-0'
-      })
-    }
-    const reader = await this.#store(() => duplicateConnection(this.redis, BLOCK_MS))
-    this.#streams.add(reader)
-    let open = true
-    res.on('close', () => {
-      open = false
-      reader.disconnect()
-    })
-    res.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      'mcp-session-id': id,
-    })
-    this.logger.debug('serving an SSE stream from Redis', {
-      session: id,
-      stream: streamId,
-      resumed: resumeFrom !== undefined,
-    })
-    if (!resumeFrom) res.write(`id: ${streamId}~${after}\ndata: \n\n`)
-    const adopt = () =>
-      this.#adoptSubscriptions(id).catch((error: unknown) =>
-        this.logger.debug('could not check the subscriptions of a session', {
-          error: (error as Error).message,
-        }),
-      )
-    if (standalone) await adopt()
-    try {
-      while (open && !this.#closed) {
-        const result: Array<[string, Array<[string, string[]]>]> | null = await reader.xread(
-          'COUNT',
-          100,
-          'BLOCK',
-          BLOCK_MS,
-          'STREAMS',
-          key,
-          after ?? '$',
-        )
-        if (!open) break
-        if (standalone) {
-          if ((await this.redis.get(holderKey)) !== token) break
-          await this.redis.pexpire(holderKey, HOLD_MS)
-        }
-        if (!result) {
-          res.write(': keepalive\n\n')
-          if (standalone) await adopt()
-          if (!(await this.redis.exists(this.#recordKey(id)))) break
-          continue
-        }
-        let answered = false
-        for (const [, entries] of result) {
-          for (const [entryId, fields] of entries) {
-            after = entryId
-            const data = fields[1] ?? '{}'
-            const message = JSON.parse(data) as Message
-            if (isPriming(message)) continue
-            res.write(`event: message\nid: ${streamId}~${entryId}\ndata: ${data}\n\n`)
-            if (streamId !== STANDALONE_STREAM && isResponse(message)) answered = true
-          }
-        }
-        if (answered) break
-      }
-    } catch (error) {
-      if (open && !this.#closed)
-        this.logger.warn('an SSE stream stopped: the session store (Redis) failed', {
-          error: (error as Error).message,
-        })
-    } finally {
-      this.#streams.delete(reader)
-      reader.disconnect()
-      res.end()
-      if (standalone)
-        await this.redis.eval(RELEASE_HOLDER, 1, holderKey, token).catch(() => {
-          // Redis is away: the hold expires by itself.
-        })
-    }
+  /** Serves a GET stream of session `id` from Redis (see {@link serveRedisStream}). */
+  serveStream(id: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    return serveRedisStream(
+      {
+        redis: this.redis,
+        prefix: this.#prefix,
+        ttlMs: this.#ttlMs,
+        logger: this.logger,
+        readers: this.#streams,
+        store: (work) => this.#store(work),
+        adopt: (session) => this.#adoptSubscriptions(session),
+        closed: () => this.#closed,
+      },
+      id,
+      req,
+      res,
+    )
   }
 
   /** Closes this replica's Redis connections (the sessions stay in Redis for the other replicas). */
