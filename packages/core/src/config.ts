@@ -395,6 +395,8 @@ export function parseConfig<C>(
       `HTTP bound to ${common.data.host} without --auth-token: anyone who can reach it can use this server`,
     )
   }
+  if (common.data.stateless && common.data.redisUrl)
+    warnings.push('--redis-url has no effect with --stateless: there are no sessions to share')
   const toolsets = common.data.toolsets
   if (source.toolsets && toolsets.length) {
     for (const name of toolsets) {

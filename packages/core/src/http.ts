@@ -158,12 +158,6 @@ export async function serveHttp<D, C>(
   const expectedToken = config.authToken ? digest(config.authToken) : undefined
   const onerror = (error: Error) => logger.debug('http transport error', { error: error.message })
   const factory = () => createInstance(runtime, { connection: 'request' })
-  const perRequest = createMcpHandler(factory, {
-    legacy: config.stateless ? 'stateless' : 'reject',
-    onerror,
-    maxRequestBodySize: config.maxBodyBytes,
-  })
-  const perRequestNode = toNodeHandler(perRequest, { onerror, maxRequestBodySize: config.maxBodyBytes })
   const sessions = new Map<string, Session>()
   const hooksFor = (client: string): SessionHooks => ({
     register(id: string, opened: ClusterSession) {
@@ -175,9 +169,17 @@ export async function serveHttp<D, C>(
     },
   })
   // With --redis-url, sessions live in Redis and any replica serves any request (scale/cluster.ts).
-  const cluster: Cluster | undefined = config.redisUrl
-    ? await (await import('./scale/cluster.js')).Cluster.start(runtime, hooksFor('cluster'))
-    : undefined
+  const cluster: Cluster | undefined =
+    config.redisUrl && !config.stateless
+      ? await (await import('./scale/cluster.js')).Cluster.start(runtime, hooksFor('cluster'))
+      : undefined
+  const perRequest = createMcpHandler(factory, {
+    legacy: config.stateless ? 'stateless' : 'reject',
+    onerror,
+    maxRequestBodySize: config.maxBodyBytes,
+    ...(cluster ? { bus: cluster.bus } : {}),
+  })
+  const perRequestNode = toNodeHandler(perRequest, { onerror, maxRequestBodySize: config.maxBodyBytes })
 
   const sweep = setInterval(
     () => {
@@ -508,6 +510,10 @@ export async function serveHttp<D, C>(
       httpServer.off('error', reject)
       resolve()
     })
+  }).catch(async (error: unknown) => {
+    clearInterval(sweep)
+    await cluster?.close()
+    throw error
   })
   const port = (httpServer.address() as AddressInfo).port
   const hostForUrl =

@@ -73,6 +73,14 @@ describe('scale-out configuration', () => {
     )
   })
 
+  it('warns that --redis-url does nothing with --stateless', () => {
+    const outcome = parse(['--stateless'], { REDIS_URL: 'redis://127.0.0.1:6379' })
+    if (outcome.kind !== 'config') throw new Error('expected a config')
+    expect(outcome.warnings).toContain(
+      '--redis-url has no effect with --stateless: there are no sessions to share',
+    )
+  })
+
   it('lists the scale-out options in --help', () => {
     const outcome = parse(['--help'])
     if (outcome.kind !== 'help') throw new Error('expected help')

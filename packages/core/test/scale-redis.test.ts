@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { type JSONRPCMessage, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RedisServerEventBus } from '../src/scale/redis-event-bus.js'
 import { parseEventId, RedisEventStore } from '../src/scale/redis-event-store.js'
 import { ownerOf, RelayTransport } from '../src/scale/relay-transport.js'
 
@@ -177,5 +178,36 @@ describe('RedisEventStore (real redis-server)', () => {
     expect(Number(entry.split('-')[0])).toBeGreaterThanOrEqual(before)
     expect(errors).toHaveLength(1)
     broken.disconnect()
+  })
+})
+
+describe('RedisServerEventBus (real redis-server)', () => {
+  it('delivers an event published on one replica to the listeners of every replica, once each', async () => {
+    const errors: Error[] = []
+    const channel = 'test:server-events'
+    const here = new RedisServerEventBus(redis, channel, (error) => errors.push(error))
+    const there = new RedisServerEventBus(redis, channel, (error) => errors.push(error))
+    const subscribers = [redis.duplicate(), redis.duplicate()]
+    await Promise.all(subscribers.map((subscriber) => subscriber.subscribe(channel)))
+    subscribers[0]?.on('message', (_channel: string, text: string) => here.dispatch(text))
+    subscribers[1]?.on('message', (_channel: string, text: string) => there.dispatch(text))
+    const seenHere: unknown[] = []
+    const seenThere: unknown[] = []
+    const stop = here.subscribe((event) => seenHere.push(event))
+    there.subscribe((event) => seenThere.push(event))
+    here.publish({ kind: 'resource_updated', uri: 'note://1' })
+    for (let wait = 0; wait < 100 && seenThere.length === 0; wait++)
+      await new Promise((wake) => setTimeout(wake, 20))
+    expect(seenHere).toEqual([{ kind: 'resource_updated', uri: 'note://1' }])
+    expect(seenThere).toEqual([{ kind: 'resource_updated', uri: 'note://1' }])
+    stop()
+    stop()
+    there.publish({ kind: 'tools_list_changed' })
+    for (let wait = 0; wait < 100 && seenThere.length < 2; wait++)
+      await new Promise((wake) => setTimeout(wake, 20))
+    expect(seenThere).toHaveLength(2)
+    expect(seenHere).toHaveLength(1)
+    expect(errors).toEqual([])
+    for (const subscriber of subscribers) subscriber.disconnect()
   })
 })

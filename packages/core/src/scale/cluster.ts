@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis'
 import { createInstance, type Runtime } from '../build-server.js'
 import type { Logger } from '../logger.js'
 import { connectRedis, duplicateConnection } from './redis.js'
+import { RedisServerEventBus } from './redis-event-bus.js'
 import { RedisEventStore } from './redis-event-store.js'
 import { isResponse, serveRedisStream, sessionKey } from './redis-stream.js'
 import { ownerOf, RelayTransport } from './relay-transport.js'
@@ -68,6 +69,8 @@ export class Cluster {
   readonly #prefix: string
   readonly #ttlMs: number
   #closed = false
+  /** Change events for 2026-07-28 `subscriptions/listen` streams, shared by all replicas. */
+  readonly bus: RedisServerEventBus
 
   private constructor(
     private readonly runtime: Runtime<unknown, unknown>,
@@ -78,6 +81,9 @@ export class Cluster {
   ) {
     this.#prefix = `keel:${runtime.spec.name}:`
     this.#ttlMs = runtime.config.sessionIdleMs
+    this.bus = new RedisServerEventBus(redis, `${this.#prefix}server-events`, (error) =>
+      logger.warn('a change event was not shared', { error: error.message }),
+    )
   }
 
   /** Connects to Redis and starts listening for relayed answers and session events. */
@@ -94,7 +100,11 @@ export class Cluster {
       hooks,
     )
     subscriber.on('message', (channel: string, text: string) => cluster.#onChannel(channel, text))
-    await subscriber.subscribe(cluster.#replicaChannel(cluster.replica), cluster.#broadcastChannel())
+    await subscriber.subscribe(
+      cluster.#replicaChannel(cluster.replica),
+      cluster.#broadcastChannel(),
+      cluster.bus.channel,
+    )
     runtime.logger.info('sessions and events are shared through Redis', { replica: cluster.replica })
     return cluster
   }
@@ -296,6 +306,10 @@ export class Cluster {
   }
 
   #onChannel(channel: string, text: string): void {
+    if (channel === this.bus.channel) {
+      this.bus.dispatch(text)
+      return
+    }
     let payload: Relayed & Partial<Broadcast>
     try {
       payload = JSON.parse(text)

@@ -147,7 +147,9 @@ export async function serveRedisStream(
       if (!result) {
         res.write(': keepalive\n\n')
         if (standalone) await adopt()
-        if (!(await redis.exists(sessionKey(prefix, id)))) break
+        // An open stream keeps its session (and itself) from expiring, as a busy session in memory.
+        if (!(await redis.pexpire(sessionKey(prefix, id), ttlMs))) break
+        await redis.pexpire(key, ttlMs)
         continue
       }
       let answered = false
