@@ -114,6 +114,48 @@ describe('resuming a stream on another replica', () => {
   })
 })
 
+describe('the replica running a call dies', () => {
+  it('ends the resumed stream with a clear error for that request, after every event it sent', async () => {
+    const ids = new Map(replicas.map((replica) => [replicaIdOf(replica), replica]))
+    const session = await openSession(nginx.url)
+    const seen: Seen = { progress: [], results: [], lastEventId: undefined }
+    const call = await post(nginx.url, session, {
+      jsonrpc: '2.0',
+      id: 'call-1',
+      method: 'tools/call',
+      params: { name: 'count', arguments: { to: 200, step_ms: 50 }, _meta: { progressToken: 'p' } },
+    })
+    const runner = ids.get(call.headers.get('x-keel-replica') ?? '')
+    expect(runner).toBeDefined()
+    const events = eventsOf(call)
+    expect(await read(events, seen, (s) => s.progress.length >= 5)).toBe('stopped')
+    await runner!.kill()
+    expect(await read(events, seen, () => false)).not.toBe('stopped')
+    const errors: Array<{ id: unknown; error: { code: number; message: string } }> = []
+    const resumed = await resume(nginx.url, session, seen.lastEventId!)
+    expect(resumed.status).toBe(200)
+    for await (const event of sseEvents(resumed)) {
+      if (event.id) seen.lastEventId = event.id
+      if (!event.data) continue
+      const message = JSON.parse(event.data)
+      if (message.method === 'notifications/progress') seen.progress.push(message.params.progress)
+      if (message.error) errors.push(message)
+    }
+    expect(seen.progress).toEqual(Array.from({ length: seen.progress.length }, (_, index) => index + 1))
+    expect(errors).toEqual([
+      {
+        jsonrpc: '2.0',
+        id: 'call-1',
+        error: {
+          code: -32603,
+          message:
+            'The server replica running this request stopped before it finished; its result is lost. Retry the request.',
+        },
+      },
+    ])
+  })
+})
+
 /** Waits (bounded) until some replica logs a line matching `pattern`; returns that replica. */
 async function replicaLogging(pattern: RegExp): Promise<Replica> {
   for (let attempt = 0; attempt < 150; attempt++) {

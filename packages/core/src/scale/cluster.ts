@@ -162,7 +162,8 @@ export class Cluster {
         hooks.closed(sessionId)
       },
     })
-    const transport = new RelayTransport(inner, this.replica)
+    store.replica = this.replica
+    const transport = new RelayTransport(inner, this.replica, store)
     transport.onclose = () => {
       if (this.#local.get(id)?.transport === transport) this.#local.delete(id)
     }
@@ -359,11 +360,7 @@ export class Cluster {
     const record = await this.redis.hgetall(this.#recordKey(id))
     for (const [field, owner] of Object.entries(record)) {
       if (!field.startsWith('sub:') || owner === this.replica) continue
-      const [, listeners] = (await this.redis.pubsub('NUMSUB', this.#replicaChannel(owner))) as [
-        string,
-        number,
-      ]
-      if (Number(listeners) > 0) continue
+      if (await this.#alive(owner)) continue
       const uri = field.slice(4)
       await this.redis.hset(this.#recordKey(id), field, this.replica)
       const session = await this.restore(this.hooks, id)
@@ -376,6 +373,16 @@ export class Cluster {
       })
       this.logger.info('took over a subscription from a replica that is gone', { session: id, uri })
     }
+  }
+
+  /** Whether a replica is up (listening on its channel). */
+  async #alive(replica: string): Promise<boolean> {
+    if (replica === this.replica) return true
+    const [, listeners] = (await this.redis.pubsub('NUMSUB', this.#replicaChannel(replica))) as [
+      string,
+      number,
+    ]
+    return Number(listeners) > 0
   }
 
   /** Removes a session from Redis and tells the other replicas to drop it. */
@@ -395,6 +402,7 @@ export class Cluster {
         readers: this.#streams,
         store: (work) => this.#store(work),
         adopt: (session) => this.#adoptSubscriptions(session),
+        alive: (replica) => this.#alive(replica),
         closed: () => this.#closed,
       },
       id,

@@ -19,6 +19,26 @@ export function streamKey(prefix: string, sessionId: string, streamId: string): 
   return `${prefix}events:${sessionId}:${streamId}`
 }
 
+/** The fields of one stored event: the message, the replica that stored it, the request it answers. */
+export interface StoredEvent {
+  message: string
+  replica: string | undefined
+  request: string | number | undefined
+}
+
+/** Reads an entry's field list (`m`, `r`, `q`, as {@link RedisEventStore.storeEvent} writes them). */
+export function storedEvent(fields: string[]): StoredEvent {
+  const values = new Map<string, string>()
+  for (let index = 0; index + 1 < fields.length; index += 2)
+    values.set(fields[index] ?? '', fields[index + 1] ?? '')
+  const request = values.get('q')
+  return {
+    message: values.get('m') ?? '{}',
+    replica: values.get('r') || undefined,
+    request: request === undefined ? undefined : (JSON.parse(request) as string | number),
+  }
+}
+
 /** A priming event (the SDK stores `{}` so a client has an id to resume from): never replayed. */
 export function isPriming(message: unknown): boolean {
   return typeof message === 'object' && message !== null && Object.keys(message).length === 0
@@ -32,6 +52,13 @@ export function isPriming(message: unknown): boolean {
 export class RedisEventStore implements EventStore {
   /** While set, nothing is stored (a session being restored replays its handshake to itself). */
   muted = false
+  /** The replica storing (kept with each event, so a reader can tell when it is gone). */
+  replica = ''
+  /**
+   * The client request the message being sent belongs to, set by the transport around each send
+   * (the SDK stores the event synchronously inside its send), kept with the event.
+   */
+  relatedRequest: string | number | undefined
 
   constructor(
     private readonly redis: Redis,
@@ -44,12 +71,15 @@ export class RedisEventStore implements EventStore {
 
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
     if (this.muted) return `${streamId}~0-0`
+    const related = this.relatedRequest
     const key = streamKey(this.prefix, this.sessionId, streamId)
+    const fields = ['m', JSON.stringify(message), 'r', this.replica]
+    if (related !== undefined) fields.push('q', JSON.stringify(related))
     try {
       const [[addError, entryId] = [], [expireError] = []] =
         (await this.redis
           .multi()
-          .xadd(key, 'MAXLEN', '~', String(this.maxEvents), '*', 'm', JSON.stringify(message))
+          .xadd(key, 'MAXLEN', '~', String(this.maxEvents), '*', ...fields)
           .pexpire(key, this.ttlMs)
           .exec()) ?? []
       if (addError || expireError || typeof entryId !== 'string')
@@ -81,7 +111,7 @@ export class RedisEventStore implements EventStore {
       this.maxEvents,
     )
     for (const [entryId, fields] of entries) {
-      const message = JSON.parse(fields[1] ?? '{}') as JSONRPCMessage
+      const message = JSON.parse(storedEvent(fields).message) as JSONRPCMessage
       if (!isPriming(message)) await send(`${parsed.streamId}~${entryId}`, message)
     }
     return parsed.streamId

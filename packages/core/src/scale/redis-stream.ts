@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
 import { duplicateConnection } from './redis.js'
-import { isPriming, parseEventId, STANDALONE_STREAM, streamKey } from './redis-event-store.js'
+import { isPriming, parseEventId, STANDALONE_STREAM, storedEvent, streamKey } from './redis-event-store.js'
 
 /** How long one blocking read of a stream waits before a keep-alive (and the checks) go out. */
 export const BLOCK_MS = 10_000
@@ -35,6 +35,8 @@ export interface StreamContext {
   store<T>(work: () => Promise<T>): Promise<T>
   /** Takes over the session's subscriptions whose watching replica is gone. */
   adopt(id: string): Promise<void>
+  /** Whether a replica is up. */
+  alive(replica: string): Promise<boolean>
   closed(): boolean
 }
 
@@ -101,6 +103,31 @@ export async function serveRedisStream(
       return entry ?? '0-0'
     })
   }
+  // A resumed request stream: which replica runs the request, and the request's id, from what it
+  // stored last; if that replica dies before answering, the client gets an error, not a wait.
+  let runner: string | undefined
+  let request: string | number | undefined
+  if (!standalone) {
+    const [last] = await context.store(() => redis.xrevrange(key, '+', '-', 'COUNT', 1))
+    if (last) ({ replica: runner, request } = storedEvent(last[1]))
+  }
+  // Its replica died with nothing left to send and no way to name the request: nothing will come.
+  if (
+    !standalone &&
+    runner &&
+    request === undefined &&
+    !(await context.store(() => context.alive(runner as string)))
+  ) {
+    const pending = await context.store(() => redis.xrange(key, `(${after}`, '+', 'COUNT', 1))
+    if (pending.length === 0) {
+      json(
+        404,
+        -32001,
+        'The server replica running this request stopped before it finished; its result is lost',
+      )
+      return
+    }
+  }
   const reader = await context.store(() => duplicateConnection(redis, BLOCK_MS))
   context.readers.add(reader)
   let open = true
@@ -147,6 +174,25 @@ export async function serveRedisStream(
       if (!result) {
         res.write(': keepalive\n\n')
         if (standalone) await adopt()
+        else if (runner && !(await context.alive(runner))) {
+          if (request !== undefined) {
+            const lost = {
+              jsonrpc: '2.0',
+              id: request,
+              error: {
+                code: -32603,
+                message:
+                  'The server replica running this request stopped before it finished; its result is lost. Retry the request.',
+              },
+            }
+            res.write(`event: message\ndata: ${JSON.stringify(lost)}\n\n`)
+          }
+          logger.warn('a resumed request stream ended: the replica running the request is gone', {
+            session: id,
+            replica: runner,
+          })
+          break
+        }
         // An open stream keeps its session (and itself) from expiring, as a busy session in memory.
         if (!(await redis.pexpire(sessionKey(prefix, id), ttlMs))) break
         await redis.pexpire(key, ttlMs)
@@ -156,7 +202,10 @@ export async function serveRedisStream(
       for (const [, entries] of result) {
         for (const [entryId, fields] of entries) {
           after = entryId
-          const data = fields[1] ?? '{}'
+          const stored = storedEvent(fields)
+          runner = stored.replica ?? runner
+          request = stored.request ?? request
+          const data = stored.message
           const message = JSON.parse(data) as Message
           if (isPriming(message)) continue
           res.write(`event: message\nid: ${streamId}~${entryId}\ndata: ${data}\n\n`)

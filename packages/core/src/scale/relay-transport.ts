@@ -35,6 +35,7 @@ export class RelayTransport implements Transport {
   constructor(
     readonly inner: WebStandardStreamableHTTPServerTransport,
     private readonly replica: string,
+    private readonly store?: { relatedRequest: string | number | undefined },
   ) {
     this.#node = toNodeHandler({ fetch: (request, options) => inner.handleRequest(request, options) })
     inner.onmessage = (message, extra) => this.onmessage?.(this.#incoming(message), extra)
@@ -65,7 +66,20 @@ export class RelayTransport implements Transport {
   }
 
   send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
-    return this.inner.send(this.#outgoing(message), options)
+    // The event store records which client request each stored event belongs to: the SDK stores
+    // the event synchronously inside send, so the value holds exactly for this message.
+    const raw = message as Message
+    const related =
+      options?.relatedRequestId ??
+      (raw.method === undefined && (typeof raw.id === 'string' || typeof raw.id === 'number')
+        ? raw.id
+        : undefined)
+    if (this.store) this.store.relatedRequest = related
+    try {
+      return this.inner.send(this.#outgoing(message), options)
+    } finally {
+      if (this.store) this.store.relatedRequest = undefined
+    }
   }
 
   /** Serves one HTTP request of this session (the body already parsed). */
