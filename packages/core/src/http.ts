@@ -298,7 +298,14 @@ export async function serveHttp<D, C>(
       return
     }
     let session = sessionId ? sessions.get(sessionId) : undefined
-    if (cluster && sessionId && !session && makeRoom(clientOf(req))) {
+    if (cluster && sessionId && !session) {
+      // A session another replica opened: restored here from Redis (if it still exists).
+      if (!makeRoom(clientOf(req))) {
+        sendJson(res, 503, errorResponse(null, -32000, 'Too many sessions in use; try again later'), {
+          'retry-after': '5',
+        })
+        return
+      }
       await cluster.restore(hooksFor(clientOf(req)), sessionId)
       session = sessions.get(sessionId)
     }
