@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { spawnHttp } from '@keel-mcp/core/testing'
+import { runProcess, spawnHttp } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { REPLICA_BIN, type RedisServer, startRedis, stopAll } from '../src/harness.js'
 
@@ -81,5 +81,23 @@ describe('start-up cost of the scale-out', () => {
     for (const module of ['tls', 'dns']) expect(plain).not.toContain(module)
     const shared = await loadedOverHttp('redis', { REDIS_URL: redis.url })
     for (const module of ['net', 'tls', 'dns']) expect(shared).toContain(module)
+  })
+})
+
+describe('--redis-url at start-up', () => {
+  it('refuses to start, with one clear line and no password, when Redis cannot be reached', async () => {
+    const { code, stdout, stderr } = await runProcess(
+      process.execPath,
+      [REPLICA_BIN, '--transport', 'http', '--port', '0'],
+      {
+        env: { REDIS_URL: 'redis://:hunter2hunter2@127.0.0.1:1' },
+      },
+    )
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr).toMatch(
+      /cannot start: cannot reach Redis \(--redis-url\): connect ECONNREFUSED 127\.0\.0\.1:1/,
+    )
+    expect(stderr).not.toContain('hunter2')
   })
 })

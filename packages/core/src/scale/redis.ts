@@ -19,7 +19,12 @@ export async function connectRedis(url: string, logger: Logger, name: string): P
     retryStrategy: (attempt) => Math.min(attempt * 250, 2000),
   }
   const redis = new Redis(url, options)
+  let started = false
+  let lastError: Error | undefined
   redis.on('error', (error: Error) => {
+    lastError = error
+    // Before start-up is done the failure is the start-up error itself (below).
+    if (!started) return
     // One line per 10 s while Redis is away, not one per reconnection attempt.
     if (Date.now() - lastComplaint < 10_000) return
     lastComplaint = Date.now()
@@ -31,9 +36,10 @@ export async function connectRedis(url: string, logger: Logger, name: string): P
   })
   try {
     await redis.connect()
+    started = true
   } catch (error) {
     redis.disconnect()
-    throw new Error(`cannot reach Redis (--redis-url): ${(error as Error).message}`)
+    throw new Error(`cannot reach Redis (--redis-url): ${(lastError ?? (error as Error)).message}`)
   }
   return redis
 }
