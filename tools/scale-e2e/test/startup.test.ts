@@ -101,3 +101,15 @@ describe('--redis-url at start-up', () => {
     expect(stderr).not.toContain('hunter2')
   })
 })
+
+describe('--help of a server built on core', () => {
+  it('lists the scale-out options with their environment variables', async () => {
+    const { code, stdout } = await runProcess(process.execPath, [REPLICA_BIN, '--help'])
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/--state-secret <secret>\s+Key \(32\+ chars\).*\[env MCP_STATE_SECRET\]/)
+    expect(stdout).toMatch(
+      /--state-secret-file <path>\s+Read the state secret from this file\. \[env MCP_STATE_SECRET_FILE\]/,
+    )
+    expect(stdout).toMatch(/--redis-url <url>\s+Keep HTTP sessions and events in Redis .*\[env REDIS_URL\]/)
+  })
+})
