@@ -221,3 +221,39 @@ describe('one standalone stream per session across replicas', () => {
     await events.return?.(undefined)
   })
 })
+
+describe('client notifications across replicas', () => {
+  it('cancels a call running on one replica with a cancellation that reaches another', async () => {
+    const { openSession, post, replicaIdOf, sseEvents } = await import('./wire.js')
+    const session = await openSession(nginx.url)
+    const call = await post(nginx.url, session, {
+      jsonrpc: '2.0',
+      id: 41,
+      method: 'tools/call',
+      params: { name: 'count', arguments: { to: 400, step_ms: 50 }, _meta: { progressToken: 'c' } },
+    })
+    const runner = replicas.find((replica) => replicaIdOf(replica) === call.headers.get('x-keel-replica'))!
+    const other = replicas.find((replica) => replica !== runner)!
+    const events = sseEvents(call)[Symbol.asyncIterator]()
+    let progress = 0
+    while (progress < 3) {
+      const next = await events.next()
+      if (next.done) throw new Error('the call ended early')
+      if (next.value.data.includes('notifications/progress')) progress++
+    }
+    const cancelled = await post(other.url, session, {
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 41, reason: 'user gave up' },
+    })
+    expect(cancelled.status).toBe(202)
+    for (
+      let wait = 0;
+      wait < 200 && !/tool call tool=count .*outcome=error:cancelled/.test(runner.stderr());
+      wait++
+    )
+      await new Promise((wake) => setTimeout(wake, 50))
+    expect(runner.stderr()).toMatch(/tool call tool=count .*outcome=error:cancelled/)
+    await events.return?.(undefined)
+  })
+})
