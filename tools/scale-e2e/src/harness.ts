@@ -141,6 +141,8 @@ export async function startReplicas(
   for (let index = 0; index < count; index++) {
     const spawned = await spawnHttp(process.execPath, [options.bin ?? REPLICA_BIN, ...(options.args ?? [])], {
       env,
+      // A loaded machine (CI runs packages one after another, but other work shares the cores).
+      timeoutMs: 30_000,
     })
     const replica: Replica = Object.assign(spawned, {
       port: Number(new URL(spawned.url).port),
