@@ -203,7 +203,8 @@ describe('one standalone stream per session across replicas', () => {
       'mcp-session-id': session,
       'mcp-protocol-version': '2025-11-25',
     }
-    const first = await fetch(replicas[0]!.url, { headers })
+    const leave = new AbortController()
+    const first = await fetch(replicas[0]!.url, { headers, signal: leave.signal })
     expect(first.status).toBe(200)
     const events = sseEvents(first)[Symbol.asyncIterator]()
     const primed = await events.next()
@@ -218,7 +219,7 @@ describe('one standalone stream per session across replicas', () => {
     const resumed = await resume(replicas[1]!.url, session, primingId)
     expect(resumed.status).toBe(200)
     await resumed.body?.cancel()
-    await events.return?.(undefined)
+    leave.abort()
   })
 })
 

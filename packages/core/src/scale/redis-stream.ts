@@ -142,6 +142,8 @@ export async function serveRedisStream(
     'x-accel-buffering': 'no',
     'mcp-session-id': id,
   })
+  // Send the headers now: a resumed stream may have nothing to say for a while.
+  res.flushHeaders()
   logger.debug('serving an SSE stream from Redis', {
     session: id,
     stream: streamId,
