@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { hkdfSync, randomBytes } from 'node:crypto'
 import {
   CLIENT_CAPABILITIES_META_KEY,
   createRequestStateCodec,
@@ -77,17 +77,28 @@ export class InputNeeded extends Error {
 
 /**
  * Earlier rounds' answers ride along in `requestState` (the client only echoes the latest round's
- * `inputResponses`). The state is HMAC-signed with a per-process key so it cannot be altered;
- * it is not secret, and holds nothing the client did not send. Replicas behind a load balancer
- * each have their own key: a multi-question tool call must return to the same process.
+ * `inputResponses`). The state is HMAC-signed so it cannot be altered; it is not secret, and holds
+ * nothing the client did not send. The key comes from `--state-secret` (shared by every replica
+ * behind a load balancer, so a retry may land on any of them) or is drawn at random per process.
  */
 let stateCodec: ReturnType<typeof createRequestStateCodec<{ answers: Record<string, unknown> }>> | undefined
+let stateKey: Uint8Array | undefined
 export function requestStateCodec() {
   stateCodec ??= createRequestStateCodec<{ answers: Record<string, unknown> }>({
-    key: randomBytes(32),
+    key: stateKey ?? randomBytes(32),
     ttlSeconds: 900,
   })
   return stateCodec
+}
+
+/**
+ * Sets the process's `requestState` signing key from a shared secret (at least 32 characters).
+ * The key is derived (HKDF-SHA256) so the secret itself never signs anything directly.
+ */
+export function useStateSecret(secret: string): void {
+  if (secret.length < 32) throw new RangeError('the state secret must be at least 32 characters')
+  stateKey = new Uint8Array(hkdfSync('sha256', secret, 'keel-mcp', 'requestState v1', 32))
+  stateCodec = undefined
 }
 
 /** True when the instance serves the 2026-07-28 (or later) revision: no server-to-client pushes. */

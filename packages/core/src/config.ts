@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { z } from 'zod'
 import {
@@ -60,6 +61,13 @@ export interface CommonConfig {
   maxBodyBytes: number
   /** An HTTP session unused this long is closed. */
   sessionIdleMs: number
+  /**
+   * The key that signs 2026-07-28 `requestState` (`--state-secret`, `--state-secret-file`). Replicas
+   * behind a load balancer share it; unset, each process draws a random one.
+   */
+  stateSecret: string | undefined
+  /** Redis URL for sessions and events shared by replicas (`--redis-url`); unset, all is in memory. */
+  redisUrl: string | undefined
   /** Removes every tool that is not read-only. */
   readOnly: boolean
   /** Enabled toolsets (`['all']` for all). */
@@ -166,6 +174,29 @@ const COMMON_FLAGS: CommonFlag[] = [
     placeholder: 'ms',
     description: 'Close an HTTP session unused this long (default 600000, 10 min).',
   },
+  {
+    flag: 'state-secret',
+    type: 'string',
+    env: ['MCP_STATE_SECRET'],
+    placeholder: 'secret',
+    secret: true,
+    description: 'Key (32+ chars) signing multi-round call state; the same on every replica.',
+  },
+  {
+    flag: 'state-secret-file',
+    type: 'string',
+    env: ['MCP_STATE_SECRET_FILE'],
+    placeholder: 'path',
+    description: 'Read the state secret from this file.',
+  },
+  {
+    flag: 'redis-url',
+    type: 'string',
+    env: ['REDIS_URL'],
+    placeholder: 'url',
+    secret: true,
+    description: 'Keep HTTP sessions and events in Redis so any replica serves any request.',
+  },
   { flag: 'read-only', type: 'boolean', env: ['MCP_READ_ONLY'], description: 'Expose only read-only tools.' },
   {
     flag: 'toolsets',
@@ -227,6 +258,12 @@ const commonSchema = z.object({
     .int()
     .min(1000, 'must be at least 1000')
     .default(10 * 60 * 1000),
+  stateSecret: z.string().min(32, 'must be at least 32 characters').optional(),
+  stateSecretFile: z.string().min(1).optional(),
+  redisUrl: z
+    .string()
+    .regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL')
+    .optional(),
   readOnly: z.boolean().default(false),
   toolsets: z.array(z.string()).default([]),
   tools: z.array(z.string()).default([]),
@@ -245,6 +282,9 @@ const COMMON_KEYS: Record<string, keyof z.input<typeof commonSchema>> = {
   'allowed-origins': 'allowedOrigins',
   'max-body': 'maxBodyBytes',
   'session-idle-ms': 'sessionIdleMs',
+  'state-secret': 'stateSecret',
+  'state-secret-file': 'stateSecretFile',
+  'redis-url': 'redisUrl',
   'read-only': 'readOnly',
   toolsets: 'toolsets',
   tools: 'tools',
@@ -374,6 +414,8 @@ export function parseConfig<C>(
       `HTTP bound to ${common.data.host} without --auth-token or --auth-issuer: anyone who can reach it can use this server`,
     )
   }
+  if (common.data.stateless && common.data.redisUrl)
+    warnings.push('--redis-url has no effect with --stateless: there are no sessions to share')
   const toolsets = common.data.toolsets
   if (source.toolsets && toolsets.length) {
     for (const name of toolsets) {
@@ -423,10 +465,21 @@ export function parseConfig<C>(
     throw new ConfigError(`Unexpected argument "${positionals[0]}". Run with --help to see the options.`)
   }
 
-  const { logLevel: _ignored, ...rest } = common.data
+  const { logLevel: _ignored, stateSecretFile, ...rest } = common.data
+  const stateSecret = readStateSecret(rest.stateSecret, stateSecretFile)
+  if (stateSecretFile && stateSecret) secrets.push(stateSecret)
   return {
     kind: 'config',
-    config: { ...rest, authToken: rest.authToken, auth, logLevel, options: options as C, positionals },
+    config: {
+      ...rest,
+      authToken: rest.authToken,
+      auth,
+      stateSecret,
+      redisUrl: rest.redisUrl,
+      logLevel,
+      options: options as C,
+      positionals,
+    },
     secrets,
     warnings,
   }
@@ -461,6 +514,26 @@ function parseAuth(
   }
   const { issuer, resource, audience, introspectionUrl, clientId, clientSecret } = parsed.data
   return { ...parsed.data, issuer, resource, audience, introspectionUrl, clientId, clientSecret }
+}
+
+/** The state secret from the flag or env var, or read from a file (one trailing newline dropped). */
+function readStateSecret(value: string | undefined, file: string | undefined): string | undefined {
+  if (value !== undefined && file !== undefined)
+    throw new ConfigError('Give either --state-secret or --state-secret-file, not both')
+  if (file === undefined) return value
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8').replace(/\r?\n$/, '')
+  } catch (error) {
+    throw new ConfigError(
+      `Invalid --state-secret-file (env MCP_STATE_SECRET_FILE): cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+    )
+  }
+  if (text.length < 32)
+    throw new ConfigError(
+      'Invalid --state-secret-file (env MCP_STATE_SECRET_FILE): the secret must be at least 32 characters',
+    )
+  return text
 }
 
 /** True for loopback addresses and names. */

@@ -10,9 +10,11 @@ import {
 } from '@modelcontextprotocol/server'
 import type { AuthGate, GateAnswer } from './auth/gate.js'
 import { createInstance, type Runtime } from './build-server.js'
+import { useStateSecret } from './client-access.js'
 import { isLoopback } from './config.js'
 import { BoundedEventStore } from './event-store.js'
 import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
+import type { Cluster, ClusterSession, SessionHooks } from './scale/cluster.js'
 
 /** A running HTTP endpoint. */
 export interface HttpEndpoint {
@@ -53,7 +55,7 @@ const DEFAULT_LIMITS: HttpLimits = {
 const LOCAL_NAMES = ['localhost', '127.0.0.1', '[::1]', '::1']
 
 interface Session {
-  transport: NodeStreamableHTTPServerTransport
+  transport: Pick<NodeStreamableHTTPServerTransport, 'handleRequest'>
   server: McpServer
   lastSeen: number
   /** Who opened it: a digest of the bearer token, else the remote address. */
@@ -159,6 +161,8 @@ export async function serveHttp<D, C>(
     discardBodyBytes,
     jwksCooldownMs,
   } = { ...DEFAULT_LIMITS, sessionIdleMs: config.sessionIdleMs, ...limits }
+  // 2026-07-28 requestState is signed with the shared secret, so a retry may reach any replica.
+  if (config.stateSecret) useStateSecret(config.stateSecret)
   const loopback = isLoopback(config.host)
   const allowedHosts = new Set([
     ...(loopback ? LOCAL_NAMES : []),
@@ -170,13 +174,28 @@ export async function serveHttp<D, C>(
   const expectedToken = config.authToken ? digest(config.authToken) : undefined
   const onerror = (error: Error) => logger.debug('http transport error', { error: error.message })
   const factory = () => createInstance(runtime, { connection: 'request' })
+  const sessions = new Map<string, Session>()
+  const hooksFor = (client: string): SessionHooks => ({
+    register(id: string, opened: ClusterSession) {
+      sessions.set(id, { ...opened, lastSeen: Date.now(), client, active: 0 })
+    },
+    closed(id: string) {
+      const session = sessions.get(id)
+      if (session) closeSession(id, session)
+    },
+  })
+  // With --redis-url, sessions live in Redis and any replica serves any request (scale/cluster.ts).
+  const cluster: Cluster | undefined =
+    config.redisUrl && !config.stateless
+      ? await (await import('./scale/cluster.js')).Cluster.start(runtime, hooksFor('cluster'))
+      : undefined
   const perRequest = createMcpHandler(factory, {
     legacy: config.stateless ? 'stateless' : 'reject',
     onerror,
     maxRequestBodySize: config.maxBodyBytes,
+    ...(cluster ? { bus: cluster.bus } : {}),
   })
   const perRequestNode = toNodeHandler(perRequest, { onerror, maxRequestBodySize: config.maxBodyBytes })
-  const sessions = new Map<string, Session>()
   // OAuth 2.1 resource server: loaded only when an issuer is configured.
   const issuer = config.auth.issuer
   const gate: AuthGate | undefined = issuer
@@ -301,7 +320,32 @@ export async function serveHttp<D, C>(
     }
     const sessionHeader = req.headers['mcp-session-id']
     const sessionId = typeof sessionHeader === 'string' ? sessionHeader : undefined
-    const session = sessionId ? sessions.get(sessionId) : undefined
+    if (cluster) res.setHeader('x-keel-replica', cluster.replica)
+    // GET streams of a shared session are served from Redis by whichever replica the client reaches.
+    if (cluster && sessionId && method === 'GET') {
+      if (gate && !(await cluster.ownedBy(sessionId, clientOf(req)))) {
+        sendJson(
+          res,
+          404,
+          errorResponse(null, -32001, 'Session not found: start a new session with initialize'),
+        )
+        return
+      }
+      await cluster.serveStream(sessionId, req, res)
+      return
+    }
+    let session = sessionId ? sessions.get(sessionId) : undefined
+    if (cluster && sessionId && !session) {
+      // A session another replica opened: restored here from Redis (if it still exists).
+      if (!makeRoom(clientOf(req))) {
+        sendJson(res, 503, errorResponse(null, -32000, 'Too many sessions in use; try again later'), {
+          'retry-after': '5',
+        })
+        return
+      }
+      await cluster.restore(hooksFor(clientOf(req)), sessionId, gate ? clientOf(req) : undefined)
+      session = sessions.get(sessionId)
+    }
     // A session belongs to the subject that opened it: another token's holder does not find it.
     if (sessionId && (!session || (gate && session.client !== clientOf(req)))) {
       sendJson(
@@ -358,8 +402,26 @@ export async function serveHttp<D, C>(
       sendAnswer(res, challenge)
       return
     }
+    if (session && cluster && sessionId) {
+      const routed = await cluster.route(sessionId, parsed)
+      if (!routed.exists) {
+        closeSession(sessionId, session)
+        sendJson(
+          res,
+          404,
+          errorResponse(null, -32001, 'Session not found: start a new session with initialize'),
+        )
+        return
+      }
+      if (routed.rest.length === 0) {
+        res.writeHead(202).end()
+        return
+      }
+      parsed = Array.isArray(parsed) ? routed.rest : routed.rest[0]
+    }
     if (session) {
-      await busy(session, () => session.transport.handleRequest(req, res, parsed))
+      const current = session
+      await busy(current, () => current.transport.handleRequest(req, res, parsed))
       return
     }
     if (config.stateless) {
@@ -390,6 +452,15 @@ export async function serveHttp<D, C>(
           'retry-after': '5',
         },
       )
+      return
+    }
+    if (cluster) {
+      const opened = await cluster.open(
+        hooksFor(client),
+        (message as { params?: Record<string, unknown> }).params ?? {},
+        gate ? client : undefined,
+      )
+      await opened.transport.handleRequest(req, res, parsed)
       return
     }
     const server = createInstance(runtime, { forwardProcessLogs: false, connection: 'session' })
@@ -479,6 +550,17 @@ export async function serveHttp<D, C>(
     handleMcp(req, res).catch(failed)
 
     function failed(error: unknown) {
+      if ((error as Error).name === 'StoreUnavailable') {
+        logger.warn('a session request failed: the session store is unavailable', {
+          error: (error as Error).message,
+        })
+        if (!res.headersSent)
+          sendJson(res, 503, errorResponse(null, -32000, 'Session store unavailable; try again shortly'), {
+            'retry-after': '2',
+          })
+        else res.end()
+        return
+      }
       // A client that went away mid-request (or was cut by a timeout) is not a server error.
       if (
         req.destroyed ||
@@ -503,6 +585,10 @@ export async function serveHttp<D, C>(
       httpServer.off('error', reject)
       resolve()
     })
+  }).catch(async (error: unknown) => {
+    clearInterval(sweep)
+    await cluster?.close()
+    throw error
   })
   const port = (httpServer.address() as AddressInfo).port
   function endpointUrl(): string {
@@ -519,6 +605,7 @@ export async function serveHttp<D, C>(
       await Promise.allSettled([...sessions.values()].map((session) => session.server.close()))
       sessions.clear()
       await perRequest.close().catch(() => {})
+      await cluster?.close()
       httpServer.closeAllConnections()
       await closing
     },
