@@ -1,0 +1,28 @@
+// Core's own per-call cost: a Keel server with one no-op tool against the SDK's plain server with
+// the same tool (baselines/), both over stdio, alternated. What is left between them is core's
+// per-call path: argument validation, signal and timeout, log plumbing, output cap, projection.
+import { fileURLToPath } from 'node:url'
+import { compareServers } from './harness.mjs'
+
+const baseline = (name) => fileURLToPath(new URL(`./baselines/${name}`, import.meta.url))
+const call = { name: 'noop', arguments: { text: 'hello' } }
+
+export function contenders() {
+  return [
+    { label: 'keel no-op', command: process.execPath, args: [baseline('keel-noop.mjs')], call },
+    {
+      label: 'SDK no-op',
+      command: process.execPath,
+      args: [baseline('sdk-noop.mjs')],
+      call,
+      reference: true,
+    },
+  ]
+}
+
+export async function run() {
+  const [keel, sdk] = await compareServers('core', contenders())
+  console.log(
+    `\nGoal: keel no-op ≤ 1.5× the SDK no-op. CPU per call ${(keel.cpu / sdk.cpu).toFixed(2)}×, p50 ${(keel.p50 / sdk.p50).toFixed(2)}×.`,
+  )
+}
