@@ -161,7 +161,7 @@ export async function run() {
     if (!existsSync(bin)) throw new Error(`${bin} is missing: run \`${hint}\` first`)
   }
   await perServer()
-  if (process.env.FS_BENCH_DOMAIN === '0') return
+  if (process.env.BENCH_DOMAIN === '0') return
   const runs = Number(process.env.FS_BENCH_RUNS ?? 7)
   const scale = Number(process.env.FS_BENCH_SCALE ?? 1)
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'keel-fs-bench-')))
