@@ -21,8 +21,11 @@ export function contenders() {
 }
 
 export async function run() {
-  const [keel, sdk] = await compareServers('core', contenders())
+  const [keel, sdk, v1] = await compareServers('core', contenders())
   console.log(
     `\nGoal: keel no-op ≤ 1.5× the SDK no-op. CPU per call ${(keel.cpu / sdk.cpu).toFixed(2)}×, p50 ${(keel.p50 / sdk.p50).toFixed(2)}×.`,
+  )
+  console.log(
+    `SDK v2 against v1 (the reference servers' generation), same tool: CPU per call ${(sdk.cpu / v1.cpu).toFixed(2)}×, p50 ${(sdk.p50 / v1.p50).toFixed(2)}×.`,
   )
 }

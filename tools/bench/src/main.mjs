@@ -104,7 +104,7 @@ if (summary.length) {
       'calls/s, 8 in flight',
       'errors',
       'peak RSS',
-      'exit',
+      'exit after use',
     ],
     rows,
   )

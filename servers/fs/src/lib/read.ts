@@ -2,8 +2,10 @@ import type { FileHandle } from 'node:fs/promises'
 import { FsError } from './errors.js'
 import type { SafePath } from './path-guard.js'
 import {
+  type ByteSource,
   completeUtf8Length,
   looksBinary,
+  memorySource,
   openForRead,
   readFileBounded,
   readRange,
@@ -78,8 +80,14 @@ export async function readTextFile(file: SafePath, options: ReadTextOptions = {}
   const { handle, stats } = await openForRead(file)
   try {
     const size = stats.size
+    // A file that fits in one chunk is read once; sniffing and the line scan then work in memory.
+    let source: ByteSource = handle
+    if (size <= chunkSize) {
+      const whole = Buffer.allocUnsafe(size)
+      source = memorySource(whole.subarray(0, await readAll(handle, whole)))
+    }
     const sample = Buffer.allocUnsafe(Math.min(size, sniffLength))
-    const { bytesRead } = await handle.read(sample, 0, sample.length, 0)
+    const { bytesRead } = await source.read(sample, 0, sample.length, 0)
     if (looksBinary(sample.subarray(0, bytesRead), size <= sniffLength)) {
       const mimeType = sniffMimeType(sample.subarray(0, bytesRead))
       throw new FsError('binary', `Not a UTF-8 text file: ${file.path}`, {
@@ -89,17 +97,28 @@ export async function readTextFile(file: SafePath, options: ReadTextOptions = {}
         details: { mimeType },
       })
     }
-    if (tail !== undefined) return await readTail(handle, size, tail, maxBytes, signal)
+    if (tail !== undefined) return await readTail(source, size, tail, maxBytes, signal)
     const first = startLine ?? 1
     const last = head ?? endLine ?? Number.POSITIVE_INFINITY
-    return await readForward(handle, size, first, last, maxBytes, signal)
+    return await readForward(source, size, first, last, maxBytes, signal)
   } finally {
     await handle.close().catch(() => {})
   }
 }
 
+/** Fills `buffer` from the start of the file; returns how many bytes were read (less if it shrank). */
+async function readAll(handle: FileHandle, buffer: Buffer): Promise<number> {
+  let filled = 0
+  while (filled < buffer.length) {
+    const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled)
+    if (bytesRead === 0) break
+    filled += bytesRead
+  }
+  return filled
+}
+
 async function readForward(
-  handle: FileHandle,
+  handle: ByteSource,
   size: number,
   first: number,
   last: number,
@@ -184,7 +203,7 @@ async function readForward(
 }
 
 async function readTail(
-  handle: FileHandle,
+  handle: ByteSource,
   size: number,
   count: number,
   maxBytes: number,
