@@ -125,8 +125,10 @@ async function readForward(
   maxBytes: number,
   signal: AbortSignal | undefined,
 ): Promise<ReadTextResult> {
-  // Phase 1: find the byte range by counting newlines, holding one chunk at a time.
-  const chunk = Buffer.allocUnsafe(chunkSize)
+  // Phase 1: find the byte range by counting newlines, holding one chunk at a time. The chunk is no
+  // larger than the file: a fresh 64 KiB buffer per call for a 1 KiB file is most of a small read's
+  // garbage-collection work (small buffers come from Node's shared pool).
+  const chunk = Buffer.allocUnsafe(Math.min(chunkSize, size))
   let line = 1 // the line the scan is in
   let start = first === 1 ? 0 : -1 // offset of the first requested line
   let boundary = start // end of the last whole line that fits under the cap
@@ -220,7 +222,7 @@ async function readTail(
       nextLine: undefined,
     }
   }
-  const chunk = Buffer.allocUnsafe(chunkSize)
+  const chunk = Buffer.allocUnsafe(Math.min(chunkSize, size))
   const lastByte = Buffer.allocUnsafe(1)
   await handle.read(lastByte, 0, 1, size - 1)
   // A final newline ends the last line; it does not start an empty one.
