@@ -3,7 +3,8 @@
 //
 //   cold start      spawn → initialize answered, and → tools/list answered
 //   catalogue       tools/list: JSON bytes of the tools, ≈ tokens (bytes ÷ 4), per tool
-//   warm call       p50 / p99 of one cheap call, sequential, over a raw JSON-RPC client
+//   warm call       p50 / p99 of one cheap call, sequential, over a raw JSON-RPC client (the
+//                   contenders take turns every 20 calls)
 //   server CPU      utime + stime of the server (and its child processes) per warm call
 //   8 in flight     calls/s and error rate with 8 requests outstanding at all times
 //   peak RSS        VmHWM after all of the above (summed over the process tree)
@@ -36,6 +37,7 @@ export const defaults = {
   inflight: 8,
   inflightCalls: Number(process.env.BENCH_INFLIGHT_CALLS ?? 400),
   warmup: 100,
+  slice: 20,
 }
 
 /** Every comparison of this run, for the summary at the top of the results file. */
@@ -111,7 +113,7 @@ async function concurrent(client, call, total, inflight) {
  * Returns the medians per contender.
  */
 export async function compareServers(title, contenders, options = {}) {
-  const { rounds, calls, inflight, inflightCalls, warmup } = { ...defaults, ...options }
+  const { rounds, calls, inflight, inflightCalls, warmup, slice } = { ...defaults, ...options }
   const reference = contenders.find((contender) => contender.reference) ?? contenders.at(-1)
   const data = contenders.map(() => ({
     initialized: [],
@@ -124,6 +126,8 @@ export async function compareServers(title, contenders, options = {}) {
     rate: [],
     errors: [],
     peakKiB: 0,
+    exitAfterCalls: [],
+    hangsAfterCalls: 0,
     catalogue: undefined,
   }))
 
@@ -145,23 +149,36 @@ export async function compareServers(title, contenders, options = {}) {
     }
   }
 
-  // Warm calls: one long-lived process per contender, alternated in blocks of `calls`.
-  const clients = []
-  try {
-    for (const contender of contenders) {
-      const client = new RawClient(contender.command, contender.args, { env: contender.env })
-      clients.push(client)
-      await client.initialize()
-      await sequential(client, contender.call, warmup)
-    }
-    for (let round = 0; round < rounds; round++) {
-      for (const [index, contender] of contenders.entries()) {
-        const client = clients[index]
-        const cpuBefore = client.cpuMs()
-        const samples = await sequential(client, contender.call, calls)
-        data[index].cpu.push((client.cpuMs() - cpuBefore) / calls)
-        data[index].p50.push(quantile(samples, 0.5))
-        data[index].p99.push(quantile(samples, 0.99))
+  // Warm calls. Each round starts a fresh process per contender (a process's own JIT and heap
+  // history varies from one start to the next; a median over processes takes that out), warms it
+  // up, and then the contenders take turns in slices of `slice` calls, the order reversed every
+  // other turn, so a burst of load from elsewhere lands on all of them alike.
+  for (let round = 0; round < rounds; round++) {
+    const clients = []
+    try {
+      for (const contender of contenders) {
+        const client = new RawClient(contender.command, contender.args, { env: contender.env })
+        clients.push(client)
+        await client.initialize()
+        await sequential(client, contender.call, warmup)
+      }
+      const samples = contenders.map(() => [])
+      const cpu = contenders.map(() => 0)
+      for (let done = 0, turn = 0; done < calls; done += slice, turn++) {
+        const count = Math.min(slice, calls - done)
+        const order = [...contenders.keys()]
+        if (turn % 2 === 1) order.reverse()
+        for (const index of order) {
+          const client = clients[index]
+          const cpuBefore = client.cpuMs()
+          samples[index].push(...(await sequential(client, contenders[index].call, count)))
+          cpu[index] += client.cpuMs() - cpuBefore
+        }
+      }
+      for (const index of contenders.keys()) {
+        data[index].cpu.push(cpu[index] / calls)
+        data[index].p50.push(quantile(samples[index], 0.5))
+        data[index].p99.push(quantile(samples[index], 0.99))
       }
       for (const [index, contender] of contenders.entries()) {
         const { perSecond, errorRate } = await concurrent(
@@ -173,14 +190,19 @@ export async function compareServers(title, contenders, options = {}) {
         data[index].rate.push(perSecond)
         data[index].errors.push(errorRate)
       }
+      for (const [index, client] of clients.entries()) {
+        data[index].peakKiB = Math.max(data[index].peakKiB, client.treePeakRssKiB())
+      }
+      // Exit once the server has done work (pools, clients and timers opened by calls): what a
+      // user's client meets when it quits. One at a time, so neither waits for CPU behind the other.
+      for (const [index, client] of clients.entries()) {
+        const exitMs = await client.closeTimed(5000)
+        if (exitMs === undefined) data[index].hangsAfterCalls++
+        else data[index].exitAfterCalls.push(exitMs)
+      }
+    } finally {
+      await Promise.all(clients.map((client) => client.close()))
     }
-    for (const [index, client] of clients.entries()) data[index].peakKiB = client.treePeakRssKiB()
-    // Exit once the server has done work (pools, clients and timers opened by calls): what a user's
-    // client meets when it quits. One at a time, so neither waits for CPU behind the other.
-    for (const [index, client] of clients.entries())
-      data[index].exitAfterCalls = await client.closeTimed(5000)
-  } finally {
-    await Promise.all(clients.map((client) => client.close()))
   }
 
   const refIndex = contenders.indexOf(reference)
@@ -241,8 +263,11 @@ export async function compareServers(title, contenders, options = {}) {
     ],
     [
       '  after warm calls',
-      (entry) => (entry.exitAfterCalls === undefined ? 'hangs (killed after 5 s)' : ms(entry.exitAfterCalls)),
-      (entry) => entry.exitAfterCalls,
+      (entry) =>
+        entry.hangsAfterCalls === rounds
+          ? 'hangs (killed after 5 s)'
+          : `${withSpread(entry.exitAfterCalls, ms)}${entry.hangsAfterCalls ? `, ${entry.hangsAfterCalls}/${rounds} hang` : ''}`,
+      (entry) => (entry.hangsAfterCalls ? undefined : median(entry.exitAfterCalls)),
     ],
   ]
   const others = contenders
@@ -278,7 +303,7 @@ export async function compareServers(title, contenders, options = {}) {
     rate: median(data[index].rate),
     errorRate: Math.max(...data[index].errors),
     peakMiB: data[index].peakKiB / 1024,
-    exit: data[index].exitAfterCalls,
+    exit: data[index].hangsAfterCalls ? undefined : median(data[index].exitAfterCalls),
   }))
   summary.push({ title, reference: reference.label, rows: result })
   return result
