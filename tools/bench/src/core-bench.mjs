@@ -17,6 +17,8 @@ export function contenders() {
       call,
       reference: true,
     },
+    // The reference servers' SDK generation, for context: not the goal's baseline.
+    { label: 'SDK v1 no-op', command: process.execPath, args: [baseline('sdk-v1-noop.mjs')], call },
   ]
 }
 
