@@ -103,11 +103,15 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
   })
 
   if (options.forwardProcessLogs) {
-    const remove = logger.addForwarder((record) => {
-      const level = toMcpLevel(record.level)
-      if (!mcpLevelAtLeast(level, state.clientLevel ?? 'warning') || !mcp.isConnected()) return
-      void mcp.sendLoggingMessage({ level, logger: record.logger, data: logData(record) }).catch(() => {})
-    })
+    const remove = logger.addForwarder(
+      (record) => {
+        if (!mcp.isConnected()) return
+        const level = toMcpLevel(record.level)
+        void mcp.sendLoggingMessage({ level, logger: record.logger, data: logData(record) }).catch(() => {})
+      },
+      // Asked before a record is built: below the client's level nothing is built for it.
+      (level) => mcpLevelAtLeast(toMcpLevel(level), state.clientLevel ?? 'warning'),
+    )
     const previous = server.onclose
     server.onclose = () => {
       remove()

@@ -52,6 +52,18 @@ export interface LogRecord {
 /** Where records go besides stderr (MCP log notifications). Redacted before it is called. */
 export type LogForwarder = (record: LogRecord) => void
 
+/**
+ * Which levels a forwarder takes (asked before a record is built). A forwarder without one takes
+ * every level. Lets a record that neither stderr nor any client wants cost nothing: no field
+ * copies, no redaction, no timestamp (the per-call debug line at the default level).
+ */
+export type LogAccepts = (level: Exclude<LogLevel, 'silent'>) => boolean
+
+interface Forwarding {
+  forward: LogForwarder
+  accepts: LogAccepts | undefined
+}
+
 /** Options of {@link createLogger}. */
 export interface LoggerOptions {
   /** Minimum level written to stderr. Default `LOG_LEVEL` env or `info`. */
@@ -68,7 +80,7 @@ interface LoggerState {
   level: LogLevel
   format: 'pretty' | 'json'
   write: (line: string) => void
-  forwarders: Set<LogForwarder>
+  forwarders: Set<Forwarding>
 }
 
 /**
@@ -79,10 +91,10 @@ export class Logger {
   readonly #state: LoggerState
   readonly #name: string
   readonly #fields: Record<string, unknown>
-  readonly #local: LogForwarder | undefined
+  readonly #local: Forwarding | undefined
 
   /** @internal use {@link createLogger} */
-  constructor(state: LoggerState, name: string, fields: Record<string, unknown> = {}, local?: LogForwarder) {
+  constructor(state: LoggerState, name: string, fields: Record<string, unknown> = {}, local?: Forwarding) {
     this.#state = state
     this.#name = name
     this.#fields = fields
@@ -117,15 +129,49 @@ export class Logger {
   /**
    * A logger whose records are forwarded to `forwarder` only (not to the process-wide
    * forwarders): a tool call's log lines reach the client that made the call, and no other.
+   * `accepts`, when given, says which levels it takes; records no one takes are not built.
    */
-  withForwarder(forwarder: LogForwarder): Logger {
-    return new Logger(this.#state, this.#name, this.#fields, forwarder)
+  withForwarder(forwarder: LogForwarder, accepts?: LogAccepts): Logger {
+    return new Logger(this.#state, this.#name, this.#fields, { forward: forwarder, accepts })
   }
 
-  /** Adds a forwarder (e.g. to MCP `notifications/message`); returns a function that removes it. */
-  addForwarder(forwarder: LogForwarder): () => void {
-    this.#state.forwarders.add(forwarder)
-    return () => this.#state.forwarders.delete(forwarder)
+  /**
+   * A child logger (see {@link child}) whose records go to `forwarder` only (see
+   * {@link withForwarder}), built in one step: one per tool call.
+   */
+  childWithForwarder(
+    name: string,
+    fields: Record<string, unknown>,
+    forwarder: LogForwarder,
+    accepts?: LogAccepts,
+  ): Logger {
+    return new Logger(
+      this.#state,
+      `${this.#name}:${name}`,
+      { ...this.#fields, ...fields },
+      {
+        forward: forwarder,
+        accepts,
+      },
+    )
+  }
+
+  /**
+   * Adds a forwarder (e.g. to MCP `notifications/message`); returns a function that removes it.
+   * `accepts`, when given, says which levels it takes; records no one takes are not built.
+   */
+  addForwarder(forwarder: LogForwarder, accepts?: LogAccepts): () => void {
+    const entry: Forwarding = { forward: forwarder, accepts }
+    this.#state.forwarders.add(entry)
+    return () => this.#state.forwarders.delete(entry)
+  }
+
+  /** True when a record at `level` would go anywhere: stderr or a forwarder that takes it. */
+  #wanted(level: Exclude<LogLevel, 'silent'>): boolean {
+    if (RANK[level] >= RANK[this.#state.level]) return true
+    if (this.#local) return this.#local.accepts?.(level) ?? true
+    for (const entry of this.#state.forwarders) if (entry.accepts?.(level) ?? true) return true
+    return false
   }
 
   debug(message: string, fields?: Record<string, unknown>): void {
@@ -142,9 +188,8 @@ export class Logger {
   }
 
   #log(level: Exclude<LogLevel, 'silent'>, message: string, fields?: Record<string, unknown>): void {
+    if (!this.#wanted(level)) return
     const forwarders = this.#local ? [this.#local] : this.#state.forwarders
-    const forward = this.#local !== undefined || this.#state.forwarders.size > 0
-    if (!this.enabled(level) && !forward) return
     const merged = { ...this.#fields, ...fields }
     const record: LogRecord = {
       time: new Date().toISOString(),
@@ -160,9 +205,10 @@ export class Logger {
         // A closed stderr must never take the server down.
       }
     }
-    for (const forwarder of forwarders) {
+    for (const { forward, accepts } of forwarders) {
+      if (accepts && !accepts(level)) continue
       try {
-        forwarder(record)
+        forward(record)
       } catch {
         // forwarding is best effort
       }

@@ -30,16 +30,29 @@ function internalResult(runtime: Runtime<unknown, unknown>, tool: string, error:
   )
 }
 
-function abortPromise(signal: AbortSignal): { promise: Promise<never>; cancel: () => void } {
-  let cancel = () => {}
-  const promise = new Promise<never>((_, reject) => {
-    const onAbort = () => reject(signal.reason)
-    if (signal.aborted) onAbort()
-    signal.addEventListener('abort', onAbort, { once: true })
-    cancel = () => signal.removeEventListener('abort', onAbort)
-  })
-  promise.catch(() => {})
-  return { promise, cancel }
+/**
+ * Running calls to stop when a process-wide shutdown signal aborts: one listener on each such
+ * signal for the life of the process, instead of one added and removed per call (EventTarget
+ * listeners are a measurable share of a cheap call).
+ */
+const stopOnShutdown = new WeakMap<AbortSignal, Set<(reason: unknown) => void>>()
+
+function onShutdown(signal: AbortSignal, stop: (reason: unknown) => void): () => void {
+  let running = stopOnShutdown.get(signal)
+  if (!running) {
+    const calls = new Set<(reason: unknown) => void>()
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const call of [...calls]) call(signal.reason)
+      },
+      { once: true },
+    )
+    stopOnShutdown.set(signal, calls)
+    running = calls
+  }
+  running.add(stop)
+  return () => running.delete(stop)
 }
 
 class TimeoutError extends Error {
@@ -121,22 +134,37 @@ async function executeCall<D, C>(
   const name = tool.name
   const started = performance.now()
   const timeoutMs = tool.timeoutMs ?? config.toolTimeoutMs
+  // One controller per call, aborted by the caller's cancellation, the timeout or shutdown. Each
+  // of those also settles `stopped`, which the tool's run races against, so a tool that ignores
+  // its signal still yields a prompt result.
   const controller = new AbortController()
-  const forwardAbort = (source: AbortSignal) => () => controller.abort(source.reason)
-  const abortOnCancel = forwardAbort(channel.signal)
-  const abortOnShutdown = forwardAbort(runtime.shutdownSignal)
+  let settleStopped!: (reason: unknown) => void
+  const stopped = new Promise<never>((_, reject) => {
+    settleStopped = reject
+  })
+  stopped.catch(() => {})
+  const stop = (reason: unknown) => {
+    if (!controller.signal.aborted) controller.abort(reason)
+    settleStopped(controller.signal.reason)
+  }
+  const abortOnCancel = () => stop(channel.signal.reason)
   channel.signal.addEventListener('abort', abortOnCancel, { once: true })
-  runtime.shutdownSignal.addEventListener('abort', abortOnShutdown, { once: true })
+  const leaveShutdown = onShutdown(runtime.shutdownSignal, stop)
   if (channel.signal.aborted) abortOnCancel()
   const timer = setTimeout(
-    () => controller.abort(new TimeoutError(`${name} did not finish within ${timeoutMs} ms`)),
+    () => stop(new TimeoutError(`${name} did not finish within ${timeoutMs} ms`)),
     timeoutMs,
   )
-  const callLogger = logger.child(name, { tool: name }).withForwarder((record: LogRecord) => {
-    const level = toMcpLevel(record.level)
-    if (!mcpLevelAtLeast(level, channel.logThreshold ?? 'warning')) return
-    void channel.log(level, logData(record), record.logger).catch(() => {})
-  })
+  // Only the levels this caller asked for are forwarded (warnings and errors by default); records
+  // below that and below the stderr level are never built.
+  const callLogger = logger.childWithForwarder(
+    name,
+    { tool: name },
+    (record: LogRecord) => {
+      void channel.log(toMcpLevel(record.level), logData(record), record.logger).catch(() => {})
+    },
+    (level) => mcpLevelAtLeast(toMcpLevel(level), channel.logThreshold ?? 'warning'),
+  )
   const progressToken = channel.progressToken
   let lastProgress = Number.NEGATIVE_INFINITY
   const toolContext: ToolContext<D> = {
@@ -165,12 +193,11 @@ async function executeCall<D, C>(
         .catch(() => {})
     },
   }
-  const aborted = abortPromise(controller.signal)
   let outcome = 'ok'
   try {
     const output = await Promise.race([
       Promise.resolve().then(() => tool.run(call.args as never, toolContext)),
-      aborted.promise,
+      stopped,
     ])
     let structured: Record<string, unknown> | undefined
     if (plan.output) {
@@ -227,9 +254,8 @@ async function executeCall<D, C>(
     }
   } finally {
     clearTimeout(timer)
-    aborted.cancel()
     channel.signal.removeEventListener('abort', abortOnCancel)
-    runtime.shutdownSignal.removeEventListener('abort', abortOnShutdown)
+    leaveShutdown()
     logger.debug('tool call', {
       tool: name,
       durationMs: Math.round((performance.now() - started) * 100) / 100,

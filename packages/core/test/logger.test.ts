@@ -99,6 +99,46 @@ describe('Logger', () => {
     expect(scoped).toEqual(['to one call'])
   })
 
+  it('gives a forwarder only the levels it accepts, and builds no record that nothing takes', () => {
+    const { logger, lines } = capture({ level: 'warn' })
+    const forwarded: string[] = []
+    let fieldReads = 0
+    const fields = {
+      get costly() {
+        fieldReads++
+        return 'value'
+      },
+    }
+    const remove = logger.addForwarder(
+      (record) => forwarded.push(`${record.level} ${record.msg}`),
+      (level) => level === 'error' || level === 'info',
+    )
+    logger.debug('taken by no one', fields)
+    expect(fieldReads).toBe(0)
+    logger.info('to the forwarder only', fields)
+    logger.warn('to stderr only')
+    logger.error('to both')
+    remove()
+    expect(forwarded).toEqual(['info to the forwarder only', 'error to both'])
+    expect(lines.map((line) => line.includes('to stderr only') || line.includes('to both'))).toEqual([
+      true,
+      true,
+    ])
+    expect(fieldReads).toBe(1)
+
+    const call: string[] = []
+    const scoped = logger.childWithForwarder(
+      'read_text_file',
+      { tool: 'read_text_file' },
+      (record) => call.push(`${record.logger} ${record.msg} ${String(record.tool)}`),
+      (level) => level !== 'debug',
+    )
+    scoped.debug('below the call threshold', fields)
+    scoped.info('a call line')
+    expect(fieldReads).toBe(1)
+    expect(call).toEqual(['keel:read_text_file a call line read_text_file'])
+  })
+
   it('survives a write that throws', () => {
     const logger = createLogger({
       write: () => {

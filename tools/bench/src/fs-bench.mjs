@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { compareServers } from './harness.mjs'
 import { coldStart, formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
 
 const OURS = fileURLToPath(new URL('../../../servers/fs/dist/index.js', import.meta.url))
@@ -131,6 +132,25 @@ function toolTimer(client, name, args) {
   }
 }
 
+/** The common per-server figures: keel fs and the reference on `read_text_file` of a 1 KiB file. */
+async function perServer() {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'keel-fs-small-')))
+  try {
+    const file = join(root, 'one-kib.txt')
+    writeFileSync(file, `${'0123456789abcde\n'.repeat(64)}`)
+    const call = { name: 'read_text_file', arguments: { path: file } }
+    const [ours, reference] = await compareServers('fs', [
+      { label: 'keel fs', command: process.execPath, args: [OURS, root], call },
+      { label: 'reference fs', command: process.execPath, args: [REFERENCE, root], call, reference: true },
+    ])
+    console.log(
+      `\nGoal: server CPU per call and p50 ≤ the reference on read_text_file of 1 KiB: CPU ${(ours.cpu / reference.cpu).toFixed(2)}×, p50 ${(ours.p50 / reference.p50).toFixed(2)}×.`,
+    )
+  } finally {
+    rmSync(root, { recursive: true, force: true })
+  }
+}
+
 const fmt = (ms) => `${ms.toFixed(ms < 10 ? 1 : 0)} ms`
 
 export async function run() {
@@ -140,6 +160,8 @@ export async function run() {
   ]) {
     if (!existsSync(bin)) throw new Error(`${bin} is missing: run \`${hint}\` first`)
   }
+  await perServer()
+  if (process.env.BENCH_DOMAIN === '0') return
   const runs = Number(process.env.FS_BENCH_RUNS ?? 7)
   const scale = Number(process.env.FS_BENCH_SCALE ?? 1)
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'keel-fs-bench-')))

@@ -3,13 +3,14 @@
 // by github-redirect.mjs; ours takes --api-url). Medians of interleaved runs; ratios are what count.
 //
 //   pnpm --filter @keel-mcp/bench bench:github        (build servers/github first)
-//   GITHUB_BENCH_CALLS=500 node src/main.mjs github
+//   BENCH_ROUNDS=3 node src/main.mjs github
 import { existsSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { coldStart, formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
+import { compareServers } from './harness.mjs'
+import { formatBytes, RawClient, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
 const OURS = join(repo, 'servers/github/dist/index.js')
@@ -18,7 +19,6 @@ const REFERENCE = join(
   'dist/index.js',
 )
 const REDIRECT = fileURLToPath(new URL('./github-redirect.mjs', import.meta.url))
-const CALLS = Number(process.env.GITHUB_BENCH_CALLS ?? 200)
 const TOKEN = 'ghp_bench000000000000000000000000000000000'
 
 /** A recorded issue from @octokit/fixtures (the full REST payload GitHub sends). */
@@ -51,8 +51,6 @@ async function startFake() {
   }
 }
 
-const ms = (value) => `${value.toFixed(1)} ms`
-
 export async function run() {
   if (!existsSync(OURS))
     throw new Error(`${OURS} is missing: run pnpm --filter @keel-mcp/server-github build`)
@@ -69,7 +67,27 @@ export async function run() {
       env: { GITHUB_PERSONAL_ACCESS_TOKEN: TOKEN, GITHUB_BENCH_API: fake.url },
     }
 
-    // 1. Catalogue: what every conversation pays for the tool list.
+    // The common per-server figures: get_issue against the fake (the first call loads Octokit: the
+    // harness warms up before it measures).
+    const [oursFigures, referenceFigures] = await compareServers('github', [
+      {
+        label: 'keel github',
+        ...ours(),
+        call: { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 1 } },
+      },
+      {
+        label: 'reference github',
+        ...reference,
+        call: { name: 'get_issue', arguments: { owner: 'octo', repo: 'demo', issue_number: 1 } },
+        reference: true,
+      },
+    ])
+    console.log(
+      `\nget_issue: CPU ${ratio(oursFigures.cpu, referenceFigures.cpu)}, p50 ${ratio(oursFigures.p50, referenceFigures.p50)} of the reference; ${fake.requests().toLocaleString('en')} requests served by the fake.`,
+    )
+    if (process.env.BENCH_DOMAIN === '0') return
+
+    // Catalogue by toolset choice: what every conversation pays for the tool list.
     const rows = []
     for (const [name, spec] of [
       ['keel, default toolsets', ours()],
@@ -80,7 +98,7 @@ export async function run() {
       await client.initialize()
       const { message } = await client.request('tools/list')
       const tools = message.result.tools
-      const bytes = JSON.stringify(tools).length
+      const bytes = Buffer.byteLength(JSON.stringify(tools))
       rows.push([
         name,
         tools.length,
@@ -90,63 +108,23 @@ export async function run() {
       ])
       await client.close()
     }
-    console.log('tools/list (tokens = JSON bytes ÷ 4)\n')
+    console.log('\n#### github: catalogue by toolsets (tokens ≈ JSON bytes ÷ 4)\n')
     table(['', 'tools', 'size', 'tokens', 'tokens a tool'], rows)
 
-    // 2. Cold start: spawn → initialize → tools/list.
-    await coldStart([ours()], 1) // fills the V8 code cache, as a user's first start does
-    const [oursMs, oursNoCacheMs, referenceMs] = await coldStart(
-      [ours(), ours([], { KEEL_COMPILE_CACHE: '0' }), reference],
-      11,
-    )
-    console.log('\nCold start (spawn → initialize → tools/list, median of 11)\n')
-    table(
-      ['', 'time', 'vs reference'],
-      [
-        ['keel', ms(oursMs), ratio(oursMs, referenceMs)],
-        ['keel, no code cache', ms(oursNoCacheMs), ratio(oursNoCacheMs, referenceMs)],
-        ['reference 2025.4.8', ms(referenceMs), '1.00×'],
-      ],
-    )
-
-    // 3. Per call: get_issue against the fake, warm, interleaved.
-    const clients = [
-      [
-        'keel',
-        new RawClient(ours().command, ours().args, { env: ours().env }),
-        { repo: 'octo/demo', issue_number: 1 },
-      ],
-      [
-        'reference 2025.4.8',
-        new RawClient(reference.command, reference.args, { env: reference.env }),
-        { owner: 'octo', repo: 'demo', issue_number: 1 },
-      ],
-    ]
-    const samples = clients.map(() => [])
-    const sizes = clients.map(() => 0)
-    for (const [, client, args] of clients) {
+    // One answer's size: the reference returns GitHub's raw payload, keel a trimmed one.
+    const sizes = []
+    for (const [name, spec, args] of [
+      ['keel', ours(), { repo: 'octo/demo', issue_number: 1 }],
+      ['reference 2025.4.8', reference, { owner: 'octo', repo: 'demo', issue_number: 1 }],
+    ]) {
+      const client = new RawClient(spec.command, spec.args, { env: spec.env })
       await client.initialize()
-      // Warm-up: the first call loads Octokit (keel) and compiles the call path.
-      for (let index = 0; index < 10; index++) await client.callTool('get_issue', args)
+      const { bytes } = await client.callTool('get_issue', args)
+      sizes.push([name, formatBytes(bytes)])
+      await client.close()
     }
-    for (let index = 0; index < CALLS; index++) {
-      for (const [position, [, client, args]] of clients.entries()) {
-        const { ms: took, bytes, message } = await client.callTool('get_issue', args)
-        if (message.result?.isError) throw new Error(`get_issue failed: ${JSON.stringify(message.result)}`)
-        samples[position].push(took)
-        sizes[position] = bytes
-      }
-    }
-    for (const [, client] of clients) await client.close()
-    const [oursCall, referenceCall] = samples.map(median)
-    console.log(`\nget_issue against the loopback fake (median of ${CALLS} warm calls)\n`)
-    table(
-      ['', 'p50', 'vs reference', 'answer size'],
-      [
-        ['keel', ms(oursCall), ratio(oursCall, referenceCall), formatBytes(sizes[0])],
-        ['reference 2025.4.8', ms(referenceCall), '1.00×', formatBytes(sizes[1])],
-      ],
-    )
+    console.log('\n#### github: get_issue answer size\n')
+    table(['', 'answer'], sizes)
   } finally {
     await fake.close()
   }

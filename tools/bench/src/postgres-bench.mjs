@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { compareServers } from './harness.mjs'
 import { coldStart, formatBytes, median, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
@@ -18,7 +19,7 @@ const REFERENCE = join(
   dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-postgres/package.json')),
   'dist/index.js',
 )
-const BULK_ROWS = 1_000_000
+const BULK_ROWS = Number(process.env.PG_BENCH_ROWS ?? 1_000_000)
 const MiB = 1024 * 1024
 
 /**
@@ -185,6 +186,15 @@ export async function run() {
       `${cluster.source} PostgreSQL on port ${cluster.port}, ${BULK_ROWS.toLocaleString('en')} rows in bulk.measurements, ready in ${ms(performance.now() - started)}\n`,
     )
     const url = cluster.url
+
+    // 0. The common per-server figures, on a query that costs the database nothing.
+    const call = { name: 'query', arguments: { sql: 'SELECT 1 AS one' } }
+    await compareServers('postgres', [
+      { label: 'keel postgres', ...ours(url), call },
+      { label: 'reference postgres', ...reference(url), call, reference: true },
+    ])
+    if (process.env.BENCH_DOMAIN === '0') return
+    console.log('\n#### postgres: domain figures\n')
 
     // 1. Cold start: spawn → initialize → tools/list, medians of interleaved runs.
     const bare = {

@@ -1,6 +1,7 @@
 // A raw JSON-RPC-over-stdio client for benchmarks: no SDK client in the measured path, so the
 // figures are the server's (the SDK client's own buffering would otherwise be counted).
 import { spawn } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 
 export class RawClient {
   #child
@@ -20,6 +21,19 @@ export class RawClient {
       this.stderr = (this.stderr + chunk).slice(-4000)
     })
     this.pid = this.#child.pid
+    this.exited = new Promise((resolve) => this.#child.once('exit', resolve))
+    // A server that dies fails its pending requests at once, with its stderr, instead of timing out.
+    const fail = (error) => {
+      for (const [id, waiter] of this.#waiters) {
+        this.#waiters.delete(id)
+        waiter.reject(error)
+      }
+    }
+    this.#child.once('error', fail)
+    void this.exited.then((code) =>
+      fail(new Error(`${command} exited (${code}) with requests pending; stderr: ${this.stderr}`)),
+    )
+    this.#child.stdin.on('error', () => {})
   }
 
   #onData(chunk) {
@@ -57,6 +71,10 @@ export class RawClient {
         resolve: (value) => {
           clearTimeout(timer)
           resolve(value)
+        },
+        reject: (error) => {
+          clearTimeout(timer)
+          reject(error)
         },
       })
       this.#child.stdin.write(
@@ -97,6 +115,40 @@ export class RawClient {
     return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN)
   }
 
+  /**
+   * CPU time of the server process and its descendants, all threads, in ms: the sum of each
+   * thread's on-CPU time from /proc/<pid>/task/<tid>/schedstat (nanoseconds; /proc/<pid>/stat's
+   * utime + stime counts in 10 ms ticks, too coarse for a few hundred sub-millisecond calls).
+   */
+  cpuMs() {
+    return processTree(this.pid).reduce((sum, pid) => sum + threadsCpuNs(pid), 0) / 1e6
+  }
+
+  /** Peak resident set size (VmHWM) of the server and its descendants, summed, in KiB. */
+  treePeakRssKiB() {
+    return processTree(this.pid).reduce((sum, pid) => sum + statusField(pid, 'VmHWM'), 0)
+  }
+
+  /**
+   * Closes stdin and waits for the exit. Resolves with the wait in ms, or `undefined` when the
+   * server was still running after `deadlineMs` and had to be killed.
+   */
+  closeTimed(deadlineMs = 5000) {
+    const started = performance.now()
+    return new Promise((resolve) => {
+      if (this.#child.exitCode !== null || this.#child.signalCode !== null) return resolve(0)
+      const timer = setTimeout(() => {
+        this.#child.kill('SIGKILL')
+        resolve(undefined)
+      }, deadlineMs)
+      this.#child.once('exit', () => {
+        clearTimeout(timer)
+        resolve(performance.now() - started)
+      })
+      this.#child.stdin.end()
+    })
+  }
+
   close() {
     return new Promise((resolve) => {
       if (this.#child.exitCode !== null) return resolve()
@@ -108,6 +160,56 @@ export class RawClient {
       this.#child.stdin.end()
     })
   }
+}
+
+function threadsCpuNs(pid) {
+  let total = 0
+  let tasks = []
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return 0 // the process ended between listing and reading
+  }
+  for (const task of tasks) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0])
+    } catch {
+      // the thread ended
+    }
+  }
+  return total
+}
+
+function statusField(pid, field) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0)
+  } catch {
+    return 0
+  }
+}
+
+/** A process and all its descendants (Linux: /proc/<pid>/task/<tid>/children). */
+export function processTree(pid) {
+  const all = [pid]
+  for (let index = 0; index < all.length; index++) {
+    const current = all[index]
+    let tasks = []
+    try {
+      tasks = readdirSync(`/proc/${current}/task`)
+    } catch {
+      continue
+    }
+    for (const task of tasks) {
+      try {
+        const children = readFileSync(`/proc/${current}/task/${task}/children`, 'utf8').trim()
+        if (children) all.push(...children.split(' ').map(Number))
+      } catch {
+        // gone
+      }
+    }
+  }
+  return all
 }
 
 /** Time from spawn to the tools/list answer, median of `runs`, for each command, interleaved. */
@@ -153,13 +255,20 @@ export function formatBytes(bytes) {
   return `${bytes} B`
 }
 
-/** Prints a table of rows (arrays) with a header. */
+/** Prints a Markdown table of rows (arrays) with a header (the results file is the printed output). */
 export function table(header, rows) {
   const widths = header.map((cell, index) =>
-    Math.max(String(cell).length, ...rows.map((row) => String(row[index]).length)),
+    Math.max(3, String(cell).length, ...rows.map((row) => String(row[index] ?? '').length)),
   )
-  const line = (row) => row.map((cell, index) => String(cell).padEnd(widths[index])).join('  ')
+  const line = (row) =>
+    `| ${row.map((cell, index) => String(cell ?? '').padEnd(widths[index])).join(' | ')} |`
   console.log(line(header))
-  console.log(widths.map((width) => '-'.repeat(width)).join('  '))
+  console.log(`| ${widths.map((width) => '-'.repeat(width)).join(' | ')} |`)
   for (const row of rows) console.log(line(row))
+}
+
+/** Value at quantile `q` (0..1) of `values`. */
+export function quantile(values, q) {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]
 }

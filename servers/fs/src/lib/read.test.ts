@@ -32,6 +32,21 @@ describe('readTextFile', () => {
     })
   })
 
+  it('answers the same either side of the one-read size (64 KiB): whole, head, tail and ranges', async () => {
+    const line = (index: number) => `${String(index).padStart(6, '0')} ${'x'.repeat(56)}\n` // 64 bytes
+    for (const lines of [1023, 1024, 1025]) {
+      const content = Array.from({ length: lines }, (_, index) => line(index + 1)).join('')
+      const { file } = await withFile(`f${lines}.txt`, content)
+      expect((await readTextFile(file)).text).toBe(content)
+      expect((await readTextFile(file, { head: 2 })).text).toBe(line(1) + line(2))
+      expect((await readTextFile(file, { tail: 2 })).text).toBe(line(lines - 1) + line(lines))
+      expect((await readTextFile(file, { startLine: 1000, endLine: 1001 })).text).toBe(
+        line(1000) + line(1001),
+      )
+      expect((await readTextFile(file, { maxBytes: 100 })).nextLine).toBe(2)
+    }
+  })
+
   it('reads the first N lines with head and says where to continue', async () => {
     const { file } = await withFile('a.txt', numbered(10))
     const result = await readTextFile(file, { head: 3 })

@@ -2,8 +2,10 @@ import type { FileHandle } from 'node:fs/promises'
 import { FsError } from './errors.js'
 import type { SafePath } from './path-guard.js'
 import {
+  type ByteSource,
   completeUtf8Length,
   looksBinary,
+  memorySource,
   openForRead,
   readFileBounded,
   readRange,
@@ -78,8 +80,14 @@ export async function readTextFile(file: SafePath, options: ReadTextOptions = {}
   const { handle, stats } = await openForRead(file)
   try {
     const size = stats.size
+    // A file that fits in one chunk is read once; sniffing and the line scan then work in memory.
+    let source: ByteSource = handle
+    if (size <= chunkSize) {
+      const whole = Buffer.allocUnsafe(size)
+      source = memorySource(whole.subarray(0, await readAll(handle, whole)))
+    }
     const sample = Buffer.allocUnsafe(Math.min(size, sniffLength))
-    const { bytesRead } = await handle.read(sample, 0, sample.length, 0)
+    const { bytesRead } = await source.read(sample, 0, sample.length, 0)
     if (looksBinary(sample.subarray(0, bytesRead), size <= sniffLength)) {
       const mimeType = sniffMimeType(sample.subarray(0, bytesRead))
       throw new FsError('binary', `Not a UTF-8 text file: ${file.path}`, {
@@ -89,25 +97,38 @@ export async function readTextFile(file: SafePath, options: ReadTextOptions = {}
         details: { mimeType },
       })
     }
-    if (tail !== undefined) return await readTail(handle, size, tail, maxBytes, signal)
+    if (tail !== undefined) return await readTail(source, size, tail, maxBytes, signal)
     const first = startLine ?? 1
     const last = head ?? endLine ?? Number.POSITIVE_INFINITY
-    return await readForward(handle, size, first, last, maxBytes, signal)
+    return await readForward(source, size, first, last, maxBytes, signal)
   } finally {
     await handle.close().catch(() => {})
   }
 }
 
+/** Fills `buffer` from the start of the file; returns how many bytes were read (less if it shrank). */
+async function readAll(handle: FileHandle, buffer: Buffer): Promise<number> {
+  let filled = 0
+  while (filled < buffer.length) {
+    const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled)
+    if (bytesRead === 0) break
+    filled += bytesRead
+  }
+  return filled
+}
+
 async function readForward(
-  handle: FileHandle,
+  handle: ByteSource,
   size: number,
   first: number,
   last: number,
   maxBytes: number,
   signal: AbortSignal | undefined,
 ): Promise<ReadTextResult> {
-  // Phase 1: find the byte range by counting newlines, holding one chunk at a time.
-  const chunk = Buffer.allocUnsafe(chunkSize)
+  // Phase 1: find the byte range by counting newlines, holding one chunk at a time. The chunk is no
+  // larger than the file: a fresh 64 KiB buffer per call for a 1 KiB file is most of a small read's
+  // garbage-collection work (small buffers come from Node's shared pool).
+  const chunk = Buffer.allocUnsafe(Math.min(chunkSize, size))
   let line = 1 // the line the scan is in
   let start = first === 1 ? 0 : -1 // offset of the first requested line
   let boundary = start // end of the last whole line that fits under the cap
@@ -184,7 +205,7 @@ async function readForward(
 }
 
 async function readTail(
-  handle: FileHandle,
+  handle: ByteSource,
   size: number,
   count: number,
   maxBytes: number,
@@ -201,7 +222,7 @@ async function readTail(
       nextLine: undefined,
     }
   }
-  const chunk = Buffer.allocUnsafe(chunkSize)
+  const chunk = Buffer.allocUnsafe(Math.min(chunkSize, size))
   const lastByte = Buffer.allocUnsafe(1)
   await handle.read(lastByte, 0, 1, size - 1)
   // A final newline ends the last line; it does not start an empty one.

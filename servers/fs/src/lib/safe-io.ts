@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer'
 import { randomBytes } from 'node:crypto'
 import { constants, fstatSync, readlinkSync, realpathSync, type Stats, statSync } from 'node:fs'
-import { type FileHandle, link, lstat, open, readlink, realpath, rename, rm, stat } from 'node:fs/promises'
+import { type FileHandle, link, lstat, open, realpath, rename, rm, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { anchorDirectory } from './anchor.js'
 import { FsError, isErrnoError, toFsError } from './errors.js'
@@ -68,7 +68,9 @@ export async function assertDescriptorInside(
 ): Promise<void> {
   if (hasProcFileDescriptors) {
     try {
-      const actual = (await readlink(`/proc/self/fd/${descriptor}`)).replace(/ \(deleted\)$/, '')
+      // procfs answers from kernel memory (no disk): a synchronous call costs less than a round trip
+      // to the thread pool, on every open.
+      const actual = readlinkSync(`/proc/self/fd/${descriptor}`).replace(/ \(deleted\)$/, '')
       file.guard.assertInside(actual, file.path)
       return
     } catch (error) {
@@ -364,8 +366,29 @@ function isSvg(head: Uint8Array): boolean {
  * Reads `length` bytes at `start` from an open file, in chunks of at most 1 MiB, checking the signal
  * between chunks. Returns fewer bytes when the file is shorter than expected (it shrank meanwhile).
  */
+/**
+ * What the readers need of an open file: positional reads. A `FileHandle` is one; so is
+ * {@link memorySource} over bytes already read.
+ */
+export interface ByteSource {
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>
+}
+
+/**
+ * A {@link ByteSource} over bytes already in memory: a small file is read with one system call and
+ * then scanned (sniffed, split into lines) without a further round trip to the thread pool each.
+ */
+export function memorySource(bytes: Buffer): ByteSource {
+  return {
+    read(buffer, offset, length, position) {
+      const end = Math.min(bytes.length, position + length)
+      return Promise.resolve({ bytesRead: position < end ? bytes.copy(buffer, offset, position, end) : 0 })
+    },
+  }
+}
+
 export async function readRange(
-  handle: FileHandle,
+  handle: ByteSource,
   start: number,
   length: number,
   signal?: AbortSignal,

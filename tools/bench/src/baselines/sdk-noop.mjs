@@ -1,0 +1,42 @@
+// The SDK's plain server (v2, the generation core builds on) with the same no-op tool as
+// keel-noop.mjs: the baseline core's per-call cost is measured against. No Keel code.
+//   node sdk-noop.mjs                       stdio
+//   node sdk-noop.mjs --http <port>         stateless Streamable HTTP on 127.0.0.1 (both eras per request)
+import { createServer } from 'node:http'
+import { localhostHostValidation, toNodeHandler } from '@modelcontextprotocol/node'
+import { createMcpHandler, McpServer } from '@modelcontextprotocol/server'
+import { serveStdio } from '@modelcontextprotocol/server/stdio'
+import { z } from 'zod'
+
+function factory() {
+  const server = new McpServer({ name: 'sdk-noop', version: '0.0.0' })
+  server.registerTool(
+    'noop',
+    {
+      title: 'No-op',
+      description: 'Returns its text argument unchanged.',
+      inputSchema: { text: z.string().max(1000).default('') },
+      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    ({ text }) => ({ content: [{ type: 'text', text: text || 'ok' }] }),
+  )
+  return server
+}
+
+const httpAt = process.argv.indexOf('--http')
+if (httpAt === -1) {
+  serveStdio(factory)
+} else {
+  const port = Number(process.argv[httpAt + 1] ?? 0)
+  const handler = toNodeHandler(createMcpHandler(factory, { legacy: 'stateless' }))
+  const validHost = localhostHostValidation()
+  const server = createServer((req, res) => {
+    if (!validHost(req, res)) return
+    void handler(req, res)
+  })
+  server.listen(port, '127.0.0.1', () => {
+    process.stderr.write(`listening on http://127.0.0.1:${server.address().port}/mcp\n`)
+  })
+  process.stdin.on('end', () => server.close(() => process.exit(0)))
+  process.stdin.resume()
+}

@@ -1,0 +1,310 @@
+// The measurements every server gets, ours and its reference side by side, alternated round by
+// round in one run (this machine is shared and noisy: only figures taken in the same run compare):
+//
+//   cold start      spawn → initialize answered, and → tools/list answered
+//   catalogue       tools/list: JSON bytes of the tools, ≈ tokens (bytes ÷ 4), per tool
+//   warm call       p50 / p99 of one cheap call, sequential, over a raw JSON-RPC client (the
+//                   contenders take turns every 20 calls)
+//   server CPU      utime + stime of the server (and its child processes) per warm call
+//   8 in flight     calls/s and error rate with 8 requests outstanding at all times
+//   peak RSS        VmHWM after all of the above (summed over the process tree)
+//   exit            stdin closed → process gone (killed after 5 s: "hangs"), idle (after the
+//                   cold start) and after the warm calls (pools and clients open)
+//
+// Each figure is the median over rounds, with the spread (min–max over rounds) beside it.
+//
+// Plugging in a server: give `compareServers` one contender per server (see `Contender`):
+//
+//   await compareServers('browser', [
+//     { label: 'keel browser', command: process.execPath, args: [bin], call: { name: 'navigate', arguments: {...} } },
+//     { label: 'reference puppeteer', command: process.execPath, args: [ref], call: {...}, reference: true },
+//   ])
+import { median, quantile, RawClient, table } from './rpc.mjs'
+
+/**
+ * @typedef {object} Contender
+ * @property {string} label            how the row is named ("keel fs", "reference 2026.8.31")
+ * @property {string} command          what to spawn (usually process.execPath)
+ * @property {string[]} args
+ * @property {Record<string,string>} [env]
+ * @property {{ name: string, arguments: object }} call   the cheap call measured warm
+ * @property {boolean} [reference]     the row the ratios are taken against (default: the last contender)
+ */
+
+export const defaults = {
+  rounds: Number(process.env.BENCH_ROUNDS ?? 5),
+  calls: Number(process.env.BENCH_CALLS ?? 300),
+  inflight: 8,
+  inflightCalls: Number(process.env.BENCH_INFLIGHT_CALLS ?? 400),
+  warmup: 100,
+  slice: 20,
+}
+
+/** Every comparison of this run, for the summary at the top of the results file. */
+export const summary = []
+
+const ms = (value) =>
+  value === undefined ? 'n/a' : `${value.toFixed(value < 1 ? 3 : value < 10 ? 2 : 0)} ms`
+const spread = (values, format) =>
+  values.length > 1 ? `${format(Math.min(...values))}–${format(Math.max(...values))}` : ''
+const withSpread = (values, format) => {
+  const range = spread(values, format)
+  return range ? `${format(median(values))} (${range})` : format(median(values))
+}
+
+function failed(message) {
+  return message.error !== undefined || message.result?.isError === true
+}
+
+function describe(message) {
+  return JSON.stringify(message.error ?? message.result?.content ?? message).slice(0, 300)
+}
+
+/** One cold start: spawn → initialize → tools/list, then stdin closed → exit. */
+async function coldRound(contender) {
+  const started = performance.now()
+  const client = new RawClient(contender.command, contender.args, { env: contender.env })
+  try {
+    await client.initialize()
+    const initialized = performance.now() - started
+    const list = await client.request('tools/list')
+    const listed = performance.now() - started
+    const exitMs = await client.closeTimed(5000)
+    return { initialized, listed, exitMs, list }
+  } catch (error) {
+    await client.close()
+    throw error
+  }
+}
+
+async function sequential(client, call, count) {
+  const samples = []
+  for (let index = 0; index < count; index++) {
+    const { message, ms: took } = await client.callTool(call.name, call.arguments)
+    if (failed(message)) throw new Error(`${call.name} failed: ${describe(message)}`)
+    samples.push(took)
+  }
+  return samples
+}
+
+async function concurrent(client, call, total, inflight) {
+  let next = 0
+  let errors = 0
+  const started = performance.now()
+  const worker = async () => {
+    while (next < total) {
+      next++
+      try {
+        const { message } = await client.callTool(call.name, call.arguments, 60_000)
+        if (failed(message)) errors++
+      } catch {
+        errors++
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: inflight }, worker))
+  const seconds = (performance.now() - started) / 1000
+  return { perSecond: total / seconds, errorRate: errors / total }
+}
+
+/**
+ * Measures each contender with the figures above, alternating between them in every round, and
+ * prints one Markdown table (contenders as columns, plus ratios against the reference).
+ * Returns the medians per contender.
+ */
+export async function compareServers(title, contenders, options = {}) {
+  const { rounds, calls, inflight, inflightCalls, warmup, slice } = { ...defaults, ...options }
+  const reference = contenders.find((contender) => contender.reference) ?? contenders.at(-1)
+  const data = contenders.map(() => ({
+    initialized: [],
+    listed: [],
+    exit: [],
+    hangs: 0,
+    p50: [],
+    p99: [],
+    cpu: [],
+    rate: [],
+    errors: [],
+    peakKiB: 0,
+    exitAfterCalls: [],
+    hangsAfterCalls: 0,
+    catalogue: undefined,
+  }))
+
+  // Cold starts and exits, alternated. One unmeasured start first fills caches (V8 code cache, disk).
+  for (const contender of contenders) await coldRound(contender)
+  for (let round = 0; round < rounds; round++) {
+    for (const [index, contender] of contenders.entries()) {
+      const { initialized, listed, exitMs, list } = await coldRound(contender)
+      const entry = data[index]
+      entry.initialized.push(initialized)
+      entry.listed.push(listed)
+      if (exitMs === undefined) entry.hangs++
+      else entry.exit.push(exitMs)
+      if (!entry.catalogue) {
+        const tools = list.message.result.tools
+        const bytes = Buffer.byteLength(JSON.stringify(tools))
+        entry.catalogue = { tools: tools.length, bytes, tokens: bytes / 4 }
+      }
+    }
+  }
+
+  // Warm calls. Each round starts a fresh process per contender (a process's own JIT and heap
+  // history varies from one start to the next; a median over processes takes that out), warms it
+  // up, and then the contenders take turns in slices of `slice` calls, the order reversed every
+  // other turn, so a burst of load from elsewhere lands on all of them alike.
+  for (let round = 0; round < rounds; round++) {
+    const clients = []
+    try {
+      for (const contender of contenders) {
+        const client = new RawClient(contender.command, contender.args, { env: contender.env })
+        clients.push(client)
+        await client.initialize()
+        await sequential(client, contender.call, warmup)
+      }
+      const samples = contenders.map(() => [])
+      const cpu = contenders.map(() => 0)
+      for (let done = 0, turn = 0; done < calls; done += slice, turn++) {
+        const count = Math.min(slice, calls - done)
+        const order = [...contenders.keys()]
+        if (turn % 2 === 1) order.reverse()
+        for (const index of order) {
+          const client = clients[index]
+          const cpuBefore = client.cpuMs()
+          samples[index].push(...(await sequential(client, contenders[index].call, count)))
+          cpu[index] += client.cpuMs() - cpuBefore
+        }
+      }
+      for (const index of contenders.keys()) {
+        data[index].cpu.push(cpu[index] / calls)
+        data[index].p50.push(quantile(samples[index], 0.5))
+        data[index].p99.push(quantile(samples[index], 0.99))
+      }
+      for (const [index, contender] of contenders.entries()) {
+        const { perSecond, errorRate } = await concurrent(
+          clients[index],
+          contender.call,
+          inflightCalls,
+          inflight,
+        )
+        data[index].rate.push(perSecond)
+        data[index].errors.push(errorRate)
+      }
+      for (const [index, client] of clients.entries()) {
+        data[index].peakKiB = Math.max(data[index].peakKiB, client.treePeakRssKiB())
+      }
+      // Exit once the server has done work (pools, clients and timers opened by calls): what a
+      // user's client meets when it quits. One at a time, so neither waits for CPU behind the other.
+      for (const [index, client] of clients.entries()) {
+        const exitMs = await client.closeTimed(5000)
+        if (exitMs === undefined) data[index].hangsAfterCalls++
+        else data[index].exitAfterCalls.push(exitMs)
+      }
+    } finally {
+      await Promise.all(clients.map((client) => client.close()))
+    }
+  }
+
+  const refIndex = contenders.indexOf(reference)
+  const ratioOf = (pick, index, lowerIsBetter = true) => {
+    const mine = pick(data[index])
+    const theirs = pick(data[refIndex])
+    if (!mine || !theirs || index === refIndex) return ''
+    return `${(mine / theirs).toFixed(2)}×${lowerIsBetter ? '' : ' (higher is better)'}`
+  }
+  const figures = [
+    [
+      'cold start → initialize',
+      (entry) => withSpread(entry.initialized, ms),
+      (entry) => median(entry.initialized),
+    ],
+    ['cold start → tools/list', (entry) => withSpread(entry.listed, ms), (entry) => median(entry.listed)],
+    [
+      'catalogue (tools/list)',
+      ({ catalogue: c }) =>
+        `${c.tools} tools, ${(c.bytes / 1024).toFixed(1)} KiB ≈ ${Math.round(c.tokens).toLocaleString('en')} tokens`,
+      (entry) => entry.catalogue.tokens,
+    ],
+    [
+      '  ≈ tokens a tool',
+      ({ catalogue: c }) => String(Math.round(c.tokens / c.tools)),
+      (entry) => entry.catalogue.tokens / entry.catalogue.tools,
+    ],
+    [
+      `warm call p50 (${calls} calls × ${rounds})`,
+      (entry) => withSpread(entry.p50, ms),
+      (entry) => median(entry.p50),
+    ],
+    ['warm call p99', (entry) => withSpread(entry.p99, ms), (entry) => median(entry.p99)],
+    ['server CPU per call', (entry) => withSpread(entry.cpu, ms), (entry) => median(entry.cpu)],
+    [
+      `${inflight} in flight: calls/s`,
+      (entry) => withSpread(entry.rate, (value) => value.toFixed(0)),
+      (entry) => median(entry.rate),
+      false,
+    ],
+    [
+      `${inflight} in flight: errors`,
+      (entry) => `${(100 * Math.max(...entry.errors)).toFixed(1)} %`,
+      () => undefined,
+    ],
+    [
+      'peak RSS (process tree)',
+      (entry) => `${(entry.peakKiB / 1024).toFixed(0)} MiB`,
+      (entry) => entry.peakKiB,
+    ],
+    [
+      'exit after stdin close, idle',
+      (entry) =>
+        entry.hangs === rounds
+          ? 'hangs (killed after 5 s)'
+          : `${withSpread(entry.exit, ms)}${entry.hangs ? `, ${entry.hangs}/${rounds} hang` : ''}`,
+      (entry) => (entry.hangs ? undefined : median(entry.exit)),
+    ],
+    [
+      '  after warm calls',
+      (entry) =>
+        entry.hangsAfterCalls === rounds
+          ? 'hangs (killed after 5 s)'
+          : `${withSpread(entry.exitAfterCalls, ms)}${entry.hangsAfterCalls ? `, ${entry.hangsAfterCalls}/${rounds} hang` : ''}`,
+      (entry) => (entry.hangsAfterCalls ? undefined : median(entry.exitAfterCalls)),
+    ],
+  ]
+  const others = contenders
+    .map((contender, index) => [contender, index])
+    .filter(([, index]) => index !== refIndex)
+  console.log(
+    `\n#### ${title}: per-server figures (median of ${rounds} alternated rounds, spread in brackets)\n`,
+  )
+  console.log(
+    `Warm call: ${contenders.map((contender) => `${contender.label} \`${contender.call.name}\``).join(', ')}.\n`,
+  )
+  table(
+    [
+      'measure',
+      ...contenders.map((contender) => contender.label),
+      ...others.map(([contender]) => `${contender.label} ÷ ${reference.label}`),
+    ],
+    figures.map(([name, show, pick, lowerIsBetter = true]) => [
+      name,
+      ...data.map((entry) => show(entry)),
+      ...others.map(([, index]) => ratioOf(pick, index, lowerIsBetter)),
+    ]),
+  )
+  const result = contenders.map((contender, index) => ({
+    label: contender.label,
+    call: contender.call.name,
+    listed: median(data[index].listed),
+    tools: data[index].catalogue.tools,
+    tokensPerTool: data[index].catalogue.tokens / data[index].catalogue.tools,
+    p50: median(data[index].p50),
+    p99: median(data[index].p99),
+    cpu: median(data[index].cpu),
+    rate: median(data[index].rate),
+    errorRate: Math.max(...data[index].errors),
+    peakMiB: data[index].peakKiB / 1024,
+    exit: data[index].hangsAfterCalls ? undefined : median(data[index].exitAfterCalls),
+  }))
+  summary.push({ title, reference: reference.label, rows: result })
+  return result
+}
