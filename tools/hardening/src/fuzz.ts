@@ -369,7 +369,8 @@ function categoryTable(cheapCall: ToolCall, giant: number): Category[] {
             code: INVALID_PARAMS,
             id,
             alsoAccepted: {
-              codes: [-32603],
+              // -32601 is right where the server lacks the capability (no resources, no tasks).
+              codes: [METHOD_NOT_FOUND, -32603],
               reason: 'the SDK validates the params of the methods it routes and answers -32603 when they fail',
             },
           },

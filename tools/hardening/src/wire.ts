@@ -67,6 +67,22 @@ export function alive(pid: number): boolean {
   }
 }
 
+/** Every process the suites spawned: `killAll` ends those still running (a failed test leaves none). */
+const spawned = new Set<ChildProcessWithoutNullStreams>()
+
+function track(child: ChildProcessWithoutNullStreams): ChildProcessWithoutNullStreams {
+  spawned.add(child)
+  child.once('exit', () => spawned.delete(child))
+  return child
+}
+
+/** SIGKILLs every spawned process still running; returns how many there were. */
+export function killAll(): number {
+  const left = [...spawned]
+  for (const child of left) child.kill('SIGKILL')
+  return left.length
+}
+
 export interface Command {
   command: string
   args: string[]
@@ -90,11 +106,11 @@ export class StdioPeer {
   #lines = 0
 
   constructor(command: Command) {
-    this.child = spawn(command.command, command.args, {
+    this.child = track(spawn(command.command, command.args, {
       env: { ...(process.env as Record<string, string>), ...command.env },
       ...(command.cwd ? { cwd: command.cwd } : {}),
       stdio: ['pipe', 'pipe', 'pipe'],
-    })
+    }))
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })))
     // A vanished server makes writes fail with EPIPE: the suites check `exited` instead.
     this.child.stdin.on('error', () => undefined)
@@ -236,11 +252,13 @@ export class HttpPeer {
 
   /** Spawns with `--transport http --port 0` and resolves once the URL is announced on stderr. */
   static start(command: Command, timeoutMs = 20_000): Promise<HttpPeer> {
-    const child = spawn(command.command, [...command.args, '--transport', 'http', '--port', '0'], {
-      env: { ...(process.env as Record<string, string>), ...command.env },
-      ...(command.cwd ? { cwd: command.cwd } : {}),
-      stdio: ['pipe', 'pipe', 'pipe'],
-    })
+    const child = track(
+      spawn(command.command, [...command.args, '--transport', 'http', '--port', '0'], {
+        env: { ...(process.env as Record<string, string>), ...command.env },
+        ...(command.cwd ? { cwd: command.cwd } : {}),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      }),
+    )
     const peer = new HttpPeer(child)
     child.stdout.on('data', (chunk: Buffer) => {
       peer.stdout += chunk

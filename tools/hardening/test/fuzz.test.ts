@@ -3,13 +3,18 @@ import { generate } from '../src/fuzz.js'
 import { FUZZ_COUNT, FUZZ_SEED, MiB, record } from '../src/report.js'
 import { fuzzHttp, fuzzStdio } from '../src/run-fuzz.js'
 import { type PreparedServer, SERVERS } from '../src/servers.js'
-import { HttpPeer, StdioPeer } from '../src/wire.js'
+import { HttpPeer, killAll, StdioPeer } from '../src/wire.js'
 
 // Memory after the run may exceed the start by this much at most: giant messages are held while
 // parsed, and V8 keeps some of that heap; anything that retains per-message state grows past it.
 const RSS_SLACK = 96 * MiB
 
-describe.each(SERVERS.map((entry) => [entry.name, entry] as const))('fuzzing %s', (name, entry) => {
+afterAll(() => {
+  expect(killAll()).toBe(0)
+})
+
+// Servers are fuzzed concurrently (each is its own process): the suite stays within CI's budget.
+describe.concurrent.each(SERVERS.map((entry) => [entry.name, entry] as const))('fuzzing %s', (name, entry) => {
   let prepared: PreparedServer
   beforeAll(async () => {
     prepared = await entry.prepare()
