@@ -102,9 +102,10 @@ const exampleEntry: ServerEntry = {
     return {
       command: { command: process.execPath, args: [bin('example')], env: { ...CLEAN_ENV } },
       cheapCall: { name: 'search_notes', arguments: { query: 'milk' } },
+      // add_note is left out: the store is capped (1000 notes), so a long run would fill it.
       mixedCalls: [
         { name: 'search_notes', arguments: { query: 'milk' } },
-        { name: 'add_note', arguments: { title: 'soak', body: 'a note from the soak' } },
+        { name: 'count_slowly', arguments: { n: 3, interval_ms: 5 } },
         { name: 'search_notes', arguments: { query: 'soak' } },
       ],
       errorCalls: [{ name: 'add_note', arguments: { title: '', body: '' } }],

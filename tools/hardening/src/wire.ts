@@ -284,6 +284,13 @@ export class HttpPeer {
     })
   }
 
+  /** Another client of the same running server (its own session once initialized). */
+  static attach(peer: HttpPeer): HttpPeer {
+    const other = new HttpPeer(peer.child)
+    other.url = peer.url
+    return other
+  }
+
   get pid(): number {
     return this.child.pid as number
   }
