@@ -87,7 +87,12 @@ export function checkEnvelope(message: unknown): Check {
       const bare: Record<string, unknown> = { jsonrpc: '2.0', id: record.id, method: record.method }
       if ('params' in record) bare.params = record.params
       return isJSONRPCRequest(bare)
-        ? { ok: false, id, code: INVALID_REQUEST, message: 'Invalid Request: unexpected members in the request' }
+        ? {
+            ok: false,
+            id,
+            code: INVALID_REQUEST,
+            message: 'Invalid Request: unexpected members in the request',
+          }
         : {
             ok: false,
             id,

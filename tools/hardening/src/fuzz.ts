@@ -101,7 +101,9 @@ function randomText(rng: Rng, length: number): string {
 }
 
 function nested(depth: number, kind: 'array' | 'object'): string {
-  return kind === 'array' ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`
+  return kind === 'array'
+    ? `${'['.repeat(depth)}${']'.repeat(depth)}`
+    : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`
 }
 
 /** Generates `count` cases from `seed`. Ids are unique per case: `f<seed>-<index>` or an integer. */
@@ -319,7 +321,11 @@ function categoryTable(cheapCall: ToolCall, giant: number): Category[] {
       name: 'response from the client',
       weight: 3,
       make(rng, id) {
-        const body = pick(rng, [{ result: {} }, { error: { code: 1, message: 'x' } }, { result: { _meta: {} } }])
+        const body = pick(rng, [
+          { result: {} },
+          { error: { code: 1, message: 'x' } },
+          { result: { _meta: {} } },
+        ])
         return { payload: JSON.stringify({ jsonrpc: '2.0', id, ...body }), expected: { kind: 'silent' } }
       },
     },
@@ -344,8 +350,7 @@ function categoryTable(cheapCall: ToolCall, giant: number): Category[] {
           { progressToken: null },
         ])
         const method = pick(rng, ['ping', 'tools/list', 'tools/call'])
-        const params =
-          method === 'tools/call' ? { ...cheapCall, _meta: meta } : { _meta: meta }
+        const params = method === 'tools/call' ? { ...cheapCall, _meta: meta } : { _meta: meta }
         return { payload: request(id, method, params), expected: errorFor(id, INVALID_PARAMS) }
       },
     },
@@ -371,7 +376,8 @@ function categoryTable(cheapCall: ToolCall, giant: number): Category[] {
             alsoAccepted: {
               // -32601 is right where the server lacks the capability (no resources, no tasks).
               codes: [METHOD_NOT_FOUND, -32603],
-              reason: 'the SDK validates the params of the methods it routes and answers -32603 when they fail',
+              reason:
+                'the SDK validates the params of the methods it routes and answers -32603 when they fail',
             },
           },
         }
@@ -383,7 +389,12 @@ function categoryTable(cheapCall: ToolCall, giant: number): Category[] {
       make(rng, id) {
         const params = pick(rng, [
           {},
-          { name: pick(rng, ODD_VALUES.filter((value) => typeof value !== 'string')) },
+          {
+            name: pick(
+              rng,
+              ODD_VALUES.filter((value) => typeof value !== 'string'),
+            ),
+          },
           { name: cheapCall.name, arguments: pick(rng, [1, 'x', [], true]) },
           { name: `${cheapCall.name}_nope` },
           { name: '' },
@@ -391,7 +402,11 @@ function categoryTable(cheapCall: ToolCall, giant: number): Category[] {
           { name: cheapCall.name, arguments: { ...cheapCall.arguments, unexpected: 1, '': [] } },
         ])
         // Extra arguments may be allowed by a tool's schema: then the call is simply answered.
-        const strictlyBad = !('arguments' in params && typeof params.arguments === 'object' && !Array.isArray(params.arguments))
+        const strictlyBad = !(
+          'arguments' in params &&
+          typeof params.arguments === 'object' &&
+          !Array.isArray(params.arguments)
+        )
         return {
           payload: request(id, 'tools/call', params),
           expected: strictlyBad ? errorFor(id, INVALID_PARAMS) : { kind: 'answer', id },
@@ -509,12 +524,18 @@ export interface Answer {
 }
 
 /** Checks one answer against the expectation; a message naming the input when wrong. */
-export function checkAnswer(fuzzCase: FuzzCase, answer: Answer | undefined, seed: number): string | undefined {
+export function checkAnswer(
+  fuzzCase: FuzzCase,
+  answer: Answer | undefined,
+  seed: number,
+): string | undefined {
   const { expected } = fuzzCase
   const name = () =>
     `seed ${seed} case #${fuzzCase.index} (${fuzzCase.category}): ${fuzzCase.payload.slice(0, 300)}${fuzzCase.payload.length > 300 ? `… (${fuzzCase.payload.length} bytes)` : ''}`
   if (expected.kind === 'silent') {
-    return answer === undefined ? undefined : `${name()} expected no answer, got ${JSON.stringify(answer).slice(0, 300)}`
+    return answer === undefined
+      ? undefined
+      : `${name()} expected no answer, got ${JSON.stringify(answer).slice(0, 300)}`
   }
   if (answer === undefined) return `${name()} got no answer`
   if (expected.kind === 'answer') {
@@ -523,9 +544,13 @@ export function checkAnswer(fuzzCase: FuzzCase, answer: Answer | undefined, seed
       return `${name()} answered an internal error: ${JSON.stringify(answer.error).slice(0, 300)}`
     return undefined
   }
-  if (answer.id !== expected.id) return `${name()} answered with id ${JSON.stringify(answer.id)}, expected ${JSON.stringify(expected.id)}`
+  if (answer.id !== expected.id)
+    return `${name()} answered with id ${JSON.stringify(answer.id)}, expected ${JSON.stringify(expected.id)}`
   if (!answer.error) return `${name()} expected error ${expected.code}, got a result`
-  if (answer.error.code !== expected.code && !expected.alsoAccepted?.codes.includes(answer.error.code as number))
+  if (
+    answer.error.code !== expected.code &&
+    !expected.alsoAccepted?.codes.includes(answer.error.code as number)
+  )
     return `${name()} expected error ${expected.code}, got ${JSON.stringify(answer.error).slice(0, 300)}`
   return undefined
 }

@@ -72,7 +72,9 @@ export async function fuzzStdio(
       .map((fuzzCase) => answerKey(fuzzCase))
       .filter((key): key is string => key !== undefined && !peer.answers.has(key))
     await Promise.all(
-      missing.map((key) => peer.waitFor(JSON.parse(key) as string | number, answerWaitMs).catch(() => undefined)),
+      missing.map((key) =>
+        peer.waitFor(JSON.parse(key) as string | number, answerWaitMs).catch(() => undefined),
+      ),
     )
     for (const fuzzCase of slice) {
       const key = answerKey(fuzzCase)
@@ -88,7 +90,9 @@ export async function fuzzStdio(
   for (const fuzzCase of cases) {
     const key = silentKey(fuzzCase)
     if (key !== undefined && peer.answers.has(key))
-      failures.push(checkAnswer(fuzzCase, peer.answers.get(key)?.[0], seed) ?? `case #${fuzzCase.index} answered`)
+      failures.push(
+        checkAnswer(fuzzCase, peer.answers.get(key)?.[0], seed) ?? `case #${fuzzCase.index} answered`,
+      )
   }
   nullExpected.forEach((fuzzCase, index) => {
     const answer = peer.nullAnswers[index]
@@ -100,7 +104,14 @@ export async function fuzzStdio(
     failures.push(
       `seed ${seed}: ${peer.nullAnswers.length - nullExpected.length} unexpected answers with id null, e.g. ${JSON.stringify(peer.nullAnswers[nullExpected.length]).slice(0, 300)}`,
     )
-  return { sent: cases.length, failures, codes, rssBefore, rssAfter: rssOf(peer.pid), ms: performance.now() - started }
+  return {
+    sent: cases.length,
+    failures,
+    codes,
+    rssBefore,
+    rssAfter: rssOf(peer.pid),
+    ms: performance.now() - started,
+  }
 }
 
 /** Over HTTP: every case is one POST in one session, `concurrency` in flight. */
@@ -119,7 +130,9 @@ export async function fuzzHttp(
     let answers: Answer[]
     let status: number
     try {
-      ;({ answers, status } = await peer.post(fuzzCase.payload, { signal: AbortSignal.timeout(answerWaitMs) }))
+      ;({ answers, status } = await peer.post(fuzzCase.payload, {
+        signal: AbortSignal.timeout(answerWaitMs),
+      }))
     } catch (error) {
       const timedOut = (error as Error).name === 'TimeoutError'
       failures.push(
@@ -135,7 +148,15 @@ export async function fuzzHttp(
     countCode(codes, answer)
     const failure = checkAnswer(fuzzCase, answer, seed)
     if (failure) failures.push(`${failure} (HTTP ${status})`)
-    else if (answer?.error && status >= 500) failures.push(`seed ${seed} case #${fuzzCase.index}: HTTP ${status}`)
+    else if (answer?.error && status >= 500)
+      failures.push(`seed ${seed} case #${fuzzCase.index}: HTTP ${status}`)
   })
-  return { sent: cases.length, failures, codes, rssBefore, rssAfter: rssOf(peer.pid), ms: performance.now() - started }
+  return {
+    sent: cases.length,
+    failures,
+    codes,
+    rssBefore,
+    rssAfter: rssOf(peer.pid),
+    ms: performance.now() - started,
+  }
 }

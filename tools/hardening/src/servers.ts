@@ -5,6 +5,8 @@
  * that take its error paths. Adding a server to every suite is adding one entry here.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -17,11 +19,17 @@ import {
   startPostgres,
 } from '../../../servers/postgres/test/harness/index.js'
 import { adminQuery } from '../../../servers/postgres/test/harness/wait.js'
-import { BOT_TOKEN, type FakeSlack, startFakeSlack, USER_TOKEN } from '../../../servers/slack/test/fake-slack.js'
+import {
+  BOT_TOKEN,
+  type FakeSlack,
+  startFakeSlack,
+  USER_TOKEN,
+} from '../../../servers/slack/test/fake-slack.js'
 import type { ToolCall } from './fuzz.js'
 import type { Command } from './wire.js'
 
-const bin = (slug: string) => fileURLToPath(new URL(`../../../servers/${slug}/dist/index.js`, import.meta.url))
+const bin = (slug: string) =>
+  fileURLToPath(new URL(`../../../servers/${slug}/dist/index.js`, import.meta.url))
 
 /** The bearer every HTTP server is started with (`MCP_AUTH_TOKEN`): a secret like any other. */
 export const HTTP_BEARER = 'keelfake-bearer-7Hq2ZpX9sW4vN1cR8tY3'
@@ -51,6 +59,11 @@ export interface PreparedServer {
   errorCalls: ToolCall[]
   /** Every credential given to the server (as given: the suites derive encoded forms). */
   secrets: string[]
+  /**
+   * A call still running after several seconds (with `env` added to the command: e.g. an API URL
+   * that never answers), for the timeout and vanishing-client paths.
+   */
+  slow: { call: ToolCall; env?: Record<string, string> }
   /** The same server with a credential its backend refuses (the "bad auth" path). */
   badAuth?: Command
   /** Stops what `prepare` started. */
@@ -60,6 +73,20 @@ export interface PreparedServer {
 export interface ServerEntry {
   name: string
   prepare(): Promise<PreparedServer>
+}
+
+/** A loopback server that accepts connections and never answers: the slowest backend there is. */
+export async function blackHole(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer(() => undefined)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
 }
 
 async function tempDirectory(prefix: string) {
@@ -90,6 +117,8 @@ const fsEntry: ServerEntry = {
         { name: 'read_text_file', arguments: { path: 'missing.txt' } },
         { name: 'list_directory', arguments: { path: 'notes.md' } },
       ],
+      // fs has no slow backend: its slowest ordinary call stands in.
+      slow: { call: { name: 'search_content', arguments: { path: '.', pattern: 'gamma' } } },
       secrets: [],
       stop: () => rm(root, { recursive: true, force: true }),
     }
@@ -109,6 +138,7 @@ const exampleEntry: ServerEntry = {
         { name: 'search_notes', arguments: { query: 'soak' } },
       ],
       errorCalls: [{ name: 'add_note', arguments: { title: '', body: '' } }],
+      slow: { call: { name: 'count_slowly', arguments: { n: 1000, interval_ms: 100 } } },
       secrets: [],
       stop: async () => undefined,
     }
@@ -122,7 +152,10 @@ export const POSTGRES_PASSWORD = 'keelfake-pg-Pw/9+kQ=x&z3'
 export async function startCluster(): Promise<{ postgres: PostgresInstance; url: string; badUrl: string }> {
   const postgres = await startPostgres({ restartable: true })
   try {
-    await seedSampleSchema(postgres.superuserUrl, { bulkRows: 2000, readerRole: postgres.roleName('keel_reader') })
+    await seedSampleSchema(postgres.superuserUrl, {
+      bulkRows: 2000,
+      readerRole: postgres.roleName('keel_reader'),
+    })
     const role = postgres.passwordRole
     if (!role) throw new Error('the password role is needed (own clusters only)')
     // The harness's password role authenticates with scram: give it our recognisable password.
@@ -165,6 +198,7 @@ const postgresEntry: ServerEntry = {
         { name: 'query', arguments: { sql: 'SELECT pg_sleep(30)' } },
         { name: 'describe_table', arguments: { schema: 'shop', table: 'nothing' } },
       ],
+      slow: { call: { name: 'query', arguments: { sql: 'SELECT pg_sleep(20)' } } },
       secrets: [url, POSTGRES_PASSWORD],
       badAuth: { command: process.execPath, args: [bin('postgres')], env: { ...env, DATABASE_URL: badUrl } },
       stop: () => postgres.stop(),
@@ -203,6 +237,7 @@ const githubEntry: ServerEntry = {
   async prepare() {
     const fake = await FakeGitHub.start()
     githubRoutes(fake)
+    const hole = await blackHole()
     const env = { ...CLEAN_ENV, GITHUB_TOKEN, GITHUB_API_URL: fake.url }
     return {
       command: { command: process.execPath, args: [bin('github')], env },
@@ -218,8 +253,12 @@ const githubEntry: ServerEntry = {
         { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 404 } },
         { name: 'get_issue', arguments: { repo: 'not a repo', issue_number: 1 } },
       ],
+      slow: { call: { name: 'get_me', arguments: {} }, env: { GITHUB_API_URL: hole.url } },
       secrets: [GITHUB_TOKEN],
-      stop: () => fake.close(),
+      stop: async () => {
+        await hole.close()
+        await fake.close()
+      },
     }
   },
 }
@@ -235,6 +274,7 @@ const slackEntry: ServerEntry = {
   name: 'slack',
   async prepare() {
     const fake = await startFakeSlack()
+    const hole = await blackHole()
     const env = slackEnv(fake)
     return {
       command: { command: process.execPath, args: [bin('slack')], env },
@@ -251,13 +291,20 @@ const slackEntry: ServerEntry = {
         { name: 'get_channel_history', arguments: { channel: '#nothing-here' } },
         { name: 'get_user_profile', arguments: { user: 'U99999999' } },
       ],
-      secrets: [BOT_TOKEN, USER_TOKEN],
+      slow: {
+        call: { name: 'get_channel_info', arguments: { channel: 'C0GENERAL' } },
+        env: { SLACK_API_URL: hole.url },
+      },
+      secrets: [BOT_TOKEN, USER_TOKEN, SLACK_BAD_TOKEN],
       badAuth: {
         command: process.execPath,
         args: [bin('slack')],
         env: { ...env, SLACK_BOT_TOKEN: SLACK_BAD_TOKEN, SLACK_USER_TOKEN: SLACK_BAD_TOKEN },
       },
-      stop: () => fake.close(),
+      stop: async () => {
+        await hole.close()
+        await fake.close()
+      },
     }
   },
 }

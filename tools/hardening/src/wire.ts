@@ -106,12 +106,16 @@ export class StdioPeer {
   #lines = 0
 
   constructor(command: Command) {
-    this.child = track(spawn(command.command, command.args, {
-      env: { ...(process.env as Record<string, string>), ...command.env },
-      ...(command.cwd ? { cwd: command.cwd } : {}),
-      stdio: ['pipe', 'pipe', 'pipe'],
-    }))
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })))
+    this.child = track(
+      spawn(command.command, command.args, {
+        env: { ...(process.env as Record<string, string>), ...command.env },
+        ...(command.cwd ? { cwd: command.cwd } : {}),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      }),
+    )
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code, signal) => resolve({ code, signal })),
+    )
     // A vanished server makes writes fail with EPIPE: the suites check `exited` instead.
     this.child.stdin.on('error', () => undefined)
     this.child.stderr.on('data', (chunk: Buffer) => {
@@ -187,7 +191,9 @@ export class StdioPeer {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#waiters.delete(key)
-        reject(new Error(`no answer to id ${key} within ${timeoutMs} ms; stderr: ${this.stderr.slice(-1500)}`))
+        reject(
+          new Error(`no answer to id ${key} within ${timeoutMs} ms; stderr: ${this.stderr.slice(-1500)}`),
+        )
       }, timeoutMs)
       const onExit = () => {
         clearTimeout(timer)
@@ -204,7 +210,9 @@ export class StdioPeer {
 
   /** Sends a request and waits for its answer. */
   async request(id: string | number, method: string, params?: unknown, timeoutMs?: number): Promise<Answer> {
-    await this.send(JSON.stringify({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) }))
+    await this.send(
+      JSON.stringify({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) }),
+    )
     return this.waitFor(id, timeoutMs)
   }
 
@@ -220,7 +228,9 @@ export class StdioPeer {
   }
 
   /** Closes stdin and waits for the exit; SIGKILL after `timeoutMs` (and says so). */
-  async end(timeoutMs = 10_000): Promise<{ code: number | null; signal: NodeJS.Signals | null; killed: boolean }> {
+  async end(
+    timeoutMs = 10_000,
+  ): Promise<{ code: number | null; signal: NodeJS.Signals | null; killed: boolean }> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) {
       return { code: this.child.exitCode, signal: this.child.signalCode, killed: false }
     }
@@ -270,7 +280,9 @@ export class HttpPeer {
       }, timeoutMs)
       void peer.exited.then(({ code }) => {
         clearTimeout(timer)
-        reject(new Error(`exited (code ${code}) before announcing a URL; stderr: ${peer.stderr.slice(-2000)}`))
+        reject(
+          new Error(`exited (code ${code}) before announcing a URL; stderr: ${peer.stderr.slice(-2000)}`),
+        )
       })
       child.stderr.on('data', (chunk: Buffer) => {
         peer.stderr += chunk
@@ -356,7 +368,9 @@ export class HttpPeer {
   }
 
   /** SIGTERM, then SIGKILL after `timeoutMs`; resolves with how it ended. */
-  async close(timeoutMs = 10_000): Promise<{ code: number | null; signal: NodeJS.Signals | null; killed: boolean }> {
+  async close(
+    timeoutMs = 10_000,
+  ): Promise<{ code: number | null; signal: NodeJS.Signals | null; killed: boolean }> {
     if (this.child.exitCode !== null || this.child.signalCode !== null)
       return { code: this.child.exitCode, signal: this.child.signalCode, killed: false }
     let killed = false
@@ -372,7 +386,11 @@ export class HttpPeer {
 }
 
 /** Runs `work` over `items` with at most `limit` in flight. */
-export async function pool<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+export async function pool<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0
   const runners = Array.from({ length: Math.min(limit, items.length) }, async () => {
     while (next < items.length) {

@@ -1,11 +1,9 @@
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { FakeGitHub } from '../../../servers/github/test/fake-github.js'
 import { startFakeSlack } from '../../../servers/slack/test/fake-slack.js'
 import type { Answer } from '../src/fuzz.js'
 import { record } from '../src/report.js'
-import { GITHUB_TOKEN, githubRoutes, SERVERS, slackEnv, startCluster } from '../src/servers.js'
+import { blackHole, GITHUB_TOKEN, githubRoutes, SERVERS, slackEnv, startCluster } from '../src/servers.js'
 import { alive, type Command, descendantsOf, HttpPeer, killAll, StdioPeer } from '../src/wire.js'
 
 const cleanups: Array<() => Promise<unknown>> = []
@@ -35,21 +33,6 @@ async function stdio(command: Command): Promise<StdioPeer> {
   return peer
 }
 
-/** A loopback server that accepts connections and never answers: the slowest backend there is. */
-async function blackHole(): Promise<{ url: string; close(): Promise<void> }> {
-  const server: Server = createServer(() => undefined)
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
-  return {
-    url,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  }
-}
-
 describe('postgres restarted mid-run', () => {
   it('reports the outage as a tool error and recovers without a restart of the server', async () => {
     const { postgres, url } = await startCluster()
@@ -66,7 +49,13 @@ describe('postgres restarted mid-run', () => {
     const load = (async () => {
       while (!stop) {
         const answer = await call(peer, 'query', { sql: 'SELECT count(*) FROM shop.orders' })
-        outcomes.push(ok(answer) ? 'ok' : answer.error ? `rpc ${answer.error.code}` : textOf(answer).split(':')[0] ?? '')
+        outcomes.push(
+          ok(answer)
+            ? 'ok'
+            : answer.error
+              ? `rpc ${answer.error.code}`
+              : (textOf(answer).split(':')[0] ?? ''),
+        )
       }
     })()
     await postgres.restart()
@@ -94,7 +83,6 @@ describe('postgres restarted mid-run', () => {
   })
 })
 
-
 describe('GitHub answering 429, 5xx, slowly and with garbage', () => {
   it('turns each into a tool error or a retried success, and serves the next call', async () => {
     const fake = await FakeGitHub.start()
@@ -105,17 +93,37 @@ describe('GitHub answering 429, 5xx, slowly and with garbage', () => {
       env: { GITHUB_TOKEN, GITHUB_API_URL: fake.url, MCP_TOOL_TIMEOUT_MS: '3000' },
     })
     const faults: Array<[string, Parameters<FakeGitHub['once']>[2]]> = [
-      ['429 with Retry-After', { status: 429, headers: { 'retry-after': '1', 'x-ratelimit-remaining': '0' }, body: { message: 'rate limited' } }],
-      ['403 secondary rate limit', { status: 403, headers: { 'retry-after': '120' }, body: { message: 'You have exceeded a secondary rate limit' } }],
+      [
+        '429 with Retry-After',
+        {
+          status: 429,
+          headers: { 'retry-after': '1', 'x-ratelimit-remaining': '0' },
+          body: { message: 'rate limited' },
+        },
+      ],
+      [
+        '403 secondary rate limit',
+        {
+          status: 403,
+          headers: { 'retry-after': '120' },
+          body: { message: 'You have exceeded a secondary rate limit' },
+        },
+      ],
       ['500', { status: 500, body: { message: 'Server Error' } }],
-      ['502 with an HTML page', { status: 502, headers: { 'content-type': 'text/html' }, body: '<html>Bad gateway</html>' }],
+      [
+        '502 with an HTML page',
+        { status: 502, headers: { 'content-type': 'text/html' }, body: '<html>Bad gateway</html>' },
+      ],
       ['503', { status: 503, body: { message: 'Service Unavailable' } }],
       ['garbage JSON', { status: 200, body: '{"login": "half' }],
       ['an empty 200', { status: 200, body: '' }],
-      ['slower than the tool timeout', async () => {
-        await new Promise((resolve) => setTimeout(resolve, 6000))
-        return { body: { login: 'late' } }
-      }],
+      [
+        'slower than the tool timeout',
+        async () => {
+          await new Promise((resolve) => setTimeout(resolve, 6000))
+          return { body: { login: 'late' } }
+        },
+      ],
     ]
     const outcomes: Record<string, string> = {}
     for (const [label, reply] of faults) {
@@ -123,7 +131,11 @@ describe('GitHub answering 429, 5xx, slowly and with garbage', () => {
       fake.once('GET', '/user', reply)
       githubRoutes(fake)
       const answer = await call(peer, 'get_me')
-      outcomes[label] = ok(answer) ? 'ok (retried)' : answer.error ? `rpc ${answer.error.code}` : textOf(answer).split('\n')[0]?.slice(0, 120) ?? ''
+      outcomes[label] = ok(answer)
+        ? 'ok (retried)'
+        : answer.error
+          ? `rpc ${answer.error.code}`
+          : (textOf(answer).split('\n')[0]?.slice(0, 120) ?? '')
       expect(answer.error, label).toBeUndefined()
       // And the server is fine for the next call.
       expect(ok(await call(peer, 'get_me')), `after ${label}`).toBe(true)
@@ -150,7 +162,11 @@ describe('Slack answering 429, 5xx, slowly and with garbage', () => {
     for (const [label, fault] of faults) {
       fake.fail({ ...fault })
       const answer = await call(peer, 'get_channel_info', { channel: 'C0GENERAL' })
-      outcomes[label] = ok(answer) ? 'ok (retried)' : answer.error ? `rpc ${answer.error.code}` : textOf(answer).split('\n')[0]?.slice(0, 120) ?? ''
+      outcomes[label] = ok(answer)
+        ? 'ok (retried)'
+        : answer.error
+          ? `rpc ${answer.error.code}`
+          : (textOf(answer).split('\n')[0]?.slice(0, 120) ?? '')
       expect(answer.error, label).toBeUndefined()
       expect(ok(await call(peer, 'get_channel_info', { channel: 'C0GENERAL' })), `after ${label}`).toBe(true)
     }
@@ -173,72 +189,69 @@ describe('Slack answering 429, 5xx, slowly and with garbage', () => {
   })
 })
 
-/** A call that is still running when the client goes away (or the cheap call, for fast servers). */
-async function slowCall(name: string): Promise<{ call: { name: string; arguments: Record<string, unknown> }; env?: Record<string, string>; close?: () => Promise<void> }> {
-  if (name === 'example') return { call: { name: 'count_slowly', arguments: { n: 1000, interval_ms: 100 } } }
-  if (name === 'postgres') return { call: { name: 'query', arguments: { sql: 'SELECT pg_sleep(20)' } } }
-  if (name === 'github' || name === 'slack') {
-    const hole = await blackHole()
-    const env = name === 'github' ? { GITHUB_API_URL: hole.url } : { SLACK_API_URL: hole.url }
-    const call = name === 'github' ? { name: 'get_me', arguments: {} } : { name: 'get_channel_info', arguments: { channel: 'C0GENERAL' } }
-    return { call, env, close: hole.close }
-  }
-  return { call: { name: 'search_content', arguments: { path: '.', pattern: 'gamma' } } }
-}
-
-describe.each(SERVERS.map((entry) => [entry.name, entry] as const))('%s when the client vanishes mid-call', (name, entry) => {
-  it('exits cleanly when stdin closes during a call, leaving no process behind', async () => {
-    const prepared = await entry.prepare()
-    cleanups.push(() => prepared.stop())
-    const slow = await slowCall(name)
-    if (slow.close) cleanups.push(slow.close)
-    const peer = new StdioPeer({ ...prepared.command, env: { ...prepared.command.env, ...slow.env } })
-    await peer.initialize()
-    await peer.send(JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: slow.call }))
-    await new Promise((resolve) => setTimeout(resolve, 300))
-    const family = [peer.pid, ...descendantsOf(peer.pid)]
-    const started = performance.now()
-    const ended = await peer.end(15_000)
-    const ms = Math.round(performance.now() - started)
-    record('faults', { case: 'stdin closed mid-call', server: name, exit: ended, ms, processes: family.length })
-    expect(ended).toMatchObject({ code: 0, killed: false })
-    expect(family.filter(alive)).toEqual([])
-    expect(peer.impure).toEqual([])
-  })
-
-  it('serves the next call after an HTTP client drops its connection mid-call, then stops on SIGTERM', async () => {
-    const prepared = await entry.prepare()
-    cleanups.push(() => prepared.stop())
-    const slow = await slowCall(name)
-    if (slow.close) cleanups.push(slow.close)
-    const peer = await HttpPeer.start({ ...prepared.command, env: { ...prepared.command.env, ...slow.env } })
-    cleanups.push(() => peer.close())
-    await peer.initialize()
-    const dropped = new AbortController()
-    const pending = peer
-      .post(JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: slow.call }), {
-        signal: dropped.signal,
+describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
+  '%s when the client vanishes mid-call',
+  (name, entry) => {
+    it('exits cleanly when stdin closes during a call, leaving no process behind', async () => {
+      const prepared = await entry.prepare()
+      cleanups.push(() => prepared.stop())
+      const slow = prepared.slow
+      const peer = new StdioPeer({ ...prepared.command, env: { ...prepared.command.env, ...slow.env } })
+      await peer.initialize()
+      await peer.send(JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: slow.call }))
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      const family = [peer.pid, ...descendantsOf(peer.pid)]
+      const started = performance.now()
+      const ended = await peer.end(15_000)
+      const ms = Math.round(performance.now() - started)
+      record('faults', {
+        case: 'stdin closed mid-call',
+        server: name,
+        exit: ended,
+        ms,
+        processes: family.length,
       })
-      .catch((error: Error) => error)
-    await new Promise((resolve) => setTimeout(resolve, 300))
-    dropped.abort()
-    await pending
-    // A fresh client on the same server is served.
-    const next = HttpPeer.attach(peer)
-    await next.initialize()
-    const ping = await next.post(JSON.stringify({ jsonrpc: '2.0', id: 'ping', method: 'ping' }))
-    expect(ping.answers[0]?.result).toEqual({})
-    if (!slow.env) {
-      const fresh = await next.post(
-        JSON.stringify({ jsonrpc: '2.0', id: 'next', method: 'tools/call', params: prepared.cheapCall }),
-      )
-      expect(ok(fresh.answers[0] as Answer)).toBe(true)
-    }
-    const family = [peer.pid, ...descendantsOf(peer.pid)]
-    const ended = await peer.close(15_000)
-    record('faults', { case: 'HTTP connection dropped mid-call', server: name, exit: ended })
-    expect(ended.killed).toBe(false)
-    expect(family.filter(alive)).toEqual([])
-    expect(peer.stdout).toBe('')
-  })
-})
+      expect(ended).toMatchObject({ code: 0, killed: false })
+      expect(family.filter(alive)).toEqual([])
+      expect(peer.impure).toEqual([])
+    })
+
+    it('serves the next call after an HTTP client drops its connection mid-call, then stops on SIGTERM', async () => {
+      const prepared = await entry.prepare()
+      cleanups.push(() => prepared.stop())
+      const slow = prepared.slow
+      const peer = await HttpPeer.start({
+        ...prepared.command,
+        env: { ...prepared.command.env, ...slow.env },
+      })
+      cleanups.push(() => peer.close())
+      await peer.initialize()
+      const dropped = new AbortController()
+      const pending = peer
+        .post(JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: slow.call }), {
+          signal: dropped.signal,
+        })
+        .catch((error: Error) => error)
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      dropped.abort()
+      await pending
+      // A fresh client on the same server is served.
+      const next = HttpPeer.attach(peer)
+      await next.initialize()
+      const ping = await next.post(JSON.stringify({ jsonrpc: '2.0', id: 'ping', method: 'ping' }))
+      expect(ping.answers[0]?.result).toEqual({})
+      if (!slow.env) {
+        const fresh = await next.post(
+          JSON.stringify({ jsonrpc: '2.0', id: 'next', method: 'tools/call', params: prepared.cheapCall }),
+        )
+        expect(ok(fresh.answers[0] as Answer)).toBe(true)
+      }
+      const family = [peer.pid, ...descendantsOf(peer.pid)]
+      const ended = await peer.close(15_000)
+      record('faults', { case: 'HTTP connection dropped mid-call', server: name, exit: ended })
+      expect(ended.killed).toBe(false)
+      expect(family.filter(alive)).toEqual([])
+      expect(peer.stdout).toBe('')
+    })
+  },
+)

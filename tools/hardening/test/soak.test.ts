@@ -71,7 +71,9 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
             { signal: AbortSignal.timeout(30_000) },
           )
           const answer = answers[0]
-          const result = answer?.result as { isError?: boolean; content?: Array<{ text?: string }> } | undefined
+          const result = answer?.result as
+            | { isError?: boolean; content?: Array<{ text?: string }> }
+            | undefined
           if (status !== 200 || !answer || answer.error || !result || result.isError)
             unexpected.push(`${call.name}: HTTP ${status} ${JSON.stringify(answer).slice(0, 300)}`)
         } catch (error) {
@@ -87,9 +89,9 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
     .map((sample) => sample.rss)
   const last = samples.filter((sample) => sample.at >= endAt - 10_000).map((sample) => sample.rss)
   const stopped = await peer.close()
-  const heaps = [...peer.stdout.matchAll(/\[(\d+):[^\]]*\]\s+(\d+) ms: Mark-Compact [\d.]+ \([\d.]+\) -> ([\d.]+) \(/g)].map(
-    (match) => ({ atMs: Number(match[2]), liveMiB: Number(match[3]) }),
-  )
+  const heaps = [
+    ...peer.stdout.matchAll(/\[(\d+):[^\]]*\]\s+(\d+) ms: Mark-Compact [\d.]+ \([\d.]+\) -> ([\d.]+) \(/g),
+  ].map((match) => ({ atMs: Number(match[2]), liveMiB: Number(match[3]) }))
   return {
     name,
     calls,

@@ -20,12 +20,18 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))('the %s entr
     for (const call of [prepared.cheapCall, ...prepared.mixedCalls]) {
       const answer = await peer.request(++id, 'tools/call', call)
       expect(answer.error, `${call.name}: ${JSON.stringify(answer).slice(0, 400)}`).toBeUndefined()
-      expect((answer.result as { isError?: boolean }).isError, `${call.name}: ${JSON.stringify(answer).slice(0, 400)}`).toBeFalsy()
+      expect(
+        (answer.result as { isError?: boolean }).isError,
+        `${call.name}: ${JSON.stringify(answer).slice(0, 400)}`,
+      ).toBeFalsy()
     }
     for (const call of prepared.errorCalls) {
       const answer = await peer.request(++id, 'tools/call', call)
       const failed = answer.error !== undefined || (answer.result as { isError?: boolean }).isError === true
-      expect(failed, `${call.name} ${JSON.stringify(call.arguments)}: ${JSON.stringify(answer).slice(0, 400)}`).toBe(true)
+      expect(
+        failed,
+        `${call.name} ${JSON.stringify(call.arguments)}: ${JSON.stringify(answer).slice(0, 400)}`,
+      ).toBe(true)
     }
     expect(peer.impure).toEqual([])
   })
