@@ -137,6 +137,8 @@ describe('GitHub answering 429, 5xx, slowly and with garbage', () => {
           ? `rpc ${answer.error.code}`
           : (textOf(answer).split('\n')[0]?.slice(0, 120) ?? '')
       expect(answer.error, label).toBeUndefined()
+      // A backend failure is something the model can act on (retry, wait), never `internal`.
+      expect(outcomes[label], label).not.toMatch(/^internal/)
       // And the server is fine for the next call.
       expect(ok(await call(peer, 'get_me')), `after ${label}`).toBe(true)
     }
@@ -168,6 +170,8 @@ describe('Slack answering 429, 5xx, slowly and with garbage', () => {
           ? `rpc ${answer.error.code}`
           : (textOf(answer).split('\n')[0]?.slice(0, 120) ?? '')
       expect(answer.error, label).toBeUndefined()
+      // A backend failure is something the model can act on (retry, wait), never `internal`.
+      expect(outcomes[label], label).not.toMatch(/^internal/)
       expect(ok(await call(peer, 'get_channel_info', { channel: 'C0GENERAL' })), `after ${label}`).toBe(true)
     }
     await peer.end()
