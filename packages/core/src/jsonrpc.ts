@@ -1,4 +1,5 @@
 /** JSON-RPC 2.0 framing checks shared by the stdio and HTTP front doors. */
+import { isJSONRPCRequest } from '@modelcontextprotocol/server'
 
 export const PARSE_ERROR = -32700
 export const INVALID_REQUEST = -32600
@@ -79,6 +80,25 @@ export function checkEnvelope(message: unknown): Check {
         code: INVALID_PARAMS,
         message: 'Invalid params: MCP takes params as an object, not an array',
       }
+    }
+    // The SDK drops a request it cannot read as one (a malformed `params._meta`, a stray top-level
+    // member) without any answer, leaving the client waiting forever: answer it here instead.
+    if ('id' in record && !isJSONRPCRequest(message)) {
+      const bare: Record<string, unknown> = { jsonrpc: '2.0', id: record.id, method: record.method }
+      if ('params' in record) bare.params = record.params
+      return isJSONRPCRequest(bare)
+        ? {
+            ok: false,
+            id,
+            code: INVALID_REQUEST,
+            message: 'Invalid Request: unexpected members in the request',
+          }
+        : {
+            ok: false,
+            id,
+            code: INVALID_PARAMS,
+            message: 'Invalid params: malformed "_meta" (a progressToken is a string or an integer)',
+          }
     }
     return { ok: true }
   }

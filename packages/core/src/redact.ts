@@ -9,8 +9,11 @@
 const REDACTED = '[redacted]'
 
 const PATTERNS: Array<[RegExp, string]> = [
-  // scheme://user:password@host → scheme://user:[redacted]@host (and bare scheme://token@host)
-  [/([a-z][a-z0-9+.-]*:\/\/)([^/\s:@]+):([^@\s/]+)@/gi, `$1$2:${REDACTED}@`],
+  // scheme://user:password@host → scheme://user:[redacted]@host (also with an empty user). The
+  // scheme starts where no scheme character precedes it: without that lookbehind every position
+  // of a long letter run restarts the scheme match, quadratic in the length (a 1 MiB path in a
+  // tool error took hours).
+  [/(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/)([^/\s:@]*):([^@\s/]+)@/gi, `$1$2:${REDACTED}@`],
   // Authorization: Bearer xyz / Basic xyz
   [/\b(authorization\s*[:=]\s*"?)(bearer|basic|token)\s+[^\s",]+/gi, `$1$2 ${REDACTED}`],
   [/\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${REDACTED}`],

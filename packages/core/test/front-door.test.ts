@@ -188,6 +188,12 @@ describe('the front door', () => {
     ['params as an array', { jsonrpc: '2.0', id: 7, method: 'tools/list', params: [] }, -32602, 7],
     ['a float id', { jsonrpc: '2.0', id: 1.5, method: 'ping' }, -32600, null],
     ['an id of 1e308', { jsonrpc: '2.0', id: 1e308, method: 'ping' }, -32600, null],
+    [
+      'a malformed _meta (once answered with -32700 and id null)',
+      { jsonrpc: '2.0', id: 8, method: 'ping', params: { _meta: { progressToken: {} } } },
+      -32602,
+      8,
+    ],
   ])('answers %s with the precise code', async (_what, message, code, id) => {
     const { endpoint } = await start()
     const response = await raw(endpoint.url, { headers: JSON_HEADERS, body: JSON.stringify(message) })

@@ -43,6 +43,16 @@ describe('LineTransport', () => {
     ['{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}', { id: null, code: -32600 }],
     ['{"jsonrpc":"2.0","id":3,"method":"ping","params":"x"}', { id: 3, code: -32600 }],
     ['42', { id: null, code: -32600 }],
+    [
+      '{"jsonrpc":"2.0","id":4,"method":"ping","params":{"_meta":{"progressToken":{}}}}',
+      { id: 4, code: -32602 },
+    ],
+    ['{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":5}}', { id: 5, code: -32602 }],
+    [
+      '{"jsonrpc":"2.0","id":"s","method":"ping","params":{"_meta":{"progressToken":1.5}}}',
+      { id: 's', code: -32602 },
+    ],
+    ['{"jsonrpc":"2.0","id":6,"method":"ping","__proto__":{"method":"tools/call"}}', { id: 6, code: -32600 }],
   ])('answers %s with a JSON-RPC error and keeps reading', async (line, expected) => {
     const { input, written, received, transport } = setup()
     await transport.start()

@@ -16,9 +16,17 @@ describe('Redactor', () => {
     ['json secret', '{"token":"abc123","ok":1}', '{"token":"[redacted]","ok":1}'],
     ['github token', 'token ghp_0123456789abcdefghijABCDEFGHIJ012345 used', 'token [redacted] used'],
     ['slack token', 'xoxb-1234567890-abcdefghij', '[redacted]'],
+    ['URL password with an empty user', 'redis://:s3cretpass@cache:6379', 'redis://:[redacted]@cache:6379'],
+    ['URL password after letters', 'at xhttps://u:s3cretpass@h', 'at xhttps://u:[redacted]@h'],
   ]
   it.each(cases)('redacts a %s', (_label, input, output) => {
     expect(new Redactor().redact(input)).toBe(output)
+  })
+
+  it('redacts a 4 MiB run of letters (a path in a tool error) in linear time', () => {
+    // The URL pattern used to restart at every letter of a run: quadratic, hours for this input.
+    const text = `${'A'.repeat(4 * 1024 * 1024)} https://u:s3cretpass@h`
+    expect(new Redactor().redact(text).endsWith('https://u:[redacted]@h')).toBe(true)
   })
 
   it('redacts registered secret values, also URL-encoded', () => {

@@ -76,6 +76,19 @@ describe('rate limits and retries (real plugin-throttling and plugin-retry)', ()
     expect(fake.calls('GET', '/user')).toHaveLength(2)
   })
 
+  it.each([
+    ['cut-off JSON', '{"login": "half'],
+    ['an empty body', ''],
+  ])('reports a 200 with %s as unavailable, then serves the next call', async (_what, body) => {
+    const { fake, call } = await setup()
+    fake.once('GET', '/user', { status: 200, body })
+    fake.on('GET', '/user', json(me))
+    const broken = await call('get_me')
+    expect(errorKind(broken)).toBe('unavailable')
+    expect(textOf(broken)).toContain('not JSON')
+    expect((await call('get_me')).structuredContent?.login).toBe('octocat')
+  })
+
   it('retries 5xx answers, then succeeds', async () => {
     const { fake, call } = await setup()
     fake.on(

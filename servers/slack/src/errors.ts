@@ -38,6 +38,10 @@ const hints: Record<string, { kind: ConstructorParameters<typeof ToolError>[0]; 
   ratelimited: { kind: 'rate_limited' },
   request_error: { kind: 'unavailable', hint: 'Slack could not be reached; try again.' },
   http_error: { kind: 'unavailable', hint: 'Slack had a server error; try again later.' },
+  invalid_response: {
+    kind: 'unavailable',
+    hint: 'Slack sent an answer that is not Web API JSON; try again later.',
+  },
   fatal_error: { kind: 'unavailable', hint: 'Slack had a server error; try again later.' },
   internal_error: { kind: 'unavailable', hint: 'Slack had a server error; try again later.' },
 }

@@ -232,6 +232,17 @@ describe('errors and rate limits', () => {
     expect(failed.text).toMatch(/^unavailable: /)
   })
 
+  it('reports a 200 answer that is not JSON as unavailable, without echoing it', async () => {
+    const slack = await fake()
+    const connection = await connect(slack)
+    slack.fail({ method: 'conversations.info', status: 200, body: '{"ok": tru <html>' })
+    const result = await call(connection, 'get_channel_info', { channel: 'C0GENERAL' })
+    expect(result.isError).toBe(true)
+    expect(result.text).toMatch(/^unavailable: Slack: invalid_response/)
+    expect(result.text).not.toContain('<html>')
+    expect((await call(connection, 'get_channel_info', { channel: 'C0GENERAL' })).isError).toBe(false)
+  })
+
   it.each([
     ['invalid_auth', 'unauthenticated'],
     ['not_authed', 'unauthenticated'],

@@ -119,6 +119,11 @@ export function tokenKey(token: string): string {
   return createHash('sha256').update(token).digest('hex').slice(0, 32)
 }
 
+/** GitHub (or what answers as GitHub) sent a JSON content type with a body that is not JSON. */
+export class MalformedResponseError extends Error {
+  override name = 'MalformedResponseError'
+}
+
 export class TokenHostError extends Error {
   override name = 'TokenHostError'
 }
@@ -217,6 +222,16 @@ export class GitHubClients {
       if (url.origin !== origin) {
         throw new TokenHostError(
           `refused a request to ${url.origin}: only the configured API host receives the token`,
+        )
+      }
+    })
+    // Octokit hands back the raw text when a JSON body does not parse; the tools would then read
+    // fields of a string and fail as `internal`. A cut-off or garbage answer is the API's failure.
+    octokit.hook.after('request', (response) => {
+      const type = String(response.headers['content-type'] ?? '')
+      if (response.status !== 204 && /json/i.test(type) && typeof response.data === 'string') {
+        throw new MalformedResponseError(
+          `GitHub answered HTTP ${response.status} with a body that is not JSON`,
         )
       }
     })

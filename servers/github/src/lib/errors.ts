@@ -1,4 +1,4 @@
-import { TokenHostError } from './client.js'
+import { MalformedResponseError, TokenHostError } from './client.js'
 import { sanitize } from './sanitize.js'
 
 export type ErrorKind =
@@ -67,6 +67,12 @@ const header = (error: HttpLike, name: string): string | undefined => {
 /** Turns an Octokit `RequestError` (or our own host guard) into what the model reads. */
 export function classifyGitHubError(error: unknown): ClassifiedError | undefined {
   if (error instanceof TokenHostError) return { kind: 'permission_denied', message: error.message }
+  if (error instanceof MalformedResponseError)
+    return {
+      kind: 'unavailable',
+      message: error.message,
+      hint: 'GitHub sent a broken answer; try again later.',
+    }
   if (!isHttpError(error)) return undefined
   const status = error.status
   const message = githubMessage(error)

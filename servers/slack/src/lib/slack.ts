@@ -96,7 +96,15 @@ export function toSlackError(error: unknown): unknown {
   }
   switch (record?.code) {
     case 'slack_webapi_platform_error': {
-      const code = String(record.data?.error ?? 'unknown_error')
+      // Slack's codes are short snake_case words. Anything else (the client fills `error` with the
+      // body when it is not JSON) is a broken answer, not a refusal, and is not echoed to the model.
+      const raw = record.data?.error
+      const code =
+        typeof raw === 'string' && /^[a-z0-9_.]{1,64}$/.test(raw)
+          ? raw
+          : raw === undefined
+            ? 'unknown_error'
+            : 'invalid_response'
       return new SlackError(code, `Slack refused the call: ${code}`, {
         ...(typeof record.data?.needed === 'string' ? { needed: record.data.needed } : {}),
       })
