@@ -2,15 +2,22 @@
 // both driving the same Chromium (/usr/bin/chromium, or PUPPETEER_EXECUTABLE_PATH) against pages
 // served on loopback. Interleaved medians; the ratios are what count.
 //
+// The common per-server figures come from the harness (compareServers): cold start to tools/list
+// (neither server launches the browser for it), catalogue, a warm click on an already loaded page
+// (p50/p99, CPU per call of the server and Chromium together), 8 clicks in flight, peak RSS of the
+// process tree and exit after use (browser running). Then the domain figures: first navigate
+// (browser launch included) and snapshot size against the page's HTML.
+//
 //   pnpm --filter @keel-mcp/bench bench:browser       (build servers/browser first)
-//   BROWSER_BENCH_CALLS=100 node src/main.mjs browser
+//   BROWSER_BENCH_CALLS=200 node src/main.mjs browser  (sequential clicks per round, default 100)
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { coldStart, formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
+import { compareServers } from './harness.mjs'
+import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
 const OURS = join(repo, 'servers/browser/dist/index.js')
@@ -19,7 +26,7 @@ const REFERENCE = join(
   'dist/index.js',
 )
 const CHROMIUM = process.env.PUPPETEER_EXECUTABLE_PATH ?? '/usr/bin/chromium'
-const CALLS = Number(process.env.BROWSER_BENCH_CALLS ?? 50)
+const CALLS = Number(process.env.BROWSER_BENCH_CALLS ?? 100)
 const ROOT = process.getuid?.() === 0
 
 /** A product listing as sites ship it: utility classes, inline SVG icons, a state blob, styles. */
@@ -158,39 +165,62 @@ export async function run() {
     },
   }
   const spawnClient = (spec) => new RawClient(spec.command, spec.args, { env: spec.env })
+  const counter = `${site.url}/counter`
   try {
-    // 1. Catalogue.
-    const catalogue = []
-    for (const [name, spec] of [
-      ['keel, default', ours()],
-      ['keel, --caps evaluate,pdf --upload-dir', ours(['--caps', 'evaluate,pdf', '--upload-dir', '.'])],
-      ['reference 2025.5.12', reference],
-    ]) {
-      const client = spawnClient(spec)
-      await client.initialize()
-      const tools = (await client.request('tools/list')).message.result.tools
-      const bytes = JSON.stringify(tools).length
-      catalogue.push([
-        name,
-        tools.length,
-        formatBytes(bytes),
-        Math.round(bytes / 4),
-        Math.round(bytes / 4 / tools.length),
-      ])
-      await client.close()
-    }
-    console.log('tools/list (tokens = JSON bytes ÷ 4)\n')
-    table(['', 'tools', 'size', 'tokens', 'tokens a tool'], catalogue)
-
-    // 2. Cold start to tools/list: neither needs a browser for it (ours never starts one there).
-    await coldStart([ours()], 1)
-    const [oursCold, referenceCold] = await coldStart([ours(), reference], 11)
-    console.log('\nCold start (spawn → initialize → tools/list, median of 11)\n')
-    table(
-      ['', 'time', 'vs reference'],
+    // 1. The common figures. The warm call is a click on the counter page, loaded once per process
+    // by `prepare`: ours by the ref its snapshot gives the button (it answers with the part of the
+    // page that changed), the reference by CSS selector (it answers with a status line).
+    const [oursFigures, referenceFigures] = await compareServers(
+      'browser',
       [
-        ['keel', ms(oursCold), ratio(oursCold, referenceCold)],
-        ['reference 2025.5.12', ms(referenceCold), '1.00×'],
+        {
+          label: 'keel browser',
+          ...ours(),
+          call: { name: 'click', arguments: {} },
+          prepare: async (client) => {
+            const { message } = await client.callTool('navigate', { url: counter }, 60_000)
+            const ref = /button "Increment" \[ref=(e\d+)\]/.exec(textOf(message))?.[1]
+            if (!ref) throw new Error(`navigate gave no ref for the button: ${textOf(message).slice(0, 300)}`)
+            return { ref }
+          },
+        },
+        {
+          label: 'reference puppeteer',
+          ...reference,
+          call: { name: 'puppeteer_click', arguments: { selector: '#inc' } },
+          prepare: async (client) => {
+            const { message } = await client.callTool('puppeteer_navigate', { url: counter }, 60_000)
+            if (message.error || message.result?.isError)
+              throw new Error(`puppeteer_navigate failed: ${textOf(message).slice(0, 300)}`)
+            return undefined
+          },
+          reference: true,
+        },
+      ],
+      { calls: CALLS, warmup: 20, inflightCalls: Number(process.env.BENCH_INFLIGHT_CALLS ?? 80) },
+    )
+    console.log(
+      `\nWarm click: CPU (server + Chromium) ${ratio(oursFigures.cpu, referenceFigures.cpu)}, p50 ${ratio(oursFigures.p50, referenceFigures.p50)} of the reference.`,
+    )
+    if (process.env.BENCH_DOMAIN === '0') return
+
+    // 2. Catalogue with the optional capabilities on (the default is in the table above).
+    const caps = spawnClient(ours(['--caps', 'evaluate,pdf', '--upload-dir', '.']))
+    await caps.initialize()
+    const capsTools = (await caps.request('tools/list')).message.result.tools
+    const capsBytes = Buffer.byteLength(JSON.stringify(capsTools))
+    await caps.close()
+    console.log('\n#### browser: catalogue with --caps evaluate,pdf --upload-dir (tokens = JSON bytes ÷ 4)\n')
+    table(
+      ['', 'tools', 'size', 'tokens', 'tokens a tool'],
+      [
+        [
+          'keel, --caps evaluate,pdf --upload-dir',
+          capsTools.length,
+          formatBytes(capsBytes),
+          Math.round(capsBytes / 4),
+          Math.round(capsBytes / 4 / capsTools.length),
+        ],
       ],
     )
 
@@ -199,13 +229,13 @@ export async function run() {
     const memory = [[], []]
     for (let run = 0; run < 5; run++) {
       for (const [position, [spec, call]] of [
-        [ours(), { name: 'navigate', arguments: { url: `${site.url}/counter` } }],
-        [reference, { name: 'puppeteer_navigate', arguments: { url: `${site.url}/counter` } }],
+        [ours(), { name: 'navigate', arguments: { url: counter } }],
+        [reference, { name: 'puppeteer_navigate', arguments: { url: counter } }],
       ].entries()) {
         const started = performance.now()
         const client = spawnClient(spec)
         await client.initialize()
-        const { message } = await client.callTool(call.name, call.arguments)
+        const { message } = await client.callTool(call.name, call.arguments, 60_000)
         if (message.result?.isError) throw new Error(`${call.name} failed: ${textOf(message)}`)
         first[position].push(performance.now() - started)
         memory[position].push(treeRssKiB(client.pid))
@@ -213,74 +243,25 @@ export async function run() {
       }
     }
     const [oursFirst, referenceFirst] = first.map(median)
-    console.log('\nFirst navigate (spawn → initialize → navigate, browser launch included, median of 5)\n')
-    table(
-      ['', 'time', 'vs reference'],
-      [
-        ['keel', ms(oursFirst), ratio(oursFirst, referenceFirst)],
-        ['reference 2025.5.12', ms(referenceFirst), '1.00×'],
-      ],
-    )
-
-    // 4. Warm action p50: a click on the counter page (ours by ref, the reference by selector).
-    const keel = spawnClient(ours(['--caps', 'evaluate']))
-    const ref = spawnClient(reference)
-    await keel.initialize()
-    await ref.initialize()
-    const page = await keel.callTool('navigate', { url: `${site.url}/counter` })
-    const button = /button "Increment" \[ref=(e\d+)\]/.exec(textOf(page.message))?.[1]
-    await ref.callTool('puppeteer_navigate', { url: `${site.url}/counter` })
-    const clicks = [[], []]
-    for (let index = 0; index < CALLS; index++) {
-      const ours1 = await keel.callTool('click', { ref: button })
-      if (ours1.message.result?.isError) throw new Error(`click failed: ${textOf(ours1.message)}`)
-      clicks[0].push(ours1.ms)
-      const theirs = await ref.callTool('puppeteer_click', { selector: '#inc' })
-      clicks[1].push(theirs.ms)
-    }
-    const [oursClick, referenceClick] = clicks.map(median)
+    const [oursMemory, referenceMemory] = memory.map(median)
     console.log(
-      `\nWarm click (median of ${CALLS}; keel returns the changed part of the page, the reference a status line)\n`,
+      '\n#### browser: first navigate (spawn → initialize → navigate, browser launch included, median of 5)\n',
     )
     table(
-      ['', 'p50', 'vs reference'],
+      ['', 'time', 'vs reference', 'RSS of the process tree after it', 'vs reference'],
       [
-        ['keel click by ref', ms(oursClick), ratio(oursClick, referenceClick)],
-        ['reference puppeteer_click', ms(referenceClick), '1.00×'],
+        [
+          'keel',
+          ms(oursFirst),
+          ratio(oursFirst, referenceFirst),
+          formatBytes(oursMemory * 1024),
+          ratio(oursMemory, referenceMemory),
+        ],
+        ['reference 2025.5.12', ms(referenceFirst), '1.00×', formatBytes(referenceMemory * 1024), '1.00×'],
       ],
     )
 
-    // 5. Eight calls in flight, five rounds: navigate (both) and evaluate (both).
-    const inflight = []
-    for (const [label, client, calls] of [
-      ['keel navigate', keel, () => ['navigate', { url: `${site.url}/counter` }]],
-      ['reference puppeteer_navigate', ref, () => ['puppeteer_navigate', { url: `${site.url}/counter` }]],
-      ['keel evaluate', keel, () => ['evaluate', { script: 'document.title' }]],
-      ['reference puppeteer_evaluate', ref, () => ['puppeteer_evaluate', { script: 'document.title' }]],
-    ]) {
-      let errors = 0
-      let total = 0
-      const started = performance.now()
-      for (let round = 0; round < 5; round++) {
-        const results = await Promise.all(
-          Array.from({ length: 8 }, () => {
-            const [name, args] = calls()
-            return client.callTool(name, args).then(
-              ({ message }) => message.error || message.result?.isError,
-              () => true,
-            )
-          }),
-        )
-        total += results.length
-        errors += results.filter(Boolean).length
-      }
-      const seconds = (performance.now() - started) / 1000
-      inflight.push([label, `${((errors / total) * 100).toFixed(0)} %`, `${(total / seconds).toFixed(1)}/s`])
-    }
-    console.log('\n8 calls in flight on one page, 5 rounds\n')
-    table(['', 'errors', 'throughput'], inflight)
-
-    // 6. Snapshot size against the page's HTML.
+    // 4. Snapshot size against the page's HTML (goal: at most 10 %).
     const sizes = []
     for (const path of ['/realistic', '/plain']) {
       const big = spawnClient(ours(['--snapshot-max-chars', '1000000']))
@@ -294,35 +275,10 @@ export async function run() {
         formatBytes(snapshot),
         `${((snapshot / html) * 100).toFixed(1)} %`,
       ])
-      await big.close()
+      await closeTree(big)
     }
-    console.log('\nSnapshot size on a large page (uncapped) vs its HTML\n')
+    console.log('\n#### browser: snapshot size on a large page (uncapped) vs its HTML\n')
     table(['page', 'HTML', 'snapshot', 'snapshot ÷ HTML'], sizes)
-
-    // 7. Memory of the whole process tree (server + Chromium) after the first navigate.
-    const [oursMemory, referenceMemory] = memory.map(median)
-    console.log('\nProcess-tree memory after the first navigate (server + Chromium, RSS, median of 5)\n')
-    table(
-      ['', 'RSS', 'vs reference'],
-      [
-        ['keel', formatBytes(oursMemory * 1024), ratio(oursMemory, referenceMemory)],
-        ['reference 2025.5.12', formatBytes(referenceMemory * 1024), '1.00×'],
-      ],
-    )
-
-    // 8. Exit after stdin closes (with a browser running).
-    const exits = []
-    for (const [label, client] of [
-      ['keel', keel],
-      ['reference 2025.5.12', ref],
-    ]) {
-      const started = performance.now()
-      await closeTree(client)
-      const took = performance.now() - started
-      exits.push([label, took >= 2900 ? 'did not exit (killed after 3 s)' : ms(took)])
-    }
-    console.log('\nExit after stdin closes, browser running\n')
-    table(['', 'time'], exits)
   } finally {
     await site.close()
   }

@@ -9,17 +9,21 @@
 //   8 in flight     calls/s and error rate with 8 requests outstanding at all times
 //   peak RSS        VmHWM after all of the above (summed over the process tree)
 //   exit            stdin closed → process gone (killed after 5 s: "hangs"), idle (after the
-//                   cold start) and after the warm calls (pools and clients open)
+//                   cold start) and after the warm calls (pools and clients open); child
+//                   processes still running once the server is gone (a browser it left behind)
+//                   are counted and killed
 //
 // Each figure is the median over rounds, with the spread (min–max over rounds) beside it.
 //
 // Plugging in a server: give `compareServers` one contender per server (see `Contender`):
 //
 //   await compareServers('browser', [
-//     { label: 'keel browser', command: process.execPath, args: [bin], call: { name: 'navigate', arguments: {...} } },
+//     { label: 'keel browser', command: process.execPath, args: [bin], call: { name: 'click', arguments: {} },
+//       prepare: async (client) => ({ ref: refOf(await client.callTool('navigate', { url })) }) },
 //     { label: 'reference puppeteer', command: process.execPath, args: [ref], call: {...}, reference: true },
 //   ])
-import { median, quantile, RawClient, table } from './rpc.mjs'
+import { readFileSync } from 'node:fs'
+import { median, processTree, quantile, RawClient, table } from './rpc.mjs'
 
 /**
  * @typedef {object} Contender
@@ -29,6 +33,9 @@ import { median, quantile, RawClient, table } from './rpc.mjs'
  * @property {Record<string,string>} [env]
  * @property {{ name: string, arguments: object }} call   the cheap call measured warm
  * @property {boolean} [reference]     the row the ratios are taken against (default: the last contender)
+ * @property {(client: RawClient) => Promise<object | undefined>} [prepare]
+ *   run once on each long-lived process after `initialize`, before the warm-up (load a page, open a
+ *   connection); when it returns an object, that object is the call's arguments for this process
  */
 
 export const defaults = {
@@ -60,6 +67,36 @@ function describe(message) {
   return JSON.stringify(message.error ?? message.result?.content ?? message).slice(0, 300)
 }
 
+function running(pid) {
+  try {
+    // Field 3 of /proc/<pid>/stat is the state; a zombie has ended and waits to be reaped.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Closes stdin and times the exit (see RawClient.closeTimed); whatever the server started and left
+ * running once it is gone (a browser) is killed and counted in `orphans`.
+ */
+async function closeTree(client, deadlineMs) {
+  const children = processTree(client.pid).slice(1)
+  const exitMs = await client.closeTimed(deadlineMs)
+  if (!children.length) return { exitMs, orphans: 0 }
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  const left = children.filter(running)
+  for (const pid of left) {
+    try {
+      process.kill(pid, 'SIGKILL')
+    } catch {
+      // already gone
+    }
+  }
+  return { exitMs, orphans: left.length }
+}
+
 /** One cold start: spawn → initialize → tools/list, then stdin closed → exit. */
 async function coldRound(contender) {
   const started = performance.now()
@@ -69,7 +106,7 @@ async function coldRound(contender) {
     const initialized = performance.now() - started
     const list = await client.request('tools/list')
     const listed = performance.now() - started
-    const exitMs = await client.closeTimed(5000)
+    const { exitMs } = await closeTree(client, 5000)
     return { initialized, listed, exitMs, list }
   } catch (error) {
     await client.close()
@@ -128,6 +165,7 @@ export async function compareServers(title, contenders, options = {}) {
     peakKiB: 0,
     exitAfterCalls: [],
     hangsAfterCalls: 0,
+    orphans: 0,
     catalogue: undefined,
   }))
 
@@ -155,12 +193,16 @@ export async function compareServers(title, contenders, options = {}) {
   // other turn, so a burst of load from elsewhere lands on all of them alike.
   for (let round = 0; round < rounds; round++) {
     const clients = []
+    const measured = []
     try {
       for (const contender of contenders) {
         const client = new RawClient(contender.command, contender.args, { env: contender.env })
         clients.push(client)
         await client.initialize()
-        await sequential(client, contender.call, warmup)
+        const prepared = await contender.prepare?.(client)
+        const call = prepared ? { name: contender.call.name, arguments: prepared } : contender.call
+        measured.push(call)
+        await sequential(client, call, warmup)
       }
       const samples = contenders.map(() => [])
       const cpu = contenders.map(() => 0)
@@ -171,7 +213,7 @@ export async function compareServers(title, contenders, options = {}) {
         for (const index of order) {
           const client = clients[index]
           const cpuBefore = client.cpuMs()
-          samples[index].push(...(await sequential(client, contenders[index].call, count)))
+          samples[index].push(...(await sequential(client, measured[index], count)))
           cpu[index] += client.cpuMs() - cpuBefore
         }
       }
@@ -180,10 +222,10 @@ export async function compareServers(title, contenders, options = {}) {
         data[index].p50.push(quantile(samples[index], 0.5))
         data[index].p99.push(quantile(samples[index], 0.99))
       }
-      for (const [index, contender] of contenders.entries()) {
+      for (const index of contenders.keys()) {
         const { perSecond, errorRate } = await concurrent(
           clients[index],
-          contender.call,
+          measured[index],
           inflightCalls,
           inflight,
         )
@@ -196,12 +238,13 @@ export async function compareServers(title, contenders, options = {}) {
       // Exit once the server has done work (pools, clients and timers opened by calls): what a
       // user's client meets when it quits. One at a time, so neither waits for CPU behind the other.
       for (const [index, client] of clients.entries()) {
-        const exitMs = await client.closeTimed(5000)
+        const { exitMs, orphans } = await closeTree(client, 5000)
         if (exitMs === undefined) data[index].hangsAfterCalls++
         else data[index].exitAfterCalls.push(exitMs)
+        data[index].orphans = Math.max(data[index].orphans, orphans)
       }
     } finally {
-      await Promise.all(clients.map((client) => client.close()))
+      await Promise.all(clients.map((client) => closeTree(client, 3000)))
     }
   }
 
@@ -264,9 +307,11 @@ export async function compareServers(title, contenders, options = {}) {
     [
       '  after warm calls',
       (entry) =>
-        entry.hangsAfterCalls === rounds
-          ? 'hangs (killed after 5 s)'
-          : `${withSpread(entry.exitAfterCalls, ms)}${entry.hangsAfterCalls ? `, ${entry.hangsAfterCalls}/${rounds} hang` : ''}`,
+        `${
+          entry.hangsAfterCalls === rounds
+            ? 'hangs (killed after 5 s)'
+            : `${withSpread(entry.exitAfterCalls, ms)}${entry.hangsAfterCalls ? `, ${entry.hangsAfterCalls}/${rounds} hang` : ''}`
+        }${entry.orphans ? `, left ${entry.orphans} child processes running` : ''}`,
       (entry) => (entry.hangsAfterCalls ? undefined : median(entry.exitAfterCalls)),
     ],
   ]
@@ -304,6 +349,7 @@ export async function compareServers(title, contenders, options = {}) {
     errorRate: Math.max(...data[index].errors),
     peakMiB: data[index].peakKiB / 1024,
     exit: data[index].hangsAfterCalls ? undefined : median(data[index].exitAfterCalls),
+    orphans: data[index].orphans,
   }))
   summary.push({ title, reference: reference.label, rows: result })
   return result

@@ -88,7 +88,7 @@ if (summary.length) {
         `${row.rate.toFixed(0)}${versus((entry) => entry.rate)}`,
         `${(100 * row.errorRate).toFixed(1)} %`,
         `${row.peakMiB.toFixed(0)} MiB`,
-        row.exit === undefined ? 'hangs' : `${row.exit.toFixed(0)} ms`,
+        `${row.exit === undefined ? 'hangs' : `${row.exit.toFixed(0)} ms`}${row.orphans ? `, left ${row.orphans} processes running` : ''}`,
       ])
     }
   }
