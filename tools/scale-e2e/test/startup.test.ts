@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process'
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises'
+import { spawn, spawnSync } from 'node:child_process'
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { runProcess, spawnHttp } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { REPLICA_BIN, type RedisServer, startRedis, stopAll } from '../src/harness.js'
@@ -81,6 +81,37 @@ describe('start-up cost of the scale-out', () => {
     for (const module of ['tls', 'dns']) expect(plain).not.toContain(module)
     const shared = await loadedOverHttp('redis', { REDIS_URL: redis.url })
     for (const module of ['net', 'tls', 'dns']) expect(shared).toContain(module)
+  })
+})
+
+describe('the bundled bin', () => {
+  it('keeps the Redis and OAuth clients in files of their own, which stdio never needs', async () => {
+    const dist = dirname(REPLICA_BIN)
+    const server = await readFile(join(dist, 'server.js'), 'utf8')
+    // The clients' code is not in the bundle every start parses: only a reference to their files.
+    expect(server).toContain('"./vendor/ioredis.js"')
+    expect(server).toContain('"./vendor/jose.js"')
+    expect(server.length).toBeLessThan(1.1 * 1024 * 1024)
+    expect((await readFile(join(dist, 'vendor/ioredis.js'), 'utf8')).length).toBeGreaterThan(100_000)
+    expect((await readFile(join(dist, 'vendor/jose.js'), 'utf8')).length).toBeGreaterThan(20_000)
+    // A copy of the bin without them still serves stdio.
+    const copy = join(dir, 'no-vendor')
+    await cp(dist, copy, { recursive: true })
+    await rm(join(copy, 'vendor'), { recursive: true })
+    const request = (id: number, method: string, params?: object) =>
+      `${JSON.stringify({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) })}\n`
+    const { status: code, stdout } = spawnSync(process.execPath, [join(copy, 'index.js')], {
+      input:
+        request(0, 'initialize', {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 'x', version: '1' },
+        }) + request(1, 'tools/list'),
+      encoding: 'utf8',
+      timeout: 30_000,
+    })
+    expect(code).toBe(0)
+    expect(stdout).toContain('"whoami"')
   })
 })
 

@@ -7,7 +7,12 @@ import type { Logger } from '../logger.js'
  * so a request gets a clear error instead of waiting; the client reconnects on its own.
  */
 export async function connectRedis(url: string, logger: Logger, name: string): Promise<Redis> {
-  const { Redis } = await import('ioredis')
+  // Named export from source; a bundled bin loads its own copy of the client as a CommonJS file
+  // (tools/bundle: vendor files), whose exports arrive as the namespace's default.
+  const loaded = (await import('ioredis')) as typeof import('ioredis') & {
+    default?: typeof import('ioredis')
+  }
+  const Redis = loaded.Redis ?? loaded.default?.Redis
   let lastComplaint = 0
   const options: RedisOptions = {
     lazyConnect: true,
