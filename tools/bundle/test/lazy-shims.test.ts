@@ -37,6 +37,7 @@ beforeAll(async () => {
       "  draft7('text'),",
       '  draft7(7),',
       ']',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: this is source code for the fixture
       'process.stdout.write(`${JSON.stringify(results.map(({ valid, errorMessage }) => ({ valid, errorMessage })))}\\n`)',
     ].join('\n'),
   )
