@@ -41,6 +41,44 @@ const vendorPlugin = {
 }
 
 await rm(join(root, 'dist'), { recursive: true, force: true })
+// The SDK's Node shim (`@modelcontextprotocol/server/_shims`, the subpath the SDK resolves per
+// runtime) hands out its default JSON Schema validator, and importing it evaluates ajv, ajv's 2019
+// and 2020 dialects and ajv-formats: about a hundred modules, a sizeable share of every start,
+// although a server validates against a JSON Schema only when an elicitation answer comes back.
+// The bin gets the same shim with that validator made lazy: the SDK's own class, loaded on its
+// first getValidator() (same engine, same options, same results).
+const SHIMS = '@modelcontextprotocol/server/_shims'
+const lazyShims = {
+  name: 'keel-lazy-shims',
+  setup(builder) {
+    builder.onResolve({ filter: /^@modelcontextprotocol\/server\/_shims$/ }, (args) =>
+      args.namespace === 'keel-shims'
+        ? undefined
+        : { path: SHIMS, namespace: 'keel-shims', pluginData: { resolveDir: args.resolveDir } },
+    )
+    builder.onLoad({ filter: /.*/, namespace: 'keel-shims' }, (args) => ({
+      resolveDir: args.pluginData.resolveDir,
+      loader: 'js',
+      contents: `import process from 'node:process'
+let Validator
+export class DefaultJsonSchemaValidator {
+  #engine
+  #args
+  constructor(...args) {
+    this.#args = args
+  }
+  getValidator(schema) {
+    Validator ??= require(${JSON.stringify(SHIMS)}).DefaultJsonSchemaValidator
+    this.#engine ??= new Validator(...this.#args)
+    return this.#engine.getValidator(schema)
+  }
+}
+export { process }
+`,
+    }))
+  },
+}
+
 const result = await build({
   plugins: [vendorPlugin],
   absWorkingDir: root,
@@ -59,6 +97,7 @@ const result = await build({
   minify: true,
   legalComments: 'linked',
   metafile: true,
+  plugins: [lazyShims],
   logLevel: 'warning',
   // import.meta.url has no CJS counterpart; give the inlined ESM code one.
   define: { 'import.meta.url': '__keelImportMetaUrl' },

@@ -9,7 +9,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { compareServers } from './harness.mjs'
-import { formatBytes, RawClient, ratio, table } from './rpc.mjs'
+import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
 const OURS = join(repo, 'servers/slack/dist/index.js')
@@ -38,6 +38,67 @@ async function loadFake() {
   const file = join(directory, 'fake-slack.mjs')
   await writeFile(file, outputText)
   return import(pathToFileURL(file).href)
+}
+
+/**
+ * `initialize` (and `tools/list`) against a small workspace and a 50,000-user / 10,000-channel one:
+ * the server must answer both in the same time, without a single Web API call (the name directory
+ * fills only as calls need it). Rounds alternate between the two fakes.
+ */
+async function workspaceSizeRow(startFakeSlack, BOT_TOKEN) {
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 5) * 2
+  const small = await startFakeSlack()
+  const large = await startFakeSlack({ users: 50_000, channels: 10_000 })
+  try {
+    const workspaces = [
+      { label: 'small (31 users, 5 channels)', fake: small, initialized: [], listed: [], calls: 0 },
+      { label: '50,000 users, 10,000 channels', fake: large, initialized: [], listed: [], calls: 0 },
+    ]
+    for (let round = -1; round < rounds; round++) {
+      for (const workspace of workspaces) {
+        const before = workspace.fake.calls.length
+        const started = performance.now()
+        const client = new RawClient(process.execPath, [OURS], {
+          env: { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_API_URL: workspace.fake.url, LOG_LEVEL: 'warn' },
+        })
+        try {
+          await client.initialize()
+          const initialized = performance.now() - started
+          await client.request('tools/list')
+          const listed = performance.now() - started
+          // Round -1 is the unmeasured first start (fills the code cache, as a user's first start does).
+          if (round >= 0) {
+            workspace.initialized.push(initialized)
+            workspace.listed.push(listed)
+          }
+        } finally {
+          await client.close()
+        }
+        workspace.calls += workspace.fake.calls.length - before
+      }
+    }
+    const ms = (value) => `${value.toFixed(0)} ms`
+    const spread = (values) => `${ms(median(values))} (${ms(Math.min(...values))}–${ms(Math.max(...values))})`
+    const [base, big] = workspaces
+    console.log(
+      `\n#### slack: cold start against a small and a large workspace (${rounds} alternated rounds)\n`,
+    )
+    table(
+      ['workspace', 'spawn → initialize', 'spawn → tools/list', 'Web API calls during start'],
+      workspaces.map((workspace) => [
+        workspace.label,
+        `${spread(workspace.initialized)}${workspace === big ? ` (${ratio(median(big.initialized), median(base.initialized))})` : ''}`,
+        `${spread(workspace.listed)}${workspace === big ? ` (${ratio(median(big.listed), median(base.listed))})` : ''}`,
+        String(workspace.calls),
+      ]),
+    )
+    if (big.calls !== 0 || base.calls !== 0) {
+      throw new Error(`starting the server called the Web API (${base.calls} small, ${big.calls} large)`)
+    }
+  } finally {
+    await small.close()
+    await large.close()
+  }
 }
 
 export async function run() {
@@ -76,6 +137,7 @@ export async function run() {
     console.log(
       `\nget_channel_history (10 messages): CPU ${ratio(oursFigures.cpu, referenceFigures.cpu)}, p50 ${ratio(oursFigures.p50, referenceFigures.p50)} of the reference; ${fake.calls.length.toLocaleString('en')} Web API calls served by the fake.`,
     )
+    await workspaceSizeRow(startFakeSlack, BOT_TOKEN)
     if (process.env.BENCH_DOMAIN === '0') return
 
     // What the model reads for the same ten messages.

@@ -1,0 +1,81 @@
+import { spawnSync } from 'node:child_process'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+// The bin's copy of the SDK's Node shim: the default JSON Schema validator loads ajv on its first
+// use instead of at start-up, and validates exactly as the SDK's own does. The fixture lives under
+// packages/core/node_modules so that it resolves the SDK the way core does (no other package here
+// depends on the SDK).
+const BUNDLE = fileURLToPath(new URL('../bundle.mjs', import.meta.url))
+const CORE_MODULES = fileURLToPath(new URL('../../../packages/core/node_modules/', import.meta.url))
+let work: string
+
+beforeAll(async () => {
+  work = await mkdtemp(join(CORE_MODULES, '.keel-bundle-test-'))
+  await mkdir(join(work, 'src'))
+  await writeFile(
+    join(work, 'package.json'),
+    JSON.stringify({ name: 'fixture', version: '1.0.0', type: 'module', dependencies: {} }),
+  )
+  await writeFile(
+    join(work, 'src/index.ts'),
+    [
+      "import { DefaultJsonSchemaValidator, process } from '@modelcontextprotocol/server/_shims'",
+      'const validator = new DefaultJsonSchemaValidator()',
+      'const check = validator.getValidator({',
+      "  type: 'object',",
+      "  properties: { email: { type: 'string', format: 'email' }, age: { type: 'integer', minimum: 0 } },",
+      "  required: ['email'],",
+      '})',
+      "const draft7 = validator.getValidator({ $schema: 'http://json-schema.org/draft-07/schema#', type: 'string' })",
+      'const results = [',
+      "  check({ email: 'ada@example.com', age: 36 }),",
+      "  check({ email: 'not an address' }),",
+      '  check({ age: -1 }),',
+      "  draft7('text'),",
+      '  draft7(7),',
+      ']',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: this is source code for the fixture
+      'process.stdout.write(`${JSON.stringify(results.map(({ valid, errorMessage }) => ({ valid, errorMessage })))}\\n`)',
+    ].join('\n'),
+  )
+  const built = spawnSync(process.execPath, [BUNDLE], { cwd: work, encoding: 'utf8' })
+  expect(built.status, built.stderr).toBe(0)
+})
+
+afterAll(async () => {
+  await rm(work, { recursive: true, force: true })
+})
+
+describe('the bundled SDK shim', () => {
+  it("validates with the SDK's ajv engines: formats, dialects and ajv's messages", () => {
+    const run = spawnSync(process.execPath, [join(work, 'dist/index.js')], {
+      env: { ...process.env, KEEL_COMPILE_CACHE: '0' },
+      encoding: 'utf8',
+    })
+    expect(run.status, run.stderr).toBe(0)
+    expect(JSON.parse(run.stdout)).toEqual([
+      { valid: true },
+      { valid: false, errorMessage: 'data/email must match format "email"' },
+      {
+        valid: false,
+        errorMessage: "data must have required property 'email', data/age must be >= 0",
+      },
+      { valid: true },
+      { valid: false, errorMessage: 'data must be string' },
+    ])
+  })
+
+  it('builds the ajv engines only when a schema is first validated', async () => {
+    const server = await readFile(join(work, 'dist/server.js'), 'utf8')
+    // ajv's code is in the bundle, but behind a module initialiser that only getValidator() runs.
+    expect(server).toContain('must have required property')
+    // The validator the SDK constructs loads the real shim (and with it ajv) inside getValidator()…
+    const lazy = /getValidator\(\w+\)\{return \w+\?\?=(\w+)\(\)\.DefaultJsonSchemaValidator/.exec(server)
+    expect(lazy, 'the lazy validator').not.toBeNull()
+    // …and nowhere else: that loader has no other caller.
+    expect(server.split(`${lazy![1]}()`).length - 1).toBe(1)
+  })
+})
