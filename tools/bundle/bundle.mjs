@@ -80,7 +80,6 @@ export { process }
 }
 
 const result = await build({
-  plugins: [vendorPlugin],
   absWorkingDir: root,
   entryPoints: entries,
   outdir: 'dist',
@@ -97,7 +96,7 @@ const result = await build({
   minify: true,
   legalComments: 'linked',
   metafile: true,
-  plugins: [lazyShims],
+  plugins: [vendorPlugin, lazyShims],
   logLevel: 'warning',
   // import.meta.url has no CJS counterpart; give the inlined ESM code one.
   define: { 'import.meta.url': '__keelImportMetaUrl' },
