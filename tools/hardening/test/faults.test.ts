@@ -202,6 +202,7 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
       const slow = prepared.slow
       const peer = new StdioPeer({ ...prepared.command, env: { ...prepared.command.env, ...slow.env } })
       await peer.initialize()
+      if (slow.warmUp) expect(ok(await call(peer, slow.warmUp.name, slow.warmUp.arguments))).toBe(true)
       await peer.send(JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: slow.call }))
       await new Promise((resolve) => setTimeout(resolve, 300))
       const family = [peer.pid, ...descendantsOf(peer.pid)]
@@ -230,6 +231,12 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
       })
       cleanups.push(() => peer.close())
       await peer.initialize()
+      if (slow.warmUp) {
+        const warm = await peer.post(
+          JSON.stringify({ jsonrpc: '2.0', id: 'warm', method: 'tools/call', params: slow.warmUp }),
+        )
+        expect(ok(warm.answers[0] as Answer)).toBe(true)
+      }
       const dropped = new AbortController()
       const pending = peer
         .post(JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: slow.call }), {
