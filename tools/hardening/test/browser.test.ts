@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import {
   BASIC_PASSWORD,
@@ -38,13 +39,15 @@ function refOf(text: string, pattern: RegExp): string {
   return ref
 }
 
-/** Chromium's main process among the server's children (its helpers are its own children). */
+/** Chromium's main process: the server's direct child (its helpers are Chromium's children). */
 function chromiumOf(pid: number): number[] {
-  const children = new Set(descendantsOf(pid))
-  return [...children].filter((child) => {
-    if (!alive(child)) return false
-    const parents = descendantsOf(pid).filter((other) => descendantsOf(other).includes(child))
-    return parents.length === 0
+  return descendantsOf(pid).filter((child) => {
+    try {
+      const stat = readFileSync(`/proc/${child}/stat`, 'utf8')
+      return alive(child) && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid
+    } catch {
+      return false
+    }
   })
 }
 
