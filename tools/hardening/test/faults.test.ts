@@ -202,7 +202,10 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
       const slow = prepared.slow
       const peer = new StdioPeer({ ...prepared.command, env: { ...prepared.command.env, ...slow.env } })
       await peer.initialize()
-      if (slow.warmUp) expect(ok(await call(peer, slow.warmUp.name, slow.warmUp.arguments))).toBe(true)
+      if (slow.warmUp) {
+        const warm = await call(peer, slow.warmUp.name, slow.warmUp.arguments)
+        expect(ok(warm), JSON.stringify(warm).slice(0, 500)).toBe(true)
+      }
       await peer.send(JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: slow.call }))
       await new Promise((resolve) => setTimeout(resolve, 300))
       const family = [peer.pid, ...descendantsOf(peer.pid)]
@@ -235,7 +238,7 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
         const warm = await peer.post(
           JSON.stringify({ jsonrpc: '2.0', id: 'warm', method: 'tools/call', params: slow.warmUp }),
         )
-        expect(ok(warm.answers[0] as Answer)).toBe(true)
+        expect(ok(warm.answers[0] as Answer), warm.raw.slice(0, 500)).toBe(true)
       }
       const dropped = new AbortController()
       const pending = peer
@@ -250,17 +253,17 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
       const next = HttpPeer.attach(peer)
       await next.initialize()
       const ping = await next.post(JSON.stringify({ jsonrpc: '2.0', id: 'ping', method: 'ping' }))
-      expect(ping.answers[0]?.result).toEqual({})
+      expect(ping.answers[0]?.result, ping.raw.slice(0, 500)).toEqual({})
       if (!slow.env) {
         const fresh = await next.post(
           JSON.stringify({ jsonrpc: '2.0', id: 'next', method: 'tools/call', params: prepared.cheapCall }),
         )
-        expect(ok(fresh.answers[0] as Answer)).toBe(true)
+        expect(ok(fresh.answers[0] as Answer), fresh.raw.slice(0, 500)).toBe(true)
       }
       const family = [peer.pid, ...descendantsOf(peer.pid)]
       const ended = await peer.close(15_000)
       record('faults', { case: 'HTTP connection dropped mid-call', server: name, exit: ended })
-      expect(ended.killed).toBe(false)
+      expect(ended.killed, peer.stderr.slice(-1500)).toBe(false)
       expect(family.filter(alive)).toEqual([])
       expect(peer.stdout).toBe('')
     })

@@ -14,6 +14,7 @@ const RSS_CEILING = 64 * 2 ** 20
 
 interface Soaked {
   name: string
+  sessions: number
   calls: number
   unexpected: string[]
   /** Highest RSS in the last 10 s of the warm-up and lowest in the last 10 s: a leak lifts the floor. */
@@ -94,6 +95,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
   ].map((match) => ({ atMs: Number(match[2]), liveMiB: Number(match[3]) }))
   return {
     name,
+    sessions: sessions.length,
     calls,
     unexpected,
     baseline: Math.max(...warm),
@@ -125,6 +127,7 @@ describe('soak', () => {
       const growth = result.floor / result.baseline - 1
       record('soak', {
         server: result.name,
+        sessions: result.sessions,
         calls: result.calls,
         callsPerSecond: Math.round(result.calls / (SOAK_MS / 1000)),
         unexpected: result.unexpected.length,
