@@ -12,7 +12,15 @@ import type { Answer } from '../src/fuzz.js'
 import { record } from '../src/report.js'
 import { findLeaks } from '../src/secrets.js'
 import { browserCommand, HTTP_BEARER } from '../src/servers.js'
-import { alive, type Command, descendantsOf, HttpPeer, killAll, StdioPeer } from '../src/wire.js'
+import {
+  type Command,
+  familyOf,
+  HttpPeer,
+  killAll,
+  type ProcessRef,
+  running,
+  StdioPeer,
+} from '../src/wire.js'
 
 // Browser-specific faults and secrets: Chromium killed mid-session, and the credentials a page
 // carries (URL userinfo, a session cookie, a typed password) kept out of every output.
@@ -40,11 +48,11 @@ function refOf(text: string, pattern: RegExp): string {
 }
 
 /** Chromium's main process: the server's direct child (its helpers are Chromium's children). */
-function chromiumOf(pid: number): number[] {
-  return descendantsOf(pid).filter((child) => {
+function chromiumOf(pid: number): ProcessRef[] {
+  return familyOf(pid).filter((ref) => {
     try {
-      const stat = readFileSync(`/proc/${child}/stat`, 'utf8')
-      return alive(child) && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid
+      const stat = readFileSync(`/proc/${ref.pid}/stat`, 'utf8')
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid
     } catch {
       return false
     }
@@ -74,8 +82,8 @@ describe('browser: Chromium killed mid-session', () => {
 
     const [chromium, ...others] = chromiumOf(peer.pid)
     expect(others).toEqual([])
-    const before = [peer.pid, ...descendantsOf(peer.pid)].length
-    process.kill(chromium as number, 'SIGKILL')
+    const before = familyOf(peer.pid).length
+    process.kill((chromium as ProcessRef).pid, 'SIGKILL')
     // The server notices the disconnect (its log says so) before the next call.
     for (const deadline = Date.now() + 15_000; Date.now() < deadline; ) {
       if (peer.stderr.includes('The browser stopped')) break
@@ -89,15 +97,15 @@ describe('browser: Chromium killed mid-session', () => {
     // A ref of the new page works; the old Chromium is gone and exactly one new one runs.
     const clickedAgain = await call(peer, 'click', { ref: refOf(textOf(again), /button "Increment"/) })
     expect(textOf(clickedAgain)).toContain('Count: 1')
-    expect(alive(chromium as number)).toBe(false)
+    expect(running(chromium as ProcessRef)).toBe(false)
     const relaunched = chromiumOf(peer.pid)
     expect(relaunched).toHaveLength(1)
-    expect(relaunched[0]).not.toBe(chromium)
+    expect(relaunched[0]).not.toEqual(chromium)
     // A stale ref from before the kill is refused with a clear error, and the process stays up.
     const stale = await call(peer, 'click', { ref: 'e99999999' })
     expect(isToolError(stale)).toBe(true)
 
-    const family = [peer.pid, ...descendantsOf(peer.pid)]
+    const family = familyOf(peer.pid)
     const ended = await peer.end(15_000)
     record('faults', {
       case: 'Chromium killed mid-session',
@@ -107,7 +115,7 @@ describe('browser: Chromium killed mid-session', () => {
       exit: ended,
     })
     expect(ended).toMatchObject({ code: 0, killed: false })
-    expect(family.filter(alive)).toEqual([])
+    expect(family.filter(running)).toEqual([])
     expect(peer.impure).toEqual([])
   })
 })

@@ -4,7 +4,7 @@ import { startFakeSlack } from '../../../servers/slack/test/fake-slack.js'
 import type { Answer } from '../src/fuzz.js'
 import { record } from '../src/report.js'
 import { blackHole, GITHUB_TOKEN, githubRoutes, SERVERS, slackEnv, startCluster } from '../src/servers.js'
-import { alive, type Command, descendantsOf, HttpPeer, killAll, StdioPeer } from '../src/wire.js'
+import { type Command, familyOf, HttpPeer, killAll, running, StdioPeer } from '../src/wire.js'
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterEach(async () => {
@@ -208,7 +208,7 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
       }
       await peer.send(JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: slow.call }))
       await new Promise((resolve) => setTimeout(resolve, 300))
-      const family = [peer.pid, ...descendantsOf(peer.pid)]
+      const family = familyOf(peer.pid)
       const started = performance.now()
       const ended = await peer.end(15_000)
       const ms = Math.round(performance.now() - started)
@@ -220,7 +220,7 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
         processes: family.length,
       })
       expect(ended).toMatchObject({ code: 0, killed: false })
-      expect(family.filter(alive)).toEqual([])
+      expect(family.filter(running)).toEqual([])
       expect(peer.impure).toEqual([])
     })
 
@@ -260,11 +260,11 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
         )
         expect(ok(fresh.answers[0] as Answer), fresh.raw.slice(0, 500)).toBe(true)
       }
-      const family = [peer.pid, ...descendantsOf(peer.pid)]
+      const family = familyOf(peer.pid)
       const ended = await peer.close(15_000)
       record('faults', { case: 'HTTP connection dropped mid-call', server: name, exit: ended })
       expect(ended.killed, peer.stderr.slice(-1500)).toBe(false)
-      expect(family.filter(alive)).toEqual([])
+      expect(family.filter(running)).toEqual([])
       expect(peer.stdout).toBe('')
     })
   },
