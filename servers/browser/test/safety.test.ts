@@ -180,6 +180,38 @@ describe('allow and block lists', () => {
     expect(intranet.hits).toEqual([])
   })
 
+  it('shows a URL opened with userinfo without its credentials, everywhere a URL appears', async () => {
+    const blocked = `http://127.0.0.1:${intranet.port}`
+    const browser = await connection(['--allow-private-network', '--browser-blocked-origins', blocked])
+    const password = 'keel-userinfo-Pw7xQ2'
+    const withUserinfo = (port: number, path: string) => `http://someone:${password}@127.0.0.1:${port}${path}`
+    const shown: string[] = []
+    const opened = await call(browser, 'navigate', { url: withUserinfo(third.port, '/console') })
+    expect(opened.isError, opened.text).toBe(false)
+    expect(opened.text).toContain(`url: http://127.0.0.1:${third.port}/console`)
+    expect(opened.structured?.url).toBe(`http://127.0.0.1:${third.port}/console`)
+    shown.push(opened.text, JSON.stringify(opened.raw))
+    for (const [name, args] of [
+      ['snapshot', {}],
+      ['list_tabs', {}],
+      ['network_requests', {}],
+      ['console_messages', {}],
+    ] as const) {
+      const result = await call(browser, name, args)
+      expect(result.isError, `${name}: ${result.text}`).toBe(false)
+      shown.push(JSON.stringify(result.raw))
+    }
+    // Refused with userinfo: the error names the address without the password.
+    const refused = await call(browser, 'navigate', { url: withUserinfo(intranet.port, '/') })
+    expect(refused.isError).toBe(true)
+    expect(refused.text).toContain(`Refused ${blocked}/`)
+    shown.push(JSON.stringify(refused.raw))
+    for (const text of shown) {
+      expect(text).not.toContain(password)
+      expect(text).not.toContain('someone')
+    }
+  })
+
   it('allows loopback with --allow-private-network, and file: only with --allow-file-urls', async () => {
     const browser = await connection(['--allow-private-network', '--allow-file-urls'])
     const local = await call(browser, 'navigate', { url: `http://127.0.0.1:${third.port}/counter` })

@@ -25,6 +25,7 @@ import {
   startFakeSlack,
   USER_TOKEN,
 } from '../../../servers/slack/test/fake-slack.js'
+import { BASIC_PASSWORD, BROWSER_COOKIE, BROWSER_PASSWORD, startBrowserPages } from './browser-pages.js'
 import type { ToolCall } from './fuzz.js'
 import type { Command } from './wire.js'
 
@@ -45,6 +46,10 @@ const CLEAN_ENV = {
   DATABASE_URL: '',
   MCP_AUTH_TOKEN: '',
   LOG_LEVEL: '',
+  PUPPETEER_EXECUTABLE_PATH: '',
+  BROWSER_ALLOWED_ORIGINS: '',
+  BROWSER_ALLOW_PRIVATE_NETWORK: '',
+  BROWSER_USER_DATA_DIR: '',
 }
 
 /** A server ready to be spawned, with what it needs already running. */
@@ -61,11 +66,14 @@ export interface PreparedServer {
   secrets: string[]
   /**
    * A call still running after several seconds (with `env` added to the command: e.g. an API URL
-   * that never answers), for the timeout and vanishing-client paths.
+   * that never answers), for the timeout and vanishing-client paths. `warmUp`, when given, is
+   * called first (e.g. to have the browser running when the slow call starts).
    */
-  slow: { call: ToolCall; env?: Record<string, string> }
+  slow: { call: ToolCall; env?: Record<string, string>; warmUp?: ToolCall }
   /** The same server with a credential its backend refuses (the "bad auth" path). */
   badAuth?: Command
+  /** Concurrent sessions in the soak (default 4). */
+  soakSessions?: number
   /** Stops what `prepare` started. */
   stop(): Promise<void>
 }
@@ -309,8 +317,73 @@ const slackEntry: ServerEntry = {
   },
 }
 
-/**
- * Every server the suites cover. The browser server joins with one entry of the same shape
- * (Chromium-backed: its `stop` must leave no browser process behind).
- */
-export const SERVERS: readonly ServerEntry[] = [fsEntry, exampleEntry, postgresEntry, githubEntry, slackEntry]
+/** The Chromium the browser server drives. */
+export const CHROMIUM = process.env.PUPPETEER_EXECUTABLE_PATH || '/usr/bin/chromium'
+
+/** The browser server's command line against `origin` (its only reachable origin, loopback). */
+export function browserCommand(origin: string, extra: string[] = []): Command {
+  return {
+    command: process.execPath,
+    args: [
+      bin('browser'),
+      '--executable-path',
+      CHROMIUM,
+      '--browser-allowed-origins',
+      origin,
+      '--timeout-navigation',
+      '3000',
+      ...extra,
+    ],
+    env: { ...CLEAN_ENV },
+  }
+}
+
+const browserEntry: ServerEntry = {
+  name: 'browser',
+  async prepare() {
+    const pages = await startBrowserPages()
+    const at = (path: string) => `${pages.url}${path}`
+    return {
+      command: browserCommand(pages.url),
+      // Needs no page: the session's tab list (the browser starts on the first call that needs it).
+      cheapCall: { name: 'list_tabs', arguments: {} },
+      mixedCalls: [
+        { name: 'navigate', arguments: { url: at('/counter') } },
+        { name: 'snapshot', arguments: {} },
+        { name: 'press_key', arguments: { key: 'Tab' } },
+        { name: 'take_screenshot', arguments: {} },
+        { name: 'navigate', arguments: { url: at('/console') } },
+        { name: 'console_messages', arguments: {} },
+        { name: 'list_tabs', arguments: {} },
+        { name: 'network_requests', arguments: {} },
+      ],
+      errorCalls: [
+        { name: 'navigate', arguments: { url: 'file:///etc/passwd' } },
+        { name: 'navigate', arguments: { url: 'http://169.254.169.254/latest/meta-data/' } },
+        { name: 'navigate', arguments: { url: 'not a url' } },
+        { name: 'click', arguments: { ref: 'e99999999' } },
+        { name: 'snapshot', arguments: { tab: 'no-such-tab' } },
+        { name: 'select_tab', arguments: { tab: 'no-such-tab' } },
+      ],
+      slow: {
+        call: { name: 'navigate', arguments: { url: at('/slow') } },
+        warmUp: { name: 'navigate', arguments: { url: at('/') } },
+      },
+      // The credentials of the pages: the secrets suite drives them (see test/secrets.test.ts).
+      secrets: [BROWSER_COOKIE, BROWSER_PASSWORD, BASIC_PASSWORD],
+      // One Chromium serves every session (a context each): fewer clients keep the 2-core budget.
+      soakSessions: 2,
+      stop: () => pages.close(),
+    }
+  },
+}
+
+/** Every server the suites cover. */
+export const SERVERS: readonly ServerEntry[] = [
+  fsEntry,
+  exampleEntry,
+  postgresEntry,
+  githubEntry,
+  slackEntry,
+  browserEntry,
+]

@@ -67,6 +67,41 @@ export function alive(pid: number): boolean {
   }
 }
 
+/**
+ * A process as it was when seen: its pid and its start time (in clock ticks since boot). Pids are
+ * reused (this machine's `pid_max` is 32768, and with several Chromiums starting helpers they
+ * wrap within seconds), so "still running" must mean the same pid *and* the same start time.
+ */
+export interface ProcessRef {
+  pid: number
+  start: string
+}
+
+function startTimeOf(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // Field 22 (starttime), counted from the state field (field 3) after the command name.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+  } catch {
+    return undefined
+  }
+}
+
+/** `pid` and its live descendants, each with its start time. */
+export function familyOf(pid: number): ProcessRef[] {
+  const refs: ProcessRef[] = []
+  for (const member of [pid, ...descendantsOf(pid)]) {
+    const start = startTimeOf(member)
+    if (start !== undefined) refs.push({ pid: member, start })
+  }
+  return refs
+}
+
+/** Whether the process seen as `ref` still runs (not a zombie, and its pid not reused since). */
+export function running(ref: ProcessRef): boolean {
+  return alive(ref.pid) && startTimeOf(ref.pid) === ref.start
+}
+
 /** Every process the suites spawned: `killAll` ends those still running (a failed test leaves none). */
 const spawned = new Set<ChildProcessWithoutNullStreams>()
 

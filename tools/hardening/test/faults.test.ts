@@ -4,7 +4,7 @@ import { startFakeSlack } from '../../../servers/slack/test/fake-slack.js'
 import type { Answer } from '../src/fuzz.js'
 import { record } from '../src/report.js'
 import { blackHole, GITHUB_TOKEN, githubRoutes, SERVERS, slackEnv, startCluster } from '../src/servers.js'
-import { alive, type Command, descendantsOf, HttpPeer, killAll, StdioPeer } from '../src/wire.js'
+import { type Command, familyOf, HttpPeer, killAll, running, StdioPeer } from '../src/wire.js'
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterEach(async () => {
@@ -202,9 +202,13 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
       const slow = prepared.slow
       const peer = new StdioPeer({ ...prepared.command, env: { ...prepared.command.env, ...slow.env } })
       await peer.initialize()
+      if (slow.warmUp) {
+        const warm = await call(peer, slow.warmUp.name, slow.warmUp.arguments)
+        expect(ok(warm), JSON.stringify(warm).slice(0, 500)).toBe(true)
+      }
       await peer.send(JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: slow.call }))
       await new Promise((resolve) => setTimeout(resolve, 300))
-      const family = [peer.pid, ...descendantsOf(peer.pid)]
+      const family = familyOf(peer.pid)
       const started = performance.now()
       const ended = await peer.end(15_000)
       const ms = Math.round(performance.now() - started)
@@ -216,7 +220,7 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
         processes: family.length,
       })
       expect(ended).toMatchObject({ code: 0, killed: false })
-      expect(family.filter(alive)).toEqual([])
+      expect(family.filter(running)).toEqual([])
       expect(peer.impure).toEqual([])
     })
 
@@ -230,6 +234,12 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
       })
       cleanups.push(() => peer.close())
       await peer.initialize()
+      if (slow.warmUp) {
+        const warm = await peer.post(
+          JSON.stringify({ jsonrpc: '2.0', id: 'warm', method: 'tools/call', params: slow.warmUp }),
+        )
+        expect(ok(warm.answers[0] as Answer), warm.raw.slice(0, 500)).toBe(true)
+      }
       const dropped = new AbortController()
       const pending = peer
         .post(JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: slow.call }), {
@@ -243,18 +253,18 @@ describe.each(SERVERS.map((entry) => [entry.name, entry] as const))(
       const next = HttpPeer.attach(peer)
       await next.initialize()
       const ping = await next.post(JSON.stringify({ jsonrpc: '2.0', id: 'ping', method: 'ping' }))
-      expect(ping.answers[0]?.result).toEqual({})
+      expect(ping.answers[0]?.result, ping.raw.slice(0, 500)).toEqual({})
       if (!slow.env) {
         const fresh = await next.post(
           JSON.stringify({ jsonrpc: '2.0', id: 'next', method: 'tools/call', params: prepared.cheapCall }),
         )
-        expect(ok(fresh.answers[0] as Answer)).toBe(true)
+        expect(ok(fresh.answers[0] as Answer), fresh.raw.slice(0, 500)).toBe(true)
       }
-      const family = [peer.pid, ...descendantsOf(peer.pid)]
+      const family = familyOf(peer.pid)
       const ended = await peer.close(15_000)
       record('faults', { case: 'HTTP connection dropped mid-call', server: name, exit: ended })
-      expect(ended.killed).toBe(false)
-      expect(family.filter(alive)).toEqual([])
+      expect(ended.killed, peer.stderr.slice(-1500)).toBe(false)
+      expect(family.filter(running)).toEqual([])
       expect(peer.stdout).toBe('')
     })
   },

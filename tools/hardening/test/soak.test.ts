@@ -3,7 +3,7 @@ import { record, SOAK_MS } from '../src/report.js'
 import { type PreparedServer, SERVERS } from '../src/servers.js'
 import { HttpPeer, killAll, rssOf } from '../src/wire.js'
 
-/** Sessions per server, each a client calling in a loop: the concurrency of the soak. */
+/** Sessions per server (unless its entry says fewer), each a client calling in a loop: the concurrency of the soak. */
 const SESSIONS = 4
 // Lazy modules (clients, parsers) load and caches fill during the warm-up; the RSS baseline is the
 // highest of its last 10 s.
@@ -14,6 +14,7 @@ const RSS_CEILING = 64 * 2 ** 20
 
 interface Soaked {
   name: string
+  sessions: number
   calls: number
   unexpected: string[]
   /** Highest RSS in the last 10 s of the warm-up and lowest in the last 10 s: a leak lifts the floor. */
@@ -46,7 +47,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
   const spawnedAt = Date.now()
   const peer = await HttpPeer.start({ ...prepared.command, args: ['--trace-gc', ...prepared.command.args] })
   const sessions = await Promise.all(
-    Array.from({ length: SESSIONS }, async () => {
+    Array.from({ length: prepared.soakSessions ?? SESSIONS }, async () => {
       const session = await HttpPeer.attach(peer)
       await session.initialize()
       return session
@@ -94,6 +95,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
   ].map((match) => ({ atMs: Number(match[2]), liveMiB: Number(match[3]) }))
   return {
     name,
+    sessions: sessions.length,
     calls,
     unexpected,
     baseline: Math.max(...warm),
@@ -117,7 +119,7 @@ describe('soak', () => {
     expect(killAll()).toBe(0)
   })
 
-  it(`serves ${SOAK_MS / 1000} s of mixed calls over HTTP, ${SESSIONS} sessions per server: no unexpected error, live heap flat, RSS bounded`, async () => {
+  it(`serves ${SOAK_MS / 1000} s of mixed calls over HTTP, ${SESSIONS} sessions per server (browser 2): no unexpected error, live heap flat, RSS bounded`, async () => {
     const results = await Promise.all(
       SERVERS.map((entry) => soak(entry.name, prepared.get(entry.name) as PreparedServer, SOAK_MS)),
     )
@@ -125,6 +127,7 @@ describe('soak', () => {
       const growth = result.floor / result.baseline - 1
       record('soak', {
         server: result.name,
+        sessions: result.sessions,
         calls: result.calls,
         callsPerSecond: Math.round(result.calls / (SOAK_MS / 1000)),
         unexpected: result.unexpected.length,

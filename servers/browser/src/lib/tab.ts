@@ -1,5 +1,6 @@
 import type { CDPSession, Dialog, HTTPRequest, Page } from 'puppeteer-core'
 import type { UrlPolicy } from './policy.js'
+import { shownUrl } from './url.js'
 
 /** One console message, as kept in a tab's ring buffer. */
 export interface ConsoleEntry {
@@ -106,7 +107,7 @@ export class Tab {
         {
           level: message.type(),
           text: message.text().slice(0, 2000),
-          ...(where?.url ? { location: `${where.url}:${where.lineNumber ?? 0}` } : {}),
+          ...(where?.url ? { location: `${shownUrl(where.url)}:${where.lineNumber ?? 0}` } : {}),
         },
         CONSOLE_LIMIT,
       )
@@ -122,7 +123,7 @@ export class Tab {
         tab.network,
         {
           method: request.method(),
-          url: request.url().slice(0, 500),
+          url: shownUrl(request.url()).slice(0, 500),
           ...(response ? { status: response.status() } : {}),
           type: request.resourceType(),
           ...(length ? { size: Number(length) } : {}),
@@ -135,7 +136,7 @@ export class Tab {
         tab.network,
         {
           method: request.method(),
-          url: request.url().slice(0, 500),
+          url: shownUrl(request.url()).slice(0, 500),
           type: request.resourceType(),
           failed: request.failure()?.errorText ?? 'failed',
         },
@@ -182,7 +183,7 @@ export class Tab {
     }
     try {
       if (refusal) {
-        const entry = { url: request.url().slice(0, 500), reason: refusal.reason, topLevel }
+        const entry = { url: shownUrl(request.url()).slice(0, 500), reason: refusal.reason, topLevel }
         this.refusedCount++
         this.lastRefused = entry
         if (topLevel) this.lastRefusedTopLevel = entry

@@ -1,5 +1,6 @@
 import { ToolError, z } from '@keel-mcp/core'
 import type { Tab } from '../lib/tab.js'
+import { shownUrl } from '../lib/url.js'
 import {
   type BrowserSettings,
   browse,
@@ -79,7 +80,8 @@ export const navigate = defineTool({
       })
     }
     const refusal = await deps.host.policy.check(target.href, { topLevel: true })
-    if (refusal) throw new ToolError('permission_denied', `Refused ${target.href}: ${refusal.reason}`)
+    if (refusal)
+      throw new ToolError('permission_denied', `Refused ${shownUrl(target.href)}: ${refusal.reason}`)
     return onTab(context, tabId, (tab) =>
       navigation(tab, deps.settings, () =>
         tab.page.goto(target.href, {

@@ -3,6 +3,7 @@ import { type ToolContext, ToolError, toolFactory, z } from '@keel-mcp/core'
 import type { BrowserHost, BrowserSession } from '../lib/browser.js'
 import { changedPart, takeSnapshot } from '../lib/snapshot.js'
 import type { OpenDialog, Tab } from '../lib/tab.js'
+import { shownUrl } from '../lib/url.js'
 
 /** Settings the tools read (from the command line). */
 export interface BrowserSettings {
@@ -101,7 +102,7 @@ export async function onTab<T extends { text: string }>(
 
 /** The structured result of a tool that leaves the model on a page. */
 export function pageInfo(tab: Tab): { tab: string; url: string } {
-  return { tab: tab.id, url: tab.page.url() }
+  return { tab: tab.id, url: shownUrl(tab.page.url()) }
 }
 
 /** The page's title (empty while a dialog blocks the page, or when it does not answer). */

@@ -1,5 +1,6 @@
 import { ToolError, z } from '@keel-mcp/core'
 import { TabGoneError } from '../lib/browser.js'
+import { shownUrl } from '../lib/url.js'
 import {
   browse,
   defineTool,
@@ -25,7 +26,7 @@ export const listTabs = defineTool({
     const tabs = await Promise.all(
       [...session.tabs.values()].map(async (tab) => ({
         tab: tab.id,
-        url: tab.page.url(),
+        url: shownUrl(tab.page.url()),
         title: tab.dialog ? '' : await tab.page.title().catch(() => ''),
         current: tab.id === session.current,
       })),
@@ -51,7 +52,7 @@ export const newTab = defineTool({
     const { session, notices } = await sessionOf(context)
     const tab = await session.newTab()
     return {
-      data: { tab: tab.id, url: tab.page.url() },
+      data: { tab: tab.id, url: shownUrl(tab.page.url()) },
       text: [...notices, `Opened tab ${tab.id}; it is now current.`].join('\n'),
     }
   },
