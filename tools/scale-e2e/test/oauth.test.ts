@@ -168,7 +168,15 @@ describe('the SDK v2 client with its own OAuth support, through nginx', () => {
       expectedIssuer: issuer.url,
     })
     const transport = new StreamableHTTPClientTransport(new URL(nginx.url), { authProvider: provider })
-    const mcp = new Client({ name: 'oauth-scale', version: '1.0.0' })
+    const mcp = new Client({ name: 'oauth-scale', version: '1.0.0' }, { capabilities: { elicitation: {} } })
+    const answers: Record<string, Record<string, string>> = {
+      'Your name?': { name: 'Ada' },
+      'Your colour?': { colour: 'teal' },
+    }
+    mcp.setRequestHandler('elicitation/create', (request) => ({
+      action: 'accept',
+      content: answers[request.params.message] ?? {},
+    }))
     const tokenRequests = issuer.hits.get('/token') ?? 0
     await mcp.connect(transport)
     try {
@@ -198,8 +206,14 @@ describe('the SDK v2 client with its own OAuth support, through nginx', () => {
       )
       expect((counted.content[0] as { text: string }).text).toMatch(/^counted to 10 on \d+$/)
       expect(progress).toEqual(Array.from({ length: 10 }, (_, index) => index + 1))
+      // Answers to the server's questions reach the replica that asked, whichever replica nginx picks.
+      for (let round = 0; round < 3; round++) {
+        const named = await mcp.callTool({ name: 'ask_name' }, { timeout: 20_000 })
+        expect((named.content[0] as { text: string }).text).toMatch(/^Ada likes teal \(asked by \d+\)$/)
+      }
       const logs = replicas.map((replica) => replica.stderr()).join('\n')
       expect(logs).toMatch(/restored a session opened on another replica/)
+      expect(logs).toMatch(/relayed an answer to the replica that asked/)
     } finally {
       await mcp.close()
     }
