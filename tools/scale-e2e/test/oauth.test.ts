@@ -42,14 +42,26 @@ beforeAll(async () => {
   issuer.resource = resource
   replicas = await startReplicas(3, {
     redisUrl: redis.url,
-    args: ['--auth-issuer', issuer.url, '--auth-resource', resource],
+    // The settings of docs/oauth.md: every request needs mcp:read, writes also mcp:write; opaque
+    // tokens are introspected with the server's own client credentials.
+    args: [
+      '--auth-issuer',
+      issuer.url,
+      '--auth-resource',
+      resource,
+      '--auth-scopes',
+      'mcp:read',
+      '--auth-introspection-url',
+      `${issuer.url}/token/introspection`,
+    ],
+    env: { MCP_AUTH_CLIENT_ID: 'resource-server', MCP_AUTH_CLIENT_SECRET: CLIENTS['resource-server'].secret },
   })
   nginx = await startNginx(
     replicas.map((replica) => replica.port),
     undefined,
     port,
   )
-  for (const client of ['writer', 'reader', 'outsider'] as const)
+  for (const client of ['writer', 'reader', 'opaque-writer'] as const)
     tokens.set(client, await issuer.token(client))
 })
 afterAll(async () => {
@@ -229,7 +241,8 @@ describe("another subject's valid token with the first subject's session id", ()
     expect(pids.size).toBe(3)
 
     for (const [where, url] of everywhere()) {
-      for (const intruder of ['reader', 'outsider'] as const) {
+      // A reader (JWT) and a client with every scope whose opaque token is introspected.
+      for (const intruder of ['reader', 'opaque-writer'] as const) {
         const called = await post(url, intruder, session, call(2, 'whoami'))
         expect(called.status, `${intruder} POST at ${where}`).toBe(404)
         notFound(called.text)
@@ -333,7 +346,24 @@ describe('a token without the write scope', () => {
       expect(who.session).toBe(session)
       expect(who.subject).toBe('reader')
     }
-    // Every replica served some of those calls: the check is each replica's own.
+    // The SDK client, sent a 403, asks the issuer for the write scope; refused, the call fails and
+    // the session goes on.
+    const provider = new ClientCredentialsProvider({
+      clientId: 'reader',
+      clientSecret: CLIENTS.reader.secret,
+      scope: CLIENTS.reader.scope,
+      expectedIssuer: issuer.url,
+    })
+    const mcp = new Client({ name: 'oauth-scale-reader', version: '1.0.0' })
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(nginx.url), { authProvider: provider }))
+    try {
+      await expect(mcp.callTool({ name: 'tally' })).rejects.toThrow(/scope/)
+      const who = (await mcp.callTool({ name: 'whoami' })).structuredContent as { subject: string }
+      expect(who.subject).toBe('reader')
+    } finally {
+      await mcp.close()
+    }
+    // Every replica refused some of those calls: the check is each replica's own.
     const logs = replicas.map((replica) => replica.stderr())
     for (const log of logs) expect(log).toMatch(/refused a call that needs the write scope/)
   })
