@@ -239,6 +239,11 @@ describe("another subject's valid token with the first subject's session id", ()
     const pids = new Set<number>()
     for (const replica of replicas) pids.add((await whoami(replica.url, 'writer', session)).pid)
     expect(pids.size).toBe(3)
+    // The intruders' tokens are valid: each opens and uses a session of its own.
+    for (const intruder of ['reader', 'opaque-writer'] as const) {
+      const own = await openSession(nginx.url, intruder)
+      expect((await whoami(nginx.url, intruder, own)).subject).toBe(intruder)
+    }
 
     for (const [where, url] of everywhere()) {
       // A reader (JWT) and a client with every scope whose opaque token is introspected.
@@ -264,6 +269,13 @@ describe("another subject's valid token with the first subject's session id", ()
       expect(who.session).toBe(session)
       expect(who.subject).toBe('writer')
     }
+    // The owner may end it; then it is gone for the owner too.
+    const [first] = replicas as [Replica]
+    const ended = await fetch(first.url, { method: 'DELETE', headers: headers('writer', session) })
+    expect(ended.status).toBe(200)
+    await ended.text()
+    for (const replica of replicas)
+      expect((await post(replica.url, 'writer', session, call(9, 'whoami'))).status).toBe(404)
   })
 
   it('gets 404 on replicas that never served the session: they refuse to restore it for another owner', async () => {
