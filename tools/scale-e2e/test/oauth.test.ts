@@ -1,25 +1,7 @@
-import {
-  Client,
-  ClientCredentialsProvider,
-  StreamableHTTPClientTransport,
-} from '@modelcontextprotocol/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  CLIENTS,
-  type ClientName,
-  startIssuer,
-  type TestIssuer,
-} from '../../../packages/core/test/oauth-issuer.js'
-import {
-  freePort,
-  type Nginx,
-  type RedisServer,
-  type Replica,
-  startNginx,
-  startRedis,
-  startReplicas,
-  stopAll,
-} from '../src/harness.js'
+import type { ClientName, TestIssuer } from '../../../packages/core/test/oauth-issuer.js'
+import { type Nginx, type Replica, stopAll } from '../src/harness.js'
+import { oauthClient, startOAuthCluster } from './oauth-cluster.js'
 import { ACCEPT, type SseEvent, sseEvents } from './wire.js'
 
 // OAuth and Redis sessions together: a real authorization server (oidc-provider, the one core's
@@ -28,39 +10,12 @@ import { ACCEPT, type SseEvent, sseEvents } from './wire.js'
 // subject that opened it on every replica, and the write scope is enforced by every replica.
 
 let issuer: TestIssuer
-let redis: RedisServer
 let replicas: Replica[]
 let nginx: Nginx
 const tokens = new Map<ClientName, string>()
 
 beforeAll(async () => {
-  issuer = await startIssuer()
-  redis = await startRedis()
-  // Tokens are issued for the URL clients reach (nginx), so nginx's port is chosen first.
-  const port = await freePort()
-  const resource = `http://127.0.0.1:${port}/mcp`
-  issuer.resource = resource
-  replicas = await startReplicas(3, {
-    redisUrl: redis.url,
-    // The settings of docs/oauth.md: every request needs mcp:read, writes also mcp:write; opaque
-    // tokens are introspected with the server's own client credentials.
-    args: [
-      '--auth-issuer',
-      issuer.url,
-      '--auth-resource',
-      resource,
-      '--auth-scopes',
-      'mcp:read',
-      '--auth-introspection-url',
-      `${issuer.url}/token/introspection`,
-    ],
-    env: { MCP_AUTH_CLIENT_ID: 'resource-server', MCP_AUTH_CLIENT_SECRET: CLIENTS['resource-server'].secret },
-  })
-  nginx = await startNginx(
-    replicas.map((replica) => replica.port),
-    undefined,
-    port,
-  )
+  ;({ issuer, replicas, nginx } = await startOAuthCluster())
   for (const client of ['writer', 'reader', 'opaque-writer'] as const)
     tokens.set(client, await issuer.token(client))
 })
@@ -173,14 +128,7 @@ const notFound = (text: string) => expect(JSON.parse(text).error.code).toBe(-320
 
 describe('the SDK v2 client with its own OAuth support, through nginx', () => {
   it('gets a token by client credentials and runs a whole session across all three replicas', async () => {
-    const provider = new ClientCredentialsProvider({
-      clientId: 'writer',
-      clientSecret: CLIENTS.writer.secret,
-      scope: CLIENTS.writer.scope,
-      expectedIssuer: issuer.url,
-    })
-    const transport = new StreamableHTTPClientTransport(new URL(nginx.url), { authProvider: provider })
-    const mcp = new Client({ name: 'oauth-scale', version: '1.0.0' }, { capabilities: { elicitation: {} } })
+    const { mcp, transport } = oauthClient(issuer, nginx.url, 'writer', { elicitation: {} })
     const answers: Record<string, Record<string, string>> = {
       'Your name?': { name: 'Ada' },
       'Your colour?': { colour: 'teal' },
@@ -360,14 +308,8 @@ describe('a token without the write scope', () => {
     }
     // The SDK client, sent a 403, asks the issuer for the write scope; refused, the call fails and
     // the session goes on.
-    const provider = new ClientCredentialsProvider({
-      clientId: 'reader',
-      clientSecret: CLIENTS.reader.secret,
-      scope: CLIENTS.reader.scope,
-      expectedIssuer: issuer.url,
-    })
-    const mcp = new Client({ name: 'oauth-scale-reader', version: '1.0.0' })
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(nginx.url), { authProvider: provider }))
+    const { mcp, transport } = oauthClient(issuer, nginx.url, 'reader')
+    await mcp.connect(transport)
     try {
       await expect(mcp.callTool({ name: 'tally' })).rejects.toThrow(/scope/)
       const who = (await mcp.callTool({ name: 'whoami' })).structuredContent as { subject: string }
