@@ -416,6 +416,16 @@ export function parseConfig<C>(
   }
   if (common.data.stateless && common.data.redisUrl)
     warnings.push('--redis-url has no effect with --stateless: there are no sessions to share')
+  // Replicas behind a load balancer: each would name its own address as the resource otherwise.
+  else if (
+    common.data.redisUrl &&
+    auth.issuer &&
+    auth.resource === undefined &&
+    common.data.transport === 'http'
+  )
+    warnings.push(
+      '--redis-url with --auth-issuer but no --auth-resource: each replica names its own address as the resource; set --auth-resource to the URL clients reach (the load balancer), the same on every replica',
+    )
   const toolsets = common.data.toolsets
   if (source.toolsets && toolsets.length) {
     for (const name of toolsets) {

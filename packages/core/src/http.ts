@@ -176,8 +176,9 @@ export async function serveHttp<D, C>(
   const factory = () => createInstance(runtime, { connection: 'request' })
   const sessions = new Map<string, Session>()
   const hooksFor = (client: string): SessionHooks => ({
-    register(id: string, opened: ClusterSession) {
-      sessions.set(id, { ...opened, lastSeen: Date.now(), client, active: 0 })
+    // A session opened under OAuth is its owner's, whoever's request restored it here.
+    register(id: string, opened: ClusterSession, owner?: string) {
+      sessions.set(id, { ...opened, lastSeen: Date.now(), client: owner ?? client, active: 0 })
     },
     closed(id: string) {
       const session = sessions.get(id)

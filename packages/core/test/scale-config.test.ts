@@ -81,6 +81,22 @@ describe('scale-out configuration', () => {
     )
   })
 
+  it('warns that replicas with OAuth need --auth-resource, and is quiet once it is set', () => {
+    const env = { REDIS_URL: 'redis://127.0.0.1:6379' }
+    const oauth = ['--transport', 'http', '--auth-issuer', 'http://127.0.0.1:9000']
+    const without = parse(oauth, env)
+    if (without.kind !== 'config') throw new Error('expected a config')
+    expect(without.warnings).toEqual([
+      '--redis-url with --auth-issuer but no --auth-resource: each replica names its own address as the resource; set --auth-resource to the URL clients reach (the load balancer), the same on every replica',
+    ])
+    const set = parse([...oauth, '--auth-resource', 'https://mcp.example.com/mcp'], env)
+    if (set.kind !== 'config') throw new Error('expected a config')
+    expect(set.warnings).toEqual([])
+    const single = parse(oauth)
+    if (single.kind !== 'config') throw new Error('expected a config')
+    expect(single.warnings).toEqual([])
+  })
+
   it('lists the scale-out options in --help', () => {
     const outcome = parse(['--help'])
     if (outcome.kind !== 'help') throw new Error('expected help')

@@ -171,9 +171,11 @@ export interface Nginx {
 export async function startNginx(
   ports: number[],
   site?: (port: number, upstreams: string[]) => string,
+  /** The port to listen on (default: a free one); known ahead when replicas must name nginx's URL. */
+  listenPort?: number,
 ): Promise<Nginx> {
   const dir = await mkdtemp(join(tmpdir(), 'keel-nginx-'))
-  const port = await freePort()
+  const port = listenPort ?? (await freePort())
   const upstreams = ports.map((upstream) => `127.0.0.1:${upstream}`)
   const config = mainConfig(dir, (site ?? siteConfig)(port, upstreams))
   await writeFile(join(dir, 'nginx.conf'), config)

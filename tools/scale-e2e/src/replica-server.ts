@@ -12,11 +12,18 @@ const whoami = defineTool({
   title: 'Who am I',
   description: 'Which replica process served this call, and what the session looks like to it.',
   input: {},
-  output: { pid: z.number(), session: z.string(), client: z.string(), capabilities: z.array(z.string()) },
+  output: {
+    pid: z.number(),
+    session: z.string(),
+    client: z.string(),
+    capabilities: z.array(z.string()),
+    subject: z.string(),
+  },
   annotations: readOnly,
-  run: (_input, { session, client }) => ({
+  run: (_input, { session, client, auth }) => ({
     data: {
       pid: process.pid,
+      subject: auth?.subject ?? '',
       session: session.id ?? '',
       client: client.info ? `${client.info.name} ${client.info.version}` : '',
       capabilities: Object.keys(client.capabilities ?? {}).sort(),
@@ -55,6 +62,17 @@ const talk = defineTool({
     log.warn('warning line')
     return { text: `talked on ${process.pid}` }
   },
+})
+
+let tallied = 0
+
+const tally = defineTool({
+  name: 'tally',
+  title: 'Tally',
+  description: "Adds one to this replica's tally (a write: with OAuth on it needs the write scope).",
+  input: {},
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  run: () => ({ text: `tally ${++tallied} on ${process.pid}` }),
 })
 
 const askName = defineTool({
@@ -107,7 +125,7 @@ export const server = defineServer({
   name: 'scale-replica',
   version: '0.0.0',
   description: 'A replica of a Keel server, for the scale-out tests.',
-  tools: [whoami, count, talk, askName, askModel, listRoots],
+  tools: [whoami, count, talk, tally, askName, askModel, listRoots],
   resources: [
     {
       name: 'ticks',

@@ -32,8 +32,8 @@ export interface ClusterSession {
 
 /** What http.ts tells the cluster when it opens a session. */
 export interface SessionHooks {
-  /** The session is initialized here (new, or restored): register it. */
-  register(id: string, session: ClusterSession): void
+  /** The session is initialized here (new, or restored): register it, as `owner`'s when it has one. */
+  register(id: string, session: ClusterSession, owner?: string): void
   /** The client ended the session (DELETE) here. */
   closed(id: string): void
 }
@@ -153,7 +153,7 @@ export class Cluster {
             .pexpire(this.#recordKey(sessionId), this.#ttlMs)
             .exec()
         this.#local.set(sessionId, session)
-        hooks.register(sessionId, session)
+        hooks.register(sessionId, session, owner || undefined)
       },
       onsessionclosed: async (sessionId) => {
         this.#local.delete(sessionId)
@@ -201,7 +201,7 @@ export class Cluster {
     if (!record.init) return undefined
     // A session opened under OAuth belongs to its subject on every replica, as it does on one.
     if (record.owner && record.owner !== owner) return undefined
-    const { session, store } = this.#build(hooks, id)
+    const { session, store } = this.#build(hooks, id, undefined, record.owner || undefined)
     await session.server.connect(session.transport)
     // The handshake is replayed to this replica's instance only: nothing goes to the client or
     // into the session's event streams.
@@ -366,7 +366,8 @@ export class Cluster {
       if (await this.#alive(owner)) continue
       const uri = field.slice(4)
       await this.redis.hset(this.#recordKey(id), field, this.replica)
-      const session = await this.restore(this.hooks, id)
+      // Restored as its owner's (under OAuth): the owner's stream asked for this takeover.
+      const session = await this.restore(this.hooks, id, record.owner || undefined)
       if (!session) return
       await this.#inject(session, id, {
         jsonrpc: '2.0',
