@@ -6,8 +6,13 @@ import { HttpPeer, killAll, rssOf } from '../src/wire.js'
 /** Sessions per server (unless its entry says fewer), each a client calling in a loop: the concurrency of the soak. */
 const SESSIONS = 4
 // Lazy modules (clients, parsers) load and caches fill during the warm-up; the RSS baseline is the
-// highest of its last 10 s.
+// highest of its last 10 s. A leak check must start from a steady state: every bounded buffer full.
+// The largest is each HTTP session's replay buffer (core's BoundedEventStore: 1,000 events, one per
+// call here), so the warm-up lasts at least WARM_UP_MS and until every session has made that many
+// calls, or MAX_WARM_UP_MS at most (a slow server then starts the soak with its buffers filling).
 const WARM_UP_MS = Number(process.env.HARDENING_SOAK_WARM_UP_MS ?? 20_000)
+const MAX_WARM_UP_MS = Math.max(WARM_UP_MS, Number(process.env.HARDENING_SOAK_MAX_WARM_UP_MS ?? 60_000))
+const REPLAY_BUFFER_EVENTS = 1_000
 const SAMPLE_MS = 1_000
 /** RSS growth allowed after the warm-up (see the comment at the assertion). */
 const RSS_CEILING = 64 * 2 ** 20
@@ -54,8 +59,18 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
     }),
   )
   const started = Date.now()
-  const warmUntil = started + WARM_UP_MS
-  const endAt = warmUntil + durationMs
+  const perSession = sessions.map(() => 0)
+  let warmUntil = Number.POSITIVE_INFINITY
+  let endAt = Number.POSITIVE_INFINITY
+  const warmedUp = () => {
+    if (warmUntil !== Number.POSITIVE_INFINITY) return
+    const now = Date.now()
+    const full = perSession.every((count) => count >= REPLAY_BUFFER_EVENTS)
+    if ((now >= started + WARM_UP_MS && full) || now >= started + MAX_WARM_UP_MS) {
+      warmUntil = now
+      endAt = now + durationMs
+    }
+  }
   const samples: Array<{ at: number; rss: number }> = []
   const sampler = setInterval(() => samples.push({ at: Date.now(), rss: rssOf(peer.pid) }), SAMPLE_MS)
   const unexpected: string[] = []
@@ -63,6 +78,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
   await Promise.all(
     sessions.map(async (session, worker) => {
       for (let index = worker; Date.now() < endAt; index++) {
+        warmedUp()
         const call = prepared.mixedCalls[index % prepared.mixedCalls.length]
         if (!call) break
         const id = `${worker}-${index}`
@@ -81,6 +97,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
           unexpected.push(`${call.name}: ${String(error)}`)
         }
         calls++
+        perSession[worker] = (perSession[worker] ?? 0) + 1
       }
     }),
   )
