@@ -13,45 +13,60 @@ import type { Logger } from './logger.js'
 
 // What a tool can ask of the client mid-call (roots, sampling, elicitation), in both eras.
 
+/** A connection's client access, and its view bound to one incoming request. */
+export interface ConnectionClientAccess extends ClientAccess {
+  /**
+   * The same access, with every request to the client sent as related to the incoming request
+   * `requestId`: on Streamable HTTP it travels on that request's own response stream, which the
+   * client is reading, not on the standalone GET stream, which a client may not have opened (and
+   * which, behind a load balancer, another replica may hold).
+   */
+  forRequest(requestId: string | number): ClientAccess
+}
+
 /** The client access of a 2025-era connection: requests go to the client and are awaited. */
 export function createClientAccess(
   server: McpServer['server'],
   state: InstanceState,
   logger: Logger,
-): ClientAccess {
-  return {
-    get info() {
-      const version = server.getClientVersion()
-      return version ? { name: version.name, version: version.version } : undefined
-    },
-    get capabilities() {
-      return server.getClientCapabilities() as Record<string, unknown> | undefined
-    },
-    roots() {
-      if (!server.getClientCapabilities()?.roots) return Promise.resolve(undefined)
-      state.roots ??= server.listRoots().then(
-        (result) =>
-          result.roots.map((root) => ({ uri: root.uri, ...(root.name ? { name: root.name } : {}) })),
-        (error: unknown) => {
-          state.roots = undefined
-          logger.debug('the client did not answer roots/list', { error: (error as Error).message })
-          return undefined
-        },
-      )
-      return state.roots
-    },
-    // MCP: no request for a capability the client did not declare. The SDK does not check sampling,
-    // and a stateless request has no declared capabilities and no way back for an answer: without
-    // these checks such a call waits for the tool timeout instead of failing at once.
-    sample: async (params) => {
-      if (!server.getClientCapabilities()?.sampling) throw notOffered('sampling')
-      return server.createMessage(params as never)
-    },
-    elicit: async (params) => {
-      if (!server.getClientCapabilities()?.elicitation) throw notOffered('elicitation')
-      return server.elicitInput(params as never)
-    },
+): ConnectionClientAccess {
+  const accessFor = (relatedRequestId: string | number | undefined): ClientAccess => {
+    const options = relatedRequestId === undefined ? undefined : { relatedRequestId }
+    return {
+      get info() {
+        const version = server.getClientVersion()
+        return version ? { name: version.name, version: version.version } : undefined
+      },
+      get capabilities() {
+        return server.getClientCapabilities() as Record<string, unknown> | undefined
+      },
+      roots() {
+        if (!server.getClientCapabilities()?.roots) return Promise.resolve(undefined)
+        state.roots ??= server.listRoots(undefined, options).then(
+          (result) =>
+            result.roots.map((root) => ({ uri: root.uri, ...(root.name ? { name: root.name } : {}) })),
+          (error: unknown) => {
+            state.roots = undefined
+            logger.debug('the client did not answer roots/list', { error: (error as Error).message })
+            return undefined
+          },
+        )
+        return state.roots
+      },
+      // MCP: no request for a capability the client did not declare. The SDK does not check
+      // sampling, and a stateless request has no declared capabilities and no way back for an
+      // answer: without these checks such a call waits for the tool timeout instead of failing.
+      sample: async (params) => {
+        if (!server.getClientCapabilities()?.sampling) throw notOffered('sampling')
+        return server.createMessage(params as never, options)
+      },
+      elicit: async (params) => {
+        if (!server.getClientCapabilities()?.elicitation) throw notOffered('elicitation')
+        return server.elicitInput(params as never, options)
+      },
+    }
   }
+  return Object.assign(accessFor(undefined), { forRequest: accessFor })
 }
 
 function notOffered(capability: 'sampling' | 'elicitation'): ToolError {

@@ -1,4 +1,5 @@
 import type { McpServer } from '@modelcontextprotocol/server'
+import type { ConnectionClientAccess } from './client-access.js'
 import type { ParsedConfig } from './config.js'
 import type {
   AnyTool,
@@ -50,7 +51,7 @@ export interface InstanceParts<D, C> {
   mcp: McpServer
   state: InstanceState
   /** The client of this connection (2025-era access; a 2026-07-28 call wraps it per request). */
-  client: ClientAccess
+  client: ConnectionClientAccess
   handlerContext(signal: AbortSignal): HandlerContext<D>
   sessionFor(sessionId: string | undefined): SessionAccess
   /** This connection's tasks, when it offers them (a connection, not a lone request, with task tools). */

@@ -346,7 +346,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     return executeCall(parts, call, {
       ...channelFor(
         ctx as CallRequestContext,
-        modern ? modernClientAccess(client, ctx.mcpReq as never) : client,
+        modern ? modernClientAccess(client, ctx.mcpReq as never) : client.forRequest(ctx.mcpReq.id),
       ),
       signal: ctx.mcpReq.signal,
       notify: (notification) => ctx.mcpReq.notify(notification as never),

@@ -1,5 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { defineServer, defineTool } from '../src/index.js'
+import { type RunningServer, run } from '../src/run.js'
 import { type Connection, connectInMemory, type InMemoryOptions } from '../src/testing/index.js'
 
 const askModel = defineTool({
@@ -169,5 +170,121 @@ describe('ClientAccess on 2026-07-28 requests (input_required rounds)', () => {
   it('refuses with -32021 when the request declares no sampling capability', async () => {
     const client = await connectModern({})
     await expect(client.callTool({ name: 'ask_model' })).rejects.toMatchObject({ code: -32021 })
+  })
+})
+
+describe('ClientAccess over Streamable HTTP (2025-era session)', () => {
+  // A request to the client made during a call travels on that call's own response stream: a
+  // client that never opened the standalone GET stream (or whose GET stream another replica holds)
+  // still sees it, and the call does not wait for its timeout.
+  let server: RunningServer<unknown, unknown> & { http: NonNullable<RunningServer<unknown, unknown>['http']> }
+  beforeAll(async () => {
+    const running = await run(spec, {
+      argv: ['--transport', 'http', '--port', '0'],
+      env: { LOG_LEVEL: 'silent' },
+      manageProcess: false,
+    })
+    if (!running?.http) throw new Error('no http endpoint')
+    server = running as typeof server
+  })
+  afterAll(async () => {
+    await server?.close()
+  })
+
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+
+  /** Reads SSE events from a response body until `until` returns true for one; at most 10 s. */
+  async function readEvents(response: Response, until: (message: Record<string, unknown>) => boolean) {
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader()
+    const decoder = new TextDecoder()
+    const messages: Record<string, unknown>[] = []
+    let buffered = ''
+    const deadline = setTimeout(() => void reader.cancel(), 10_000)
+    try {
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) return messages
+        buffered += decoder.decode(value, { stream: true })
+        let end = buffered.indexOf('\n\n')
+        while (end >= 0) {
+          const data = buffered
+            .slice(0, end)
+            .split('\n')
+            .filter((line) => line.startsWith('data:'))
+            .map((line) => line.slice(5).trim())
+            .join('\n')
+          buffered = buffered.slice(end + 2)
+          end = buffered.indexOf('\n\n')
+          if (!data) continue
+          const message = JSON.parse(data) as Record<string, unknown>
+          messages.push(message)
+          if (until(message)) return messages
+        }
+      }
+    } finally {
+      clearTimeout(deadline)
+      reader.releaseLock()
+    }
+  }
+
+  it.each([
+    [
+      'ask_model',
+      'sampling/createMessage',
+      { role: 'assistant', content: { type: 'text', text: 'hi' }, model: 'm' },
+      'model said: hi',
+    ],
+    ['ask_user', 'elicitation/create', { action: 'accept', content: { name: 'Ada' } }, 'accept: Ada'],
+  ])("sends %s's %s on the call's own stream, without a GET stream", async (tool, method, answer, text) => {
+    const init = await fetch(server.http.url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: { sampling: {}, elicitation: {} },
+          clientInfo: { name: 'raw', version: '1' },
+        },
+      }),
+    })
+    const session = init.headers.get('mcp-session-id') as string
+    await init.text()
+    const sessionHeaders = { ...headers, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }
+    await (
+      await fetch(server.http.url, {
+        method: 'POST',
+        headers: sessionHeaders,
+        body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+      })
+    ).text()
+
+    const call = await fetch(server.http.url, {
+      method: 'POST',
+      headers: sessionHeaders,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: tool, arguments: {} },
+      }),
+    })
+    expect(call.headers.get('content-type')).toMatch(/text\/event-stream/)
+    const asked = await readEvents(call, (message) => message.method === method)
+    const question = asked.at(-1) as { id: number | string; method: string }
+    expect(question.method).toBe(method)
+
+    const reply = await fetch(server.http.url, {
+      method: 'POST',
+      headers: sessionHeaders,
+      body: JSON.stringify({ jsonrpc: '2.0', id: question.id, result: answer }),
+    })
+    expect(reply.status).toBe(202)
+    const rest = await readEvents(call, (message) => message.id === 2)
+    const result = rest.at(-1) as { id: number; result: { content: { text: string }[] } }
+    expect(result.id).toBe(2)
+    expect(result.result.content[0].text).toBe(text)
   })
 })

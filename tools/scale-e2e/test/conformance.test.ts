@@ -26,15 +26,7 @@ function run(args: string[]): Promise<{ code: number | null; output: string }> {
 }
 
 describe('official MCP conformance suite through the load balancer', () => {
-  // Known intermittent failure, not yet fixed: about one run in six, `tools-call-sampling` times
-  // out through the cluster (the tool's sampling request never reaches the client). Core sends
-  // sampling and elicitation requests on the session's standalone GET stream rather than on the
-  // call's own POST stream; through Redis that stream can start reading after the request was
-  // stored. Until core relates those requests to their call, one retry keeps CI meaningful; every
-  // other scale-out test asserts without retries.
-  it('passes the active server suite against three replicas behind nginx, with no expected failures', {
-    retry: 1,
-  }, async () => {
+  it('passes the active server suite against three replicas behind nginx, with no expected failures', async () => {
     const { code, output } = await run([
       'tools/conformance/src/run-suite.mjs',
       '--expected-failures',
