@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { startNginx, startRedis, startReplicas, stopAll } from './harness.js'
+import { startCluster, stopAll } from './harness.js'
 
 // A local cluster: redis-server, replicas of a server bin sharing it, and nginx in front, all on
 // loopback. Logs the nginx URL as core logs its own (`serving MCP over Streamable HTTP at …`), so
@@ -42,13 +42,10 @@ process.once('SIGTERM', () => void stop(0))
 process.once('SIGINT', () => void stop(0))
 
 async function start() {
-  const redis = await startRedis()
-  const replicas = await startReplicas(count, {
-    redisUrl: redis.url,
+  const { redis, replicas, nginx } = await startCluster(count, {
     args: serverArgs,
     ...(values.bin ? { bin: resolve(values.bin) } : {}),
   })
-  const nginx = await startNginx(replicas.map((replica) => replica.port))
   process.stderr.write(
     `serving MCP over Streamable HTTP at ${nginx.url} (nginx, ${count} replicas: ${replicas
       .map((replica) => replica.url)

@@ -226,6 +226,26 @@ ${site}
 `
 }
 
+export interface Cluster {
+  redis: RedisServer
+  replicas: Replica[]
+  nginx: Nginx
+}
+
+/**
+ * Redis, `count` replicas sharing it, and round-robin nginx in front: the deployment
+ * docs/deploying.md describes. Stopped by `stopAll`.
+ */
+export async function startCluster(
+  count = 3,
+  options: Omit<Parameters<typeof startReplicas>[1], 'redisUrl'> = {},
+): Promise<Cluster> {
+  const redis = await startRedis()
+  const replicas = await startReplicas(count, { ...options, redisUrl: redis.url })
+  const nginx = await startNginx(replicas.map((replica) => replica.port))
+  return { redis, replicas, nginx }
+}
+
 /** The upstream and server blocks of docs/deploying.md, on loopback. */
 export function siteConfig(port: number, upstreams: string[]): string {
   return `

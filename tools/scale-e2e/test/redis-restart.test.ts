@@ -1,14 +1,6 @@
 import { connectHttp } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  type Nginx,
-  type RedisServer,
-  type Replica,
-  startNginx,
-  startRedis,
-  startReplicas,
-  stopAll,
-} from '../src/harness.js'
+import { type Nginx, type RedisServer, type Replica, startCluster, stopAll } from '../src/harness.js'
 import { openSession, post } from './wire.js'
 
 // Redis going away and coming back (empty: the tests run it without persistence): requests get
@@ -19,9 +11,7 @@ let replicas: Replica[]
 let nginx: Nginx
 
 beforeAll(async () => {
-  redis = await startRedis()
-  replicas = await startReplicas(3, { redisUrl: redis.url })
-  nginx = await startNginx(replicas.map((replica) => replica.port))
+  ;({ redis, replicas, nginx } = await startCluster(3))
 })
 afterAll(stopAll)
 

@@ -1,28 +1,17 @@
 import { connectHttp } from '@keel-mcp/core/testing'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import {
-  type Nginx,
-  type RedisServer,
-  type Replica,
-  startNginx,
-  startRedis,
-  startReplicas,
-  stopAll,
-} from '../src/harness.js'
+import { type Nginx, type Replica, startCluster, stopAll } from '../src/harness.js'
 import { openSession, post, replicaIdOf, resume, type SseEvent, sseEvents } from './wire.js'
 
 // Resumability across replicas: events are stored in Redis, so a stream resumed with
 // Last-Event-ID continues on any replica, even when the replica serving it is killed mid-stream.
 
-let redis: RedisServer
 let replicas: Replica[]
 let nginx: Nginx
 
 // Each test kills a replica: each gets a cluster of its own.
 beforeEach(async () => {
-  redis = await startRedis()
-  replicas = await startReplicas(3, { redisUrl: redis.url })
-  nginx = await startNginx(replicas.map((replica) => replica.port))
+  ;({ replicas, nginx } = await startCluster(3))
 })
 afterEach(stopAll)
 

@@ -1,26 +1,15 @@
 import { connectHttp, type TestClient } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  type Nginx,
-  type RedisServer,
-  type Replica,
-  startNginx,
-  startRedis,
-  startReplicas,
-  stopAll,
-} from '../src/harness.js'
+import { type Nginx, type Replica, startCluster, stopAll } from '../src/harness.js'
 
 // 2025-era sessions across three replicas sharing Redis, behind round-robin nginx: consecutive
 // requests of one session land on different replicas, and the session behaves as on one process.
 
-let redis: RedisServer
 let replicas: Replica[]
 let nginx: Nginx
 
 beforeAll(async () => {
-  redis = await startRedis()
-  replicas = await startReplicas(3, { redisUrl: redis.url })
-  nginx = await startNginx(replicas.map((replica) => replica.port))
+  ;({ replicas, nginx } = await startCluster(3))
 })
 afterAll(stopAll)
 
