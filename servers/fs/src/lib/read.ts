@@ -1,4 +1,3 @@
-import type { FileHandle } from 'node:fs/promises'
 import { FsError } from './errors.js'
 import type { SafePath } from './path-guard.js'
 import {
@@ -6,7 +5,7 @@ import {
   completeUtf8Length,
   looksBinary,
   memorySource,
-  openForRead,
+  openForReadSync,
   readFileBounded,
   readRange,
   sniffLength,
@@ -77,14 +76,16 @@ export async function readTextFile(file: SafePath, options: ReadTextOptions = {}
   }
   signal?.throwIfAborted()
 
-  const { handle, stats } = await openForRead(file)
+  const { handle, stats } = openForReadSync(file)
   try {
     const size = stats.size
-    // A file that fits in one chunk is read once; sniffing and the line scan then work in memory.
+    // A file that fits in one chunk is read at once, on this thread: one read(2) of a few kilobytes costs
+    // less than a round trip to the thread pool. Sniffing and the line scan then work in memory. Larger
+    // files are read through the thread pool, chunk by chunk.
     let source: ByteSource = handle
     if (size <= chunkSize) {
       const whole = Buffer.allocUnsafe(size)
-      source = memorySource(whole.subarray(0, await readAll(handle, whole)))
+      source = memorySource(whole.subarray(0, handle.readSync(whole, 0)))
     }
     const sample = Buffer.allocUnsafe(Math.min(size, sniffLength))
     const { bytesRead } = await source.read(sample, 0, sample.length, 0)
@@ -102,19 +103,8 @@ export async function readTextFile(file: SafePath, options: ReadTextOptions = {}
     const last = head ?? endLine ?? Number.POSITIVE_INFINITY
     return await readForward(source, size, first, last, maxBytes, signal)
   } finally {
-    await handle.close().catch(() => {})
+    handle.close()
   }
-}
-
-/** Fills `buffer` from the start of the file; returns how many bytes were read (less if it shrank). */
-async function readAll(handle: FileHandle, buffer: Buffer): Promise<number> {
-  let filled = 0
-  while (filled < buffer.length) {
-    const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled)
-    if (bytesRead === 0) break
-    filled += bytesRead
-  }
-  return filled
 }
 
 async function readForward(
