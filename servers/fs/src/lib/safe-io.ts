@@ -441,6 +441,8 @@ function isSvg(head: Uint8Array): boolean {
  */
 export interface ByteSource {
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>
+  /** The whole file, when it is already in memory: readers take views of it instead of copies. */
+  readonly bytes?: Buffer | undefined
 }
 
 /**
@@ -449,6 +451,7 @@ export interface ByteSource {
  */
 export function memorySource(bytes: Buffer): ByteSource {
   return {
+    bytes,
     read(buffer, offset, length, position) {
       const end = Math.min(bytes.length, position + length)
       return Promise.resolve({ bytesRead: position < end ? bytes.copy(buffer, offset, position, end) : 0 })
@@ -462,6 +465,10 @@ export async function readRange(
   length: number,
   signal?: AbortSignal,
 ): Promise<Buffer> {
+  if (handle.bytes) {
+    signal?.throwIfAborted()
+    return handle.bytes.subarray(start, start + length)
+  }
   const data = Buffer.allocUnsafe(length)
   let filled = 0
   while (filled < length) {
