@@ -130,6 +130,18 @@ describe('races between the path check and the operation (a directory swapped fo
     expect(await snapshot(context.outside)).toEqual(before)
   }, 90_000)
 
+  it('never reads an outside file with read_text_file', async () => {
+    const context = await setup()
+    const texts: string[] = []
+    const made = await race(context, async (index, connection) => {
+      const result = await call(connection, 'read_text_file', { path: `dir/in-${index}.txt` })
+      if (!result.isError) texts.push(result.text)
+    })
+    expect(made).toBeGreaterThan(0)
+    // Every answer is the inside file or a refusal; none is the outside file of the same name.
+    expect(texts.filter((text) => !/^inside \d+\n$/.test(text))).toEqual([])
+  }, 90_000)
+
   it('never writes, or leaves a temporary file, outside with write_file', async () => {
     const context = await setup()
     const before = await snapshot(context.outside)

@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs'
 import { lstat, opendir, readlink, realpath, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -325,7 +326,10 @@ export class PathGuard {
     let current = lexical
     for (;;) {
       try {
-        return { real: await realpath(current), missing }
+        // realpath(3) on the calling thread: a few readlink(2) calls on cached directory entries cost less
+        // than a round trip to the thread pool, and this runs on every call. Same call, same errors as the
+        // promise form.
+        return { real: realpathSync.native(current), missing }
       } catch (error) {
         if (!isErrnoError(error)) throw error
         if (error.code === 'ELOOP') {

@@ -1,4 +1,3 @@
-import type { FileHandle } from 'node:fs/promises'
 import { FsError } from './errors.js'
 import type { SafePath } from './path-guard.js'
 import {
@@ -6,7 +5,7 @@ import {
   completeUtf8Length,
   looksBinary,
   memorySource,
-  openForRead,
+  openForReadSync,
   readFileBounded,
   readRange,
   sniffLength,
@@ -63,13 +62,13 @@ export interface ReadTextResult {
 export async function readTextFile(file: SafePath, options: ReadTextOptions = {}): Promise<ReadTextResult> {
   const { head, tail, startLine, endLine, signal } = options
   const maxBytes = options.maxBytes ?? defaultMaxTextBytes
-  for (const [name, value] of Object.entries({ head, tail, startLine, endLine, maxBytes })) {
-    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
-      throw new FsError('invalid_argument', `${name} must be a positive integer.`)
-    }
-  }
-  const modes = [head !== undefined, tail !== undefined, startLine !== undefined || endLine !== undefined]
-  if (modes.filter(Boolean).length > 1) {
+  assertPositive('head', head)
+  assertPositive('tail', tail)
+  assertPositive('startLine', startLine)
+  assertPositive('endLine', endLine)
+  assertPositive('maxBytes', maxBytes)
+  const ranged = startLine !== undefined || endLine !== undefined
+  if (Number(head !== undefined) + Number(tail !== undefined) + Number(ranged) > 1) {
     throw new FsError('invalid_argument', 'Give only one of head, tail, or startLine/endLine.')
   }
   if (startLine !== undefined && endLine !== undefined && endLine < startLine) {
@@ -77,19 +76,20 @@ export async function readTextFile(file: SafePath, options: ReadTextOptions = {}
   }
   signal?.throwIfAborted()
 
-  const { handle, stats } = await openForRead(file)
+  const { handle, stats } = openForReadSync(file)
   try {
     const size = stats.size
-    // A file that fits in one chunk is read once; sniffing and the line scan then work in memory.
+    // A file that fits in one chunk is read at once, on this thread: one read(2) of a few kilobytes costs
+    // less than a round trip to the thread pool. Sniffing and the line scan then work in memory. Larger
+    // files are read through the thread pool, chunk by chunk.
     let source: ByteSource = handle
     if (size <= chunkSize) {
       const whole = Buffer.allocUnsafe(size)
-      source = memorySource(whole.subarray(0, await readAll(handle, whole)))
+      source = memorySource(whole.subarray(0, handle.readSync(whole, 0)))
     }
-    const sample = Buffer.allocUnsafe(Math.min(size, sniffLength))
-    const { bytesRead } = await source.read(sample, 0, sample.length, 0)
-    if (looksBinary(sample.subarray(0, bytesRead), size <= sniffLength)) {
-      const mimeType = sniffMimeType(sample.subarray(0, bytesRead))
+    const sample = await readRange(source, 0, Math.min(size, sniffLength))
+    if (looksBinary(sample, size <= sniffLength)) {
+      const mimeType = sniffMimeType(sample)
       throw new FsError('binary', `Not a UTF-8 text file: ${file.path}`, {
         hint: mimeType
           ? `It looks like ${mimeType}; use read_media_file.`
@@ -102,19 +102,14 @@ export async function readTextFile(file: SafePath, options: ReadTextOptions = {}
     const last = head ?? endLine ?? Number.POSITIVE_INFINITY
     return await readForward(source, size, first, last, maxBytes, signal)
   } finally {
-    await handle.close().catch(() => {})
+    handle.close()
   }
 }
 
-/** Fills `buffer` from the start of the file; returns how many bytes were read (less if it shrank). */
-async function readAll(handle: FileHandle, buffer: Buffer): Promise<number> {
-  let filled = 0
-  while (filled < buffer.length) {
-    const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled)
-    if (bytesRead === 0) break
-    filled += bytesRead
+function assertPositive(name: string, value: number | undefined): void {
+  if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+    throw new FsError('invalid_argument', `${name} must be a positive integer.`)
   }
-  return filled
 }
 
 async function readForward(
@@ -128,7 +123,8 @@ async function readForward(
   // Phase 1: find the byte range by counting newlines, holding one chunk at a time. The chunk is no
   // larger than the file: a fresh 64 KiB buffer per call for a 1 KiB file is most of a small read's
   // garbage-collection work (small buffers come from Node's shared pool).
-  const chunk = Buffer.allocUnsafe(Math.min(chunkSize, size))
+  const inMemory = handle.bytes
+  let chunk = inMemory ?? Buffer.allocUnsafe(Math.min(chunkSize, size))
   let line = 1 // the line the scan is in
   let start = first === 1 ? 0 : -1 // offset of the first requested line
   let boundary = start // end of the last whole line that fits under the cap
@@ -139,7 +135,14 @@ async function readForward(
   let lastByte = -1
   scan: while (position < size) {
     signal?.throwIfAborted()
-    const { bytesRead } = await handle.read(chunk, 0, Math.min(chunkSize, size - position), position)
+    let bytesRead: number
+    if (inMemory) {
+      // A view, not a copy: the whole file is the one chunk.
+      chunk = inMemory.subarray(position)
+      bytesRead = chunk.length
+    } else {
+      bytesRead = (await handle.read(chunk, 0, Math.min(chunkSize, size - position), position)).bytesRead
+    }
     if (bytesRead === 0) break
     lastByte = chunk[bytesRead - 1]!
     let index = chunk.indexOf(newline, 0)

@@ -181,6 +181,38 @@ describe('openForRead', () => {
   })
 })
 
+describe('ReadDescriptor (openForRead)', () => {
+  /** Descriptors this process holds (/proc/self/fd: the project's machines run Linux, as the re-check does). */
+  const openDescriptors = async () => (await readdir('/proc/self/fd')).length
+
+  it('reads on the calling thread and through the thread pool, and closes once', async () => {
+    const { guard } = await setup()
+    const { handle } = await openForRead(await guard.resolveSafe('existing.txt'))
+    const onThread = Buffer.alloc(3)
+    expect(handle.readSync(onThread, 4)).toBe(3)
+    expect(onThread.toString()).toBe('con')
+    const pooled = Buffer.alloc(20)
+    expect((await handle.read(pooled, 0, 20, 8)).bytesRead).toBe(3)
+    expect(pooled.subarray(0, 3).toString()).toBe('ent')
+    // Past the end: fewer bytes, no error.
+    expect(handle.readSync(Buffer.alloc(8), 9)).toBe(2)
+    handle.close()
+    expect(handle.fd).toBe(-1)
+    expect(() => handle.close()).not.toThrow()
+  })
+
+  it('leaves no descriptor open when it refuses a file', async () => {
+    const { root, outside, guard } = await setup()
+    const before = await openDescriptors()
+    await expect(openForRead(await guard.resolveSafe('dir'))).rejects.toMatchObject({ code: 'not_a_file' })
+    const file = await guard.resolveSafe('dir/inner.txt')
+    await rename(path.join(root, 'dir'), path.join(root, 'dir-old'))
+    await symlink(outside, path.join(root, 'dir'))
+    await expect(openForRead(file)).rejects.toMatchObject({ code: 'permission_denied' })
+    expect(await openDescriptors()).toBe(before)
+  })
+})
+
 describe('looksBinary', () => {
   it.each([
     ['plain ASCII', Buffer.from('hello\nworld\n'), true, false],

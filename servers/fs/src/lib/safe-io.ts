@@ -1,6 +1,17 @@
 import { isUtf8 } from 'node:buffer'
 import { randomBytes } from 'node:crypto'
-import { constants, fstatSync, readlinkSync, realpathSync, type Stats, statSync } from 'node:fs'
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  openSync,
+  read,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  type Stats,
+  statSync,
+} from 'node:fs'
 import { type FileHandle, link, lstat, open, realpath, rename, rm, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { anchorDirectory } from './anchor.js'
@@ -18,9 +29,58 @@ const exclusiveWriteFlags = constants.O_WRONLY | constants.O_CREAT | constants.O
 /** Linux tells what an open descriptor really is through /proc/self/fd. */
 export const hasProcFileDescriptors = process.platform === 'linux'
 
+/**
+ * An open file read by descriptor. Positional reads go through the thread pool ({@link read}) or run on the
+ * calling thread ({@link readSync}, for a few kilobytes already known to be there); {@link close} is
+ * synchronous and idempotent.
+ */
+export class ReadDescriptor implements ByteSource {
+  #fd: number
+
+  constructor(fd: number) {
+    this.#fd = fd
+  }
+
+  /** The descriptor, or -1 once closed. */
+  get fd(): number {
+    return this.#fd
+  }
+
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }> {
+    return new Promise((resolve, reject) => {
+      read(this.#fd, buffer, offset, length, position, (error, bytesRead) => {
+        if (error) reject(error)
+        else resolve({ bytesRead })
+      })
+    })
+  }
+
+  /** Fills `buffer` from `position` on the calling thread; returns how many bytes were read (fewer at the end). */
+  readSync(buffer: Buffer, position: number): number {
+    let filled = 0
+    while (filled < buffer.length) {
+      const bytesRead = readSync(this.#fd, buffer, filled, buffer.length - filled, position + filled)
+      if (bytesRead === 0) break
+      filled += bytesRead
+    }
+    return filled
+  }
+
+  close(): void {
+    if (this.#fd < 0) return
+    const fd = this.#fd
+    this.#fd = -1
+    try {
+      closeSync(fd)
+    } catch {
+      // close(2) on a read-only descriptor reports nothing worth acting on; the descriptor is gone either way.
+    }
+  }
+}
+
 /** An open regular file, already re-checked against the roots. Close it with `handle.close()`. */
 export interface OpenedFile {
-  handle: FileHandle
+  handle: ReadDescriptor
   stats: Stats
 }
 
@@ -29,17 +89,26 @@ export interface OpenedFile {
  * that what was opened is still inside the roots (a parent directory could have been swapped for a symlink
  * between resolveSafe and open).
  *
+ * open, fstat and the re-check run on the calling thread: each is one system call on metadata the kernel
+ * has cached, far cheaper than a round trip to the thread pool each (see docs/performance.md). The reads
+ * that follow may go either way.
+ *
  * @throws FsError `not_found`, `not_a_file`, `permission_denied`.
  */
 export async function openForRead(file: SafePath): Promise<OpenedFile> {
-  let handle: FileHandle
+  return openForReadSync(file)
+}
+
+/** {@link openForRead} for synchronous callers. */
+export function openForReadSync(file: SafePath): OpenedFile {
+  let handle: ReadDescriptor
   try {
-    handle = await open(file.path, readFlags)
+    handle = new ReadDescriptor(openSync(file.path, readFlags))
   } catch (error) {
     throw toFsError(error, file.path)
   }
   try {
-    const stats = await handle.stat()
+    const stats = fstatSync(handle.fd)
     if (stats.isDirectory()) {
       throw new FsError('not_a_file', `Is a directory, not a file: ${file.path}`, {
         hint: 'Use list_directory or directory_tree for directories.',
@@ -48,10 +117,10 @@ export async function openForRead(file: SafePath): Promise<OpenedFile> {
     if (!stats.isFile()) {
       throw new FsError('not_a_file', `Not a regular file (device, FIFO or socket): ${file.path}`)
     }
-    await assertDescriptorInside(handle.fd, stats, file.path, file)
+    assertDescriptorInsideSync(handle.fd, stats, file.path, file)
     return { handle, stats }
   } catch (error) {
-    await handle.close().catch(() => {})
+    handle.close()
     throw toFsError(error, file.path)
   }
 }
@@ -138,7 +207,7 @@ export async function readFileBounded(
     }
     return { data: await readRange(handle, 0, stats.size, options.signal), stats }
   } finally {
-    await handle.close().catch(() => {})
+    handle.close()
   }
 }
 
@@ -372,6 +441,8 @@ function isSvg(head: Uint8Array): boolean {
  */
 export interface ByteSource {
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>
+  /** The whole file, when it is already in memory: readers take views of it instead of copies. */
+  readonly bytes?: Buffer | undefined
 }
 
 /**
@@ -380,6 +451,7 @@ export interface ByteSource {
  */
 export function memorySource(bytes: Buffer): ByteSource {
   return {
+    bytes,
     read(buffer, offset, length, position) {
       const end = Math.min(bytes.length, position + length)
       return Promise.resolve({ bytesRead: position < end ? bytes.copy(buffer, offset, position, end) : 0 })
@@ -393,6 +465,10 @@ export async function readRange(
   length: number,
   signal?: AbortSignal,
 ): Promise<Buffer> {
+  if (handle.bytes) {
+    signal?.throwIfAborted()
+    return handle.bytes.subarray(start, start + length)
+  }
   const data = Buffer.allocUnsafe(length)
   let filled = 0
   while (filled < length) {

@@ -2,6 +2,7 @@ import { ToolError, z } from '@keel-mcp/core'
 import { readTextFile } from '../lib/index.js'
 import { defineTool, filePath, formatBytes, guardOf, limits, withNotices } from './shared.js'
 
+const cap = formatBytes(limits.textBytes)
 const lineCount = (what: string) => z.number().int().min(1).optional().describe(what)
 
 export const readTextFileTool = defineTool({
@@ -20,7 +21,7 @@ export const readTextFileTool = defineTool({
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run({ path, head, tail, start_line, end_line }, context) {
     const ranged = start_line !== undefined || end_line !== undefined
-    if ([head !== undefined, tail !== undefined, ranged].filter(Boolean).length > 1) {
+    if (Number(head !== undefined) + Number(tail !== undefined) + Number(ranged) > 1) {
       throw new ToolError('invalid_argument', 'Give only one of head, tail, or start_line/end_line.')
     }
     if (start_line !== undefined && end_line !== undefined && end_line < start_line) {
@@ -36,7 +37,6 @@ export const readTextFileTool = defineTool({
       maxBytes: limits.textBytes,
       signal: context.signal,
     })
-    const cap = formatBytes(limits.textBytes)
     let notice = ''
     if (result.truncated && tail !== undefined) {
       notice = `[truncated at ${cap}: only the last ${result.lineCount} lines fit; read earlier lines with start_line/end_line]`
