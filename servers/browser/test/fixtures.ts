@@ -91,6 +91,12 @@ const PAGES: Record<string, (url: URL) => string> = {
       'Later',
       `<h1>Later</h1><p id="out">waiting</p><script>setTimeout(()=>{out.textContent='Ready now'},300)</script>`,
     ),
+  '/links': () =>
+    page(
+      'Links',
+      `<h1>Links</h1><ul><li><a href="/counter">Counter</a></li><li><a href="/form">Form</a></li></ul>
+      <h2><a href="/dialogs">Dialogs</a></h2><p>Go to <a href="/hover">hover</a> <strong>now</strong>.</p>`,
+    ),
   '/popup': () => page('Popup opener', `<h1>Opener</h1><a href="/" target="_blank">Open home in new tab</a>`),
   '/injection': () =>
     page(

@@ -1,3 +1,4 @@
+import type { Refs } from './refs.js'
 import type { Tab } from './tab.js'
 import { StaleRefError } from './tab.js'
 
@@ -39,19 +40,10 @@ const INTERACTIVE = new Set([
 ])
 
 /** Roles that add nothing on their own: their children take their place. */
-const TRANSPARENT = new Set([
-  'generic',
-  'none',
-  'presentation',
-  'InlineTextBox',
-  'LineBreak',
-  'Section',
-  'LabelText',
-  'MenuListPopup',
-])
+const TRANSPARENT = new Set(['generic', 'none', 'presentation', 'Section', 'LabelText', 'MenuListPopup'])
 
-/** Roles never shown, with their subtree (bullets; a field's inner text repeats its value). */
-const HIDDEN = new Set(['ListMarker'])
+/** Roles never shown, with their subtree (bullets; a text's pieces repeat the text). */
+const HIDDEN = new Set(['ListMarker', 'InlineTextBox'])
 const LEAF = new Set(['textbox', 'searchbox', 'spinbutton', 'slider'])
 
 const STATES = ['checked', 'pressed', 'expanded', 'selected', 'disabled', 'required', 'readonly']
@@ -136,7 +128,8 @@ function tidy(children: Item[], name: string, role: string): Item[] {
     items = []
     for (const item of children) {
       const last = items.at(-1)
-      if (typeof item === 'string' && typeof last === 'string') items[items.length - 1] = `${last} ${item}`
+      // Chromium keeps the spaces around inline text, so the pieces join as they are.
+      if (typeof item === 'string' && typeof last === 'string') items[items.length - 1] = last + item
       else items.push(item)
     }
   }
@@ -175,25 +168,29 @@ function headText(head: Head): string {
   return out
 }
 
+/** How much of the tree {@link renderTree} renders. */
+export interface RenderOptions {
+  /** Levels of lines to render (unlimited when unset). */
+  depth?: number | undefined
+  /** The root is an element the caller named (by ref), shown even when it is the whole page. */
+  subtree?: boolean | undefined
+}
+
 /**
- * The page's accessibility tree as compact indented text, one element a line. Elements that
- * carry nothing of their own (unnamed `generic` wrappers, ignored nodes) are folded: their
- * children take their place. Each interactive or named element gets `[ref=e<id>]`, a short id
- * for Chromium's backend DOM node id: stable for as long as the element lives, so refs survive
- * repeated snapshots of the same page. Text is quoted, so page text never reads as an element.
+ * An accessibility tree (CDP's `Accessibility.getFullAXTree` nodes) as compact indented text,
+ * one element a line, one space a level. Elements that carry nothing of their own (unnamed
+ * `generic` wrappers, ignored nodes) are folded: their children take their place. An element
+ * holding only one element shares its line with it (`listitem > link "Docs" #e4`). Every
+ * interactive or named element gets a ref (`#e12`) from `refs`, kept for as long as the element
+ * lives. Text is quoted, so page text never reads as an element or a ref.
  */
-export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<Snapshot> {
-  const { nodes } = (await tab.cdp.send('Accessibility.getFullAXTree')) as unknown as { nodes: AXNode[] }
+export function renderTree(
+  nodes: AXNode[],
+  root: AXNode | undefined,
+  refs: Refs,
+  options: RenderOptions = {},
+): { lines: string[]; refs: number } {
   const byId = new Map(nodes.map((node) => [node.nodeId, node]))
-  let root = nodes.find((node) => !node.parentId) ?? nodes[0]
-  if (options.ref) {
-    const id = parseRef(tab, options.ref)
-    root = nodes.find((node) => node.backendDOMNodeId === id)
-    if (!root)
-      throw new StaleRefError(
-        `Ref ${options.ref} is no longer in the page. Take a new snapshot and use its refs.`,
-      )
-  }
   const maxDepth = options.depth ?? Number.POSITIVE_INFINITY
   let shownRefs = 0
 
@@ -212,8 +209,11 @@ export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<
     if (HIDDEN.has(role) && !isRoot) return []
     const skip =
       !isRoot && (node.ignored || ((TRANSPARENT.has(role) || role === '') && !name && !INTERACTIVE.has(role)))
-    if (skip || (isRoot && role === 'RootWebArea' && !options.ref)) return childrenOf(node)
-    if (role === 'StaticText') return name.trim() ? [name] : []
+    if (skip || (isRoot && role === 'RootWebArea' && !options.subtree)) return childrenOf(node)
+    // Kept even when blank: the space between two inline elements; tidy drops it afterwards.
+    if (role === 'StaticText') return name ? [name] : []
+    // A line break is the space between two texts (a paragraph's lines join into one text).
+    if (role === 'LineBreak') return ['\n']
     // A heading is shown as h1 … h6: its level is the one state every heading has.
     let shown = ROLE_NAMES[role] ?? role
     let marks = ''
@@ -227,7 +227,7 @@ export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<
     }
     const backend = node.backendDOMNodeId
     if (backend !== undefined && (INTERACTIVE.has(role) || name)) {
-      marks += ` #${tab.refs.refFor(backend)}`
+      marks += ` #${refs.refFor(backend)}`
       shownRefs++
     }
     const rawValue = text(node.value?.value)
@@ -278,8 +278,26 @@ export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<
       print(item.children, depth + 1)
     }
   }
-  if (root) print(build(root, true), 0)
+  if (root) print(tidy(build(root, true), '', ''), 0)
+  return { lines, refs: shownRefs }
+}
 
+/**
+ * The tab's page (or the subtree of `options.ref`) rendered by {@link renderTree}, capped at
+ * `options.maxChars` with a notice saying how to narrow it.
+ */
+export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<Snapshot> {
+  const { nodes } = (await tab.cdp.send('Accessibility.getFullAXTree')) as unknown as { nodes: AXNode[] }
+  let root = nodes.find((node) => !node.parentId) ?? nodes[0]
+  if (options.ref) {
+    const id = parseRef(tab, options.ref)
+    root = nodes.find((node) => node.backendDOMNodeId === id)
+    if (!root)
+      throw new StaleRefError(
+        `Ref ${options.ref} is no longer in the page. Take a new snapshot and use its refs.`,
+      )
+  }
+  const { lines, refs } = renderTree(nodes, root, tab.refs, { depth: options.depth, subtree: !!options.ref })
   let body = lines.join('\n')
   let truncated = false
   if (body.length > options.maxChars) {
@@ -291,7 +309,7 @@ export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<
       `${kept}\n[Snapshot truncated at ${options.maxChars} characters: ${lines.length - shown} more lines. ` +
       'Narrow it: snapshot with ref=<a ref above> for one part of the page, or a smaller depth.]'
   }
-  return { lines, text: body, truncated, refs: shownRefs }
+  return { lines, text: body, truncated, refs }
 }
 
 /**
