@@ -91,6 +91,15 @@ const PAGES: Record<string, (url: URL) => string> = {
       'Later',
       `<h1>Later</h1><p id="out">waiting</p><script>setTimeout(()=>{out.textContent='Ready now'},300)</script>`,
     ),
+  // The page of the README's snapshot example.
+  '/signup': () =>
+    page(
+      'Sign up',
+      `<nav><ul><li><a href="/">Home</a></li><li><a href="/help">Help</a></li></ul></nav>
+      <main><h1>Sign up</h1><p>Already registered? <a href="/login">Log in</a>.</p>
+      <form><label>Name <input name="name" value="Ada"></label> <label><input type="checkbox" checked> I agree</label>
+      <label>Colour <select><option>Red</option><option>Green</option></select></label> <button>Send</button></form></main>`,
+    ),
   '/links': () =>
     page(
       'Links',

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Connection } from '@keel-mcp/core/testing'
@@ -108,6 +108,20 @@ describe('navigation and snapshots', () => {
     const clicked = await call(connection, 'click', { tab, ref: link })
     expect(clicked.structured?.url).toBe(`${fixtures.url}/dialogs`)
     expect(clicked.text).toContain('h1 "Dialogs"')
+  })
+
+  it("renders the README's example page as the README shows it", async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    const example = /### Snapshots and refs\n\n```\n([\s\S]*?)\n```/.exec(readme)?.[1]
+    expect(example).toBeDefined()
+    const { text } = await open('/signup')
+    const tree = /\ntitle: "Sign up"\n([\s\S]*?)\n<\/page-/.exec(text)?.[1]
+    // Refs count up per browser session: compare them by order of appearance.
+    const numbered = (snapshot: string) => {
+      const seen = new Map<string, number>()
+      return snapshot.replace(/#e\d+/g, (ref) => `#e${seen.get(ref) ?? seen.set(ref, seen.size + 1).size}`)
+    }
+    expect(numbered(tree ?? '')).toBe(example)
   })
 
   it('caps a huge DOM with a notice on how to narrow it, and narrows by ref and depth', async () => {
