@@ -66,7 +66,7 @@ const TEXT_BLOCKS = new Set(['paragraph'])
 /** Inline roles whose text reads as part of the sentence around it. */
 const INLINE = new Set(['strong', 'emphasis', 'mark', 'time', 'subscript', 'superscript'])
 
-/** One element of a line: `role "name" [state] [ref=e1]: "value"`. */
+/** One element of a line: `role "name" [state] #e1: "value"`. */
 interface Head {
   role: string
   name: string
@@ -77,7 +77,7 @@ interface Head {
 
 /**
  * A rendered line: one element, or a chain of elements each holding only the next
- * (`listitem > link "Docs" [ref=e4]`), with the text its last element holds, and its children.
+ * (`listitem > link "Docs" #e4`), with the text its last element holds, and its children.
  * A plain string is a line of text.
  */
 interface Line {
@@ -249,7 +249,7 @@ export function renderTree(
         return (TEXT_BLOCKS.has(role) || INLINE.has(role)) && !marks
           ? [only]
           : [{ heads: [head], text: only, children: [] }]
-      // An element holding only one element shares its line: `listitem > link "Docs" [ref=e4]`.
+      // An element holding only one element shares its line: `listitem > link "Docs" #e4`.
       return [{ ...only, heads: [head, ...only.heads] }]
     }
     if (only !== undefined && typeof only !== 'string' && !value) {
