@@ -57,7 +57,7 @@ describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s clien
         arguments: { url: `${fixtures.url}/form` },
       })
       expect(navigated.isError).toBeFalsy()
-      expect(textOf(navigated)).toMatch(/textbox "Name" \[ref=e\d+\]/)
+      expect(textOf(navigated)).toMatch(/textbox "Name" #e\d+/)
       expect(navigated.structuredContent).toMatchObject({ tab: 't1', url: `${fixtures.url}/form` })
     } finally {
       await connection.close()
@@ -164,7 +164,7 @@ describe('the process', () => {
       expect(again.result.isError).toBeFalsy()
       const text = again.result.content[0].text as string
       expect(text).toContain('The browser had stopped (crashed or killed) and was started again')
-      expect(text).toContain('heading "Counter"')
+      expect(text).toContain('h1 "Counter"')
       expect(browserChildren(raw.child.pid ?? -1)).toHaveLength(1)
     } finally {
       await raw.end()

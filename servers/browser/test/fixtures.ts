@@ -91,6 +91,21 @@ const PAGES: Record<string, (url: URL) => string> = {
       'Later',
       `<h1>Later</h1><p id="out">waiting</p><script>setTimeout(()=>{out.textContent='Ready now'},300)</script>`,
     ),
+  // The page of the README's snapshot example.
+  '/signup': () =>
+    page(
+      'Sign up',
+      `<nav><ul><li><a href="/">Home</a></li><li><a href="/help">Help</a></li></ul></nav>
+      <main><h1>Sign up</h1><p>Already registered? <a href="/login">Log in</a>.</p>
+      <form><label>Name <input name="name" value="Ada"></label> <label><input type="checkbox" checked> I agree</label>
+      <label>Colour <select><option>Red</option><option>Green</option></select></label> <button>Send</button></form></main>`,
+    ),
+  '/links': () =>
+    page(
+      'Links',
+      `<h1>Links</h1><ul><li><a href="/counter">Counter</a></li><li><a href="/form">Form</a></li></ul>
+      <h2><a href="/dialogs">Dialogs</a></h2><p>Go to <a href="/hover">hover</a> <strong>now</strong>.</p>`,
+    ),
   '/popup': () => page('Popup opener', `<h1>Opener</h1><a href="/" target="_blank">Open home in new tab</a>`),
   '/injection': () =>
     page(

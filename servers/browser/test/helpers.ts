@@ -50,10 +50,12 @@ export async function call(
   }
 }
 
-/** The ref of the first snapshot line that matches `pattern` (e.g. /button "Send"/). */
+/** The ref of the element matched by `pattern` (e.g. /button "Send"/) on the first line it matches. */
 export function refOf(text: string, pattern: RegExp): string {
   const line = text.split('\n').find((candidate) => pattern.test(candidate))
-  const ref = line ? /\[ref=(e\d+)\]/.exec(line)?.[1] : undefined
+  // A line can hold a chain (`h3 #e6 > link "Docs" #e7`): the ref is the one after the match.
+  const at = line ? (pattern.exec(line)?.index ?? 0) : 0
+  const ref = line ? /#(e\d+)/.exec(line.slice(at))?.[1] : undefined
   if (!ref) throw new Error(`no ref for ${pattern} in:\n${text}`)
   return ref
 }

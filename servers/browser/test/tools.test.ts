@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Connection } from '@keel-mcp/core/testing'
@@ -51,8 +51,8 @@ describe('navigation and snapshots', () => {
   it('navigates and returns a snapshot with refs, marked as untrusted page content', async () => {
     const { tab, text } = await open('/')
     expect(text).toMatch(/^Tab t\d+\nUntrusted page content in <page-[0-9a-f]{8}>/)
-    expect(text).toMatch(/heading "Fixture home" \[level=1\] \[ref=e\d+\]/)
-    expect(text).toMatch(/link "Form" \[ref=e\d+\]/)
+    expect(text).toMatch(/^h1 "Fixture home" #e\d+$/m)
+    expect(text).toMatch(/^ link "Form" #e\d+$/m)
     const again = await call(connection, 'snapshot', { tab })
     // Refs are backend node ids: the same element keeps its ref across snapshots.
     expect(refOf(again.text, /link "Form"/)).toBe(refOf(text, /link "Form"/))
@@ -66,19 +66,62 @@ describe('navigation and snapshots', () => {
     const forward = await call(connection, 'go_forward', { tab })
     expect(forward.structured?.url).toBe(`${fixtures.url}/counter`)
     const reloaded = await call(connection, 'reload', { tab })
-    expect(reloaded.text).toContain('heading "Counter"')
+    expect(reloaded.text).toContain('h1 "Counter"')
   })
 
   it('gives a stale ref a tool error that says to take a new snapshot', async () => {
     const { tab, text } = await open('/')
     const link = refOf(text, /link "Form"/)
-    await call(connection, 'navigate', { tab, url: `${fixtures.url}/counter` })
+    const counter = await call(connection, 'navigate', { tab, url: `${fixtures.url}/counter` })
+    // The new page's refs are new numbers: a kept ref never lands on another element.
+    expect(counter.text).toMatch(/button "Increment" #e\d+/)
+    expect(counter.text).not.toMatch(new RegExp(`#${link}\\b`))
     const stale = await call(connection, 'click', { tab, ref: link })
     expect(stale.isError).toBe(true)
     expect(stale.text).toMatch(/^not_found: Ref e\d+ is not on the current page/)
     expect(stale.text).toContain('snapshot')
     const invented = await call(connection, 'click', { tab, ref: 'e999999' })
     expect(invented.isError).toBe(true)
+  })
+
+  it('refuses a ref of another tab, even one of the same page', async () => {
+    const first = await open('/')
+    const second = await open('/')
+    const ref = refOf(first.text, /link "Form"/)
+    expect(refOf(second.text, /link "Form"/)).not.toBe(ref)
+    const refused = await call(connection, 'click', { tab: second.tab, ref })
+    expect(refused.isError).toBe(true)
+    expect(refused.text).toMatch(/^not_found: Ref e\d+ is not on the current page/)
+  })
+
+  it('puts an element holding one element on its line, and acts by either ref', async () => {
+    const { tab, text } = await open('/links')
+    expect(text).toMatch(/^h1 "Links" #e\d+$/m)
+    expect(text).toMatch(/^list\n listitem > link "Counter" #e\d+\n listitem > link "Form" #e\d+$/m)
+    expect(text).toMatch(/^h2 #e\d+ > link "Dialogs" #e\d+$/m)
+    expect(text).toMatch(/^paragraph\n "Go to"\n link "hover" #e\d+\n "now\."$/m)
+    const heading = refOf(text, /^h2 /)
+    const link = refOf(text, /link "Dialogs"/)
+    expect(heading).not.toBe(link)
+    const part = await call(connection, 'snapshot', { tab, ref: heading })
+    expect(part.text).toMatch(new RegExp(`^h2 #${heading} > link "Dialogs" #${link}$`, 'm'))
+    const clicked = await call(connection, 'click', { tab, ref: link })
+    expect(clicked.structured?.url).toBe(`${fixtures.url}/dialogs`)
+    expect(clicked.text).toContain('h1 "Dialogs"')
+  })
+
+  it("renders the README's example page as the README shows it", async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    const example = /### Snapshots and refs\n\n```\n([\s\S]*?)\n```/.exec(readme)?.[1]
+    expect(example).toBeDefined()
+    const { text } = await open('/signup')
+    const tree = /\ntitle: "Sign up"\n([\s\S]*?)\n<\/page-/.exec(text)?.[1]
+    // Refs count up per browser session: compare them by order of appearance.
+    const numbered = (snapshot: string) => {
+      const seen = new Map<string, number>()
+      return snapshot.replace(/#e\d+/g, (ref) => `#e${seen.get(ref) ?? seen.set(ref, seen.size + 1).size}`)
+    }
+    expect(numbered(tree ?? '')).toBe(example)
   })
 
   it('caps a huge DOM with a notice on how to narrow it, and narrows by ref and depth', async () => {
@@ -89,9 +132,9 @@ describe('navigation and snapshots', () => {
     )
     const shallow = await call(connection, 'snapshot', { tab, depth: 1 })
     expect(shallow.text).toMatch(/main.*children: snapshot with ref or a larger depth/)
-    const heading = refOf(text, /heading "Large page"/)
+    const heading = refOf(text, /h1 "Large page"/)
     const part = await call(connection, 'snapshot', { tab, ref: heading })
-    expect(part.text).toContain('heading "Large page"')
+    expect(part.text).toContain('h1 "Large page"')
     expect(part.text).not.toContain('Row 1')
   })
 
@@ -103,7 +146,7 @@ describe('navigation and snapshots', () => {
     expect(slow.text).toMatch(/^timeout: The page did not finish loading within 3000 ms/)
     const after = await call(connection, 'snapshot', { tab })
     expect(after.isError).toBe(false)
-    expect(after.text).toContain('heading "Slow page"')
+    expect(after.text).toContain('h1 "Slow page"')
     const next = await call(connection, 'navigate', { tab, url: `${fixtures.url}/` })
     expect(next.isError).toBe(false)
   })
@@ -152,7 +195,7 @@ describe('actions by ref', () => {
     expect(typed.text).toContain('Changed part of the page')
     expect(typed.text).toContain('textbox "Name"')
     expect(typed.text).toContain('"Ada"')
-    expect(typed.text).not.toContain('heading "Sign up"')
+    expect(typed.text).not.toContain('h1 "Sign up"')
     const filled = await call(connection, 'fill_form', {
       tab,
       fields: [
@@ -283,7 +326,7 @@ describe('screenshots, evaluate and PDF', () => {
     expect(full.structured?.scale as number).toBeLessThan(1)
     const element = await call(connection, 'take_screenshot', {
       tab,
-      ref: refOf(text, /heading "Large page"/),
+      ref: refOf(text, /h1 "Large page"/),
     })
     expect((element.structured?.height as number) < 200).toBe(true)
   })
@@ -392,7 +435,7 @@ describe('dialogs, crashes and concurrency', () => {
     const next = await call(connection, 'snapshot', { tab })
     expect(next.isError).toBe(false)
     expect(next.text).toContain('was closed unanswered')
-    expect(next.text).toContain('heading "Dialogs"')
+    expect(next.text).toContain('h1 "Dialogs"')
   })
 
   it('accepts and dismisses a confirm, and answers a prompt', async () => {

@@ -179,7 +179,7 @@ export async function run() {
           call: { name: 'click', arguments: {} },
           prepare: async (client) => {
             const { message } = await client.callTool('navigate', { url: counter }, 60_000)
-            const ref = /button "Increment" \[ref=(e\d+)\]/.exec(textOf(message))?.[1]
+            const ref = /button "Increment" #(e\d+)/.exec(textOf(message))?.[1]
             if (!ref) throw new Error(`navigate gave no ref for the button: ${textOf(message).slice(0, 300)}`)
             return { ref }
           },

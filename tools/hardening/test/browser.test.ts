@@ -42,7 +42,9 @@ const textOf = (answer: Answer) =>
 /** The ref of the first snapshot line matching `pattern`. */
 function refOf(text: string, pattern: RegExp): string {
   const line = text.split('\n').find((candidate) => pattern.test(candidate))
-  const ref = line ? /\[ref=(e\d+)\]/.exec(line)?.[1] : undefined
+  // A line can hold a chain (`h3 #e6 > link "Docs" #e7`): the ref is the one after the match.
+  const at = line ? (pattern.exec(line)?.index ?? 0) : 0
+  const ref = line ? /#(e\d+)/.exec(line.slice(at))?.[1] : undefined
   if (!ref) throw new Error(`no ref for ${pattern} in:\n${text.slice(0, 2000)}`)
   return ref
 }

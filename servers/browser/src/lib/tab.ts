@@ -1,5 +1,6 @@
 import type { CDPSession, Dialog, HTTPRequest, Page } from 'puppeteer-core'
 import type { UrlPolicy } from './policy.js'
+import { Refs, refCounterOf } from './refs.js'
 import { shownUrl } from './url.js'
 
 /** One console message, as kept in a tab's ring buffer. */
@@ -58,8 +59,8 @@ export class Tab {
   refusedCount = 0
   lastRefused: RefusedRequest | undefined
   lastRefusedTopLevel: RefusedRequest | undefined
-  /** backendDOMNodeIds handed out as refs since the last main-frame navigation. */
-  readonly refs = new Set<number>()
+  /** The refs handed out since the last main-frame navigation. */
+  readonly refs: Refs
   /** The lines of the last snapshot, to report only what changed after an action. */
   lastSnapshot: string[] | undefined
   /** Incremented on every main-frame navigation: refs of older documents are stale. */
@@ -77,7 +78,9 @@ export class Tab {
     readonly id: string,
     readonly page: Page,
     readonly cdp: CDPSession,
-  ) {}
+  ) {
+    this.refs = new Refs(refCounterOf(page.browserContext()))
+  }
 
   /** Wires a fresh page: request policy, buffers, dialogs, crash and close tracking. */
   static async attach(
