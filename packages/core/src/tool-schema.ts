@@ -186,6 +186,20 @@ export function compactAnnotations(annotations: AnyTool['annotations']): Record<
   return out
 }
 
+/**
+ * The title to list: none when it only restates the name (`read_text_file`: "Read text file"), which
+ * is what a client shows without one; a title that says more ("Run a read-only SQL query") is kept.
+ */
+export function listedTitle(name: string, title: string): string | undefined {
+  const words = (text: string) =>
+    text
+      .toLowerCase()
+      .split(/[^a-z0-9]+/)
+      .filter(Boolean)
+      .join(' ')
+  return words(title) === words(name) ? undefined : title
+}
+
 export function planFor(tool: AnyTool): ToolPlan {
   let plan = plans.get(tool)
   if (!plan) {
@@ -193,9 +207,10 @@ export function planFor(tool: AnyTool): ToolPlan {
     const schema = z.object(tool.input).strict()
     const output = tool.output ? z.object(tool.output) : undefined
     const outputJson = output ? jsonSchemaOf(output, 'output') : undefined
+    const title = listedTitle(tool.name, tool.title)
     const listed: Record<string, unknown> = {
       name: tool.name,
-      title: tool.title,
+      ...(title === undefined ? {} : { title }),
       description: tool.description,
       inputSchema: jsonSchemaOf(schema, 'input'),
     }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { defineServer, defineTool, z } from '../src/index.js'
 import { type Connection, connectInMemory } from '../src/testing/index.js'
-import { compactAnnotations, planFor } from '../src/tool-schema.js'
+import { compactAnnotations, listedTitle, planFor } from '../src/tool-schema.js'
 
 // What tools/list emits: compact schemas that keep their meaning, and results that still
 // validate against them in both client generations (each validates structuredContent).
@@ -140,6 +140,25 @@ describe('tools/list schemas', () => {
     expect(listed.title).toBe('Rich')
     expect(listed.annotations).toEqual({ readOnlyHint: true, openWorldHint: false })
     expect(JSON.stringify(listed)).not.toContain('$schema')
+  })
+
+  it.each([
+    ['read_text_file', 'Read text file', undefined],
+    ['get_me', 'Get me', undefined],
+    ['list_allowed_directories', 'List Allowed Directories', undefined],
+    ['query', 'Run a read-only SQL query', 'Run a read-only SQL query'],
+    ['explain_query', 'Explain a query', 'Explain a query'],
+    ['search_content', 'Search file contents', 'Search file contents'],
+    ['get_rich', 'Rich', 'Rich'],
+  ])('lists the title of %s, %j, as %j (none when it only restates the name)', (name, title, listed) => {
+    expect(listedTitle(name, title)).toBe(listed)
+  })
+
+  it('leaves a title that restates the name out of tools/list', () => {
+    const echo = defineTool({ ...rich, name: 'get_rich_shape', title: 'Get rich shape' })
+    const listed = planFor(echo).listed
+    expect(listed).not.toHaveProperty('title')
+    expect(Object.keys(listed).slice(0, 2)).toEqual(['name', 'description'])
   })
 
   it.each([

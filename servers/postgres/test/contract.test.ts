@@ -26,12 +26,13 @@ describe('contract', () => {
     expect(toolListSnapshot((await (await client()).listTools()).tools)).toMatchSnapshot()
   })
 
-  // The goal is 155 tokens a tool; five tools, each with an output schema and the
-  // descriptions that say when to use which, list ≈ 230 (from 483). This guards the figure reached.
-  it('keeps the full catalogue within 235 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
+  // The goal is 155 tokens a tool. Five tools, each with an output schema (describe_table's
+  // has 13 keys), are ≈ 161 a tool before any description; with the descriptions that say when to
+  // use which, they list ≈ 202 (from 483, then 230). This guards the figure reached.
+  it('keeps the full catalogue within 205 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
     const { tools } = await (await client()).listTools()
     expect(tools).toHaveLength(5)
-    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(235)
+    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(205)
   })
 
   it('marks every tool read-only and closed-world', async () => {

@@ -1,12 +1,12 @@
 import { z } from '@keel-mcp/core'
 import { createDirectory } from '../lib/index.js'
-import { defineTool, directoryPath, displayPath, guardOf } from './shared.js'
+import { defineTool, displayPath, guardOf, pathArgument } from './shared.js'
 
 export const createDirectoryTool = defineTool({
   name: 'create_directory',
   title: 'Create directory',
-  description: 'Create a directory and any missing parents. Succeeds if it already exists.',
-  input: { path: directoryPath },
+  description: 'Create a directory and any missing parents; fine if it exists.',
+  input: { path: pathArgument },
   output: { path: z.string(), created: z.boolean() },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   async run({ path }, context) {

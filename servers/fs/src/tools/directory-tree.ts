@@ -1,12 +1,14 @@
 import { z } from '@keel-mcp/core'
 import { directoryTree } from '../lib/index.js'
 import {
+  count,
   defineTool,
   displayPath,
   gitignoreArgument,
   globsArgument,
   guardOf,
   limits,
+  pageSize,
   searchRoot,
   skippedNotice,
   withNotices,
@@ -15,14 +17,13 @@ import {
 export const directoryTreeTool = defineTool({
   name: 'directory_tree',
   title: 'Directory tree',
-  description:
-    'Recursive tree, two spaces a level (name/ directory, name@ symlink). Too big: whole levels shown, cut directories marked (+N). Honours .gitignore.',
+  description: 'Recursive tree of a directory (name/ directory, name@ symlink).',
   input: {
     path: searchRoot,
-    max_depth: z.number().int().min(1).optional().describe('Levels (1: this directory only)'),
-    exclude: globsArgument('Globs to skip (dist, *.log)'),
+    max_depth: count().optional().describe('1: this directory only'),
+    exclude: globsArgument('Globs to skip'),
     gitignore: gitignoreArgument,
-    max_entries: z.number().int().min(1).max(5000).default(500).describe('Most lines'),
+    max_entries: pageSize(5000, 500).describe('Max entries'),
   },
   // The tree itself is the text only: a structured copy would send it twice.
   output: { shown: z.number().int(), total: z.number().int(), truncated: z.boolean() },

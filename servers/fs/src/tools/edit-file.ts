@@ -1,6 +1,6 @@
 import { capText, z } from '@keel-mcp/core'
 import { editFile } from '../lib/index.js'
-import { defineTool, displayPath, filePath, guardOf, limits } from './shared.js'
+import { defineTool, displayPath, guardOf, limits, nonEmpty, pathArgument } from './shared.js'
 
 const strategies: Record<string, string> = {
   'line-endings': 'after matching line endings',
@@ -12,20 +12,20 @@ export const editFileTool = defineTool({
   name: 'edit_file',
   title: 'Edit file',
   description:
-    'Replace text in a file: edits in order, all or none; line endings and indentation may differ. Returns a diff (dry_run: preview); a miss shows the closest text.',
+    'Replace text in a file: edits in order, all or none; line endings and indentation may differ. Returns a diff; a miss shows the closest text.',
   input: {
-    path: filePath,
+    path: pathArgument,
     edits: z
       .array(
         z.object({
-          old_text: z.string().min(1).describe('Text to find, unique unless replace_all'),
-          new_text: z.string().describe('Replacement'),
-          replace_all: z.boolean().optional().describe('Replace every occurrence'),
+          old_text: z.string().refine(nonEmpty, 'must not be empty').describe('Unique unless replace_all'),
+          new_text: z.string().describe('New text'),
+          replace_all: z.boolean().optional().describe('Replace all'),
         }),
       )
-      .min(1)
-      .describe('Replacements, applied in order'),
-    dry_run: z.boolean().default(false).describe('Only show the diff'),
+      .refine(nonEmpty, 'must not be empty')
+      .describe('Edits'),
+    dry_run: z.boolean().default(false).describe('Dry run'),
   },
   output: { path: z.string(), changed: z.boolean(), diff: z.string() },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },

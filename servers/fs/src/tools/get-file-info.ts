@@ -6,7 +6,7 @@ export const getFileInfoTool = defineTool({
   name: 'get_file_info',
   title: 'Get file info',
   description:
-    'Type, size, times and permissions of a file, directory or symlink (the link itself; says whether it leads inside).',
+    'Type, size, times and permissions of a path; of a symlink itself, with whether it leads inside.',
   input: { path: z.string().describe('Path') },
   output: {
     path: z.string(),

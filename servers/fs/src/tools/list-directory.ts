@@ -7,6 +7,7 @@ import {
   formatBytes,
   guardOf,
   items,
+  pageSize,
   searchRoot,
   skippedNotice,
   skippedOf,
@@ -19,13 +20,12 @@ const markers = { directory: '/', symlink: '@', file: '', other: '' } as const
 export const listDirectoryTool = defineTool({
   name: 'list_directory',
   title: 'List directory',
-  description:
-    'Entries of one directory (name/ directory, name@ symlink), optionally with sizes and times, sorted. Recursive: directory_tree.',
+  description: 'Entries of one directory (name/ directory, name@ symlink). Recursive: directory_tree.',
   input: {
     path: searchRoot,
     sizes: z.boolean().default(false).describe('Add size and mtime'),
-    sort: z.enum(['name', 'size', 'mtime']).default('name').describe('size/mtime: largest/newest first'),
-    limit: z.number().int().min(1).max(1000).default(500).describe('Entries per page'),
+    sort: z.enum(['name', 'size', 'mtime']).default('name').describe('size, mtime: largest, newest first'),
+    limit: pageSize(1000, 500).describe('Limit'),
     cursor: cursorArgument,
   },
   output: {

@@ -5,12 +5,11 @@ import { defineTool, displayPath, guardOf } from './shared.js'
 export const moveFileTool = defineTool({
   name: 'move_file',
   title: 'Move file',
-  description:
-    'Move or rename a file, directory or symlink (a link moves as itself). An existing destination is kept unless overwrite.',
+  description: 'Move or rename a file, directory or symlink (a link moves as itself).',
   input: {
-    source: z.string().describe('Path to move'),
-    destination: z.string().describe('New path; its parent must exist'),
-    overwrite: z.boolean().default(false).describe('Replace an existing destination'),
+    source: z.string().describe('Source'),
+    destination: z.string().describe('Its parent must exist'),
+    overwrite: z.boolean().default(false).describe('Overwrite'),
   },
   output: { source: z.string(), destination: z.string(), overwritten: z.boolean() },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },

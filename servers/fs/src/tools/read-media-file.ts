@@ -1,13 +1,13 @@
 import { pathToFileURL } from 'node:url'
 import { type ContentBlock, z } from '@keel-mcp/core'
 import { readMediaFile } from '../lib/index.js'
-import { defineTool, filePath, formatBytes, guardOf, limits } from './shared.js'
+import { defineTool, formatBytes, guardOf, limits, pathArgument } from './shared.js'
 
 export const readMediaFileTool = defineTool({
   name: 'read_media_file',
   title: 'Read media file',
-  description: `Read an image or audio file (up to ${formatBytes(limits.mediaBytes)}) as image/audio content, typed by its bytes; other binaries as an embedded resource.`,
-  input: { path: filePath },
+  description: `Read an image or audio file (up to ${formatBytes(limits.mediaBytes)}) as image/audio content, other binaries as a resource.`,
+  input: { path: pathArgument },
   output: { mimeType: z.string(), bytes: z.number().int() },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   async run({ path }, context) {

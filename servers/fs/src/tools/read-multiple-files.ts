@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises'
 import { z } from '@keel-mcp/core'
 import { describeError } from '../errors.js'
 import { readTextFile, type SafePath } from '../lib/index.js'
-import { defineTool, formatBytes, guardOf, items, limits } from './shared.js'
+import { defineTool, formatBytes, guardOf, items, limits, nonEmpty } from './shared.js'
 
 interface Planned {
   path: string
@@ -14,9 +14,9 @@ interface Planned {
 export const readMultipleFilesTool = defineTool({
   name: 'read_multiple_files',
   title: 'Read multiple files',
-  description: `Read several text files at once; each succeeds or fails on its own. The files share ${formatBytes(limits.multipleBytes)}; a cut file says where to continue.`,
+  description: `Read several text files in one call, each succeeding or failing alone; they share ${formatBytes(limits.multipleBytes)}.`,
   input: {
-    paths: z.array(z.string()).min(1).max(50).describe('File paths'),
+    paths: z.array(z.string()).max(50).refine(nonEmpty, 'must not be empty').describe('Paths'),
   },
   output: {
     files: items(),

@@ -1,20 +1,23 @@
 import { ToolError, z } from '@keel-mcp/core'
 import { readTextFile } from '../lib/index.js'
-import { defineTool, filePath, formatBytes, guardOf, limits, withNotices } from './shared.js'
+import { count, defineTool, formatBytes, guardOf, limits, pathArgument, withNotices } from './shared.js'
 
 const cap = formatBytes(limits.textBytes)
-const lineCount = (what: string) => z.number().int().min(1).optional().describe(what)
+// The description says what the line arguments mean; their own texts only name them. Line numbers list
+// their minimum (it says they are 1-based); a count of lines need not.
+const lineNumber = (what: string) => z.number().int().min(1).optional().describe(what)
+const lineCount = (what: string) => count().optional().describe(what)
 
 export const readTextFileTool = defineTool({
   name: 'read_text_file',
   title: 'Read text file',
-  description: `Read a UTF-8 text file: whole, head/tail N lines, or a line range; stops at ${formatBytes(limits.textBytes)} saying where to continue. Images, audio: read_media_file.`,
+  description: `Read a UTF-8 text file, whole or by lines (head, tail, or start_line to end_line, inclusive). Stops at ${cap}, saying where to continue.`,
   input: {
-    path: filePath,
-    head: lineCount('Only the first N lines'),
-    tail: lineCount('Only the last N lines'),
-    start_line: lineCount('First line (1-based)'),
-    end_line: lineCount('Last line (inclusive)'),
+    path: pathArgument,
+    head: lineCount('Head'),
+    tail: lineCount('Tail'),
+    start_line: lineNumber('Start line'),
+    end_line: lineNumber('End line'),
   },
   // The text itself is the content block only: a structured copy would send it twice.
   output: { lines: z.number().int(), truncated: z.boolean(), nextLine: z.number().int().optional() },

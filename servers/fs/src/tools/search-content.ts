@@ -2,6 +2,7 @@ import { stat } from 'node:fs/promises'
 import { z } from '@keel-mcp/core'
 import { searchContent } from '../lib/index.js'
 import {
+  count,
   cursorArgument,
   defineTool,
   displayJoin,
@@ -11,6 +12,7 @@ import {
   guardOf,
   items,
   limits,
+  pageSize,
   skippedNotice,
   skippedOf,
   skippedShape,
@@ -21,17 +23,17 @@ export const searchContentTool = defineTool({
   name: 'search_content',
   title: 'Search file contents',
   description:
-    "Search text in files like grep -rn (literal or regex, per line), skipping binary and .gitignore'd files. File names: search_files.",
+    'Search text in files like grep -rn, per line, skipping binary files. File names: search_files.',
   input: {
-    pattern: z.string().describe('Text, or a JavaScript regex with regex: true'),
+    pattern: z.string().describe('Text, or a JavaScript regex if regex'),
     path: z.string().default('.').describe('Directory or file'),
-    regex: z.boolean().default(false).describe('pattern is a regex'),
-    case_sensitive: z.boolean().default(true).describe('Match case'),
-    include: globsArgument('Only files matching, e.g. ["*.ts"]'),
+    regex: z.boolean().default(false).describe('Regex'),
+    case_sensitive: z.boolean().default(true).describe('Case sensitive'),
+    include: globsArgument('Globs to include'),
     exclude: globsArgument('Globs to skip'),
     gitignore: gitignoreArgument,
-    context: z.number().int().min(0).max(20).default(0).describe('Lines around each match'),
-    max_matches: z.number().int().min(1).max(500).default(100).describe('Matching lines per page'),
+    context: count(0).max(20).default(0).describe('Lines around each match'),
+    max_matches: pageSize(500, 100).describe('Max matches'),
     cursor: cursorArgument,
   },
   output: {

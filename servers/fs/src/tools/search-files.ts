@@ -8,6 +8,8 @@ import {
   gitignoreArgument,
   globsArgument,
   guardOf,
+  nonEmpty,
+  pageSize,
   searchRoot,
   skippedNotice,
   skippedOf,
@@ -19,14 +21,14 @@ export const searchFilesTool = defineTool({
   name: 'search_files',
   title: 'Search files',
   description:
-    'Find files and directories by glob: "*.ts" matches names at any depth, "src/**/*.ts" paths. Text inside files: search_content.',
+    'Find files and directories by glob ("*.ts": names at any depth, "src/**/*.ts": paths). Text in files: search_content.',
   input: {
     path: searchRoot,
-    pattern: z.string().min(1).describe('Glob'),
+    pattern: z.string().refine(nonEmpty, 'must not be empty').describe('Pattern'),
     exclude: globsArgument('Globs to skip'),
     gitignore: gitignoreArgument,
-    case_sensitive: z.boolean().default(true).describe('Match case'),
-    limit: z.number().int().min(1).max(500).default(200).describe('Results per page'),
+    case_sensitive: z.boolean().default(true).describe('Case sensitive'),
+    limit: pageSize(500, 200).describe('Limit'),
     cursor: cursorArgument,
   },
   output: {

@@ -58,15 +58,29 @@ export function displayJoin(baseDisplay: string, relative: string): string {
   return baseDisplay.endsWith('/') ? baseDisplay + relative : `${baseDisplay}/${relative}`
 }
 
-// Argument texts are short on purpose: every word is repeated in every conversation. The server instructions
-// and list_allowed_directories say how relative paths resolve.
-export const filePath = z.string().describe('File path')
-export const directoryPath = z.string().describe('Directory')
+// Argument texts are short on purpose: every word is repeated in every conversation. A text that only
+// repeats the argument's name ('Path') is not listed (core drops echoes): the tool's name and description
+// say what a path names, the server instructions and list_allowed_directories how relative paths resolve,
+// and each page's notice which cursor to pass back.
+export const pathArgument = z.string().describe('Path')
 /** Searching and listing tools default to the first allowed directory, as a user with one directory expects. */
-export const searchRoot = z.string().default('.').describe('Directory')
-export const cursorArgument = z.string().optional().describe('From nextCursor')
+export const searchRoot = z.string().default('.').describe('Path')
+export const cursorArgument = z.string().optional().describe('Cursor')
 export const globsArgument = (what: string) => z.array(z.string()).optional().describe(what)
-export const gitignoreArgument = z.boolean().default(true).describe("Skip .gitignore'd paths")
+
+// Lower bounds that only guard the server (a page of at least one entry, a non-empty glob or list) are
+// checked with refine(): tools/list, which every conversation pays for, does not spell out what no
+// caller means to send. Upper bounds are limits the model must know, and stay in the schema.
+export const nonEmpty = (value: { length: number }) => value.length > 0
+/** A whole number of at least `min`, the bound checked but not listed. */
+export const count = (min = 1) =>
+  z
+    .number()
+    .int()
+    .refine((value) => value >= min, `must be at least ${min}`)
+/** A page size: 1…max, `fallback` when not given. */
+export const pageSize = (max: number, fallback: number) => count().max(max).default(fallback)
+export const gitignoreArgument = z.boolean().default(true).describe('Honour .gitignore')
 
 /** Entries a walk could not read (the text names a few). */
 export const skippedShape = z.number().int().optional()

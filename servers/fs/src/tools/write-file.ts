@@ -1,16 +1,16 @@
 import { z } from '@keel-mcp/core'
 import { writeFileAtomic } from '../lib/index.js'
-import { defineTool, displayPath, filePath, guardOf } from './shared.js'
+import { defineTool, displayPath, guardOf, pathArgument } from './shared.js'
 
 export const writeFileTool = defineTool({
   name: 'write_file',
   title: 'Write file',
   description:
-    'Create a file or replace all of it, atomically; the parent must exist. To change part of a file: edit_file.',
+    'Create or overwrite a whole file, atomically; the parent must exist. Partial changes: edit_file.',
   input: {
-    path: filePath,
-    content: z.string().describe('The whole new content'),
-    overwrite: z.boolean().default(true).describe('false: fail if the file exists'),
+    path: pathArgument,
+    content: z.string().describe('Content'),
+    overwrite: z.boolean().default(true).describe('Overwrite'),
   },
   output: { path: z.string(), created: z.boolean(), bytes: z.number().int() },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },

@@ -1,6 +1,6 @@
 import { ToolError, z } from '@keel-mcp/core'
 import type { TableDescription } from '../lib/index.js'
-import { defineTool, item, items, type PostgresDeps, readOnly } from './shared.js'
+import { defineTool, item, items, nonEmpty, type PostgresDeps, readOnly } from './shared.js'
 
 const kinds = z.enum(['table', 'view', 'materialized_view', 'foreign_table'])
 
@@ -127,8 +127,12 @@ export const describeTable = defineTool({
   description:
     'Columns, keys both ways, constraints, indexes, rows and size of a table or view. Use before writing SQL.',
   input: {
-    schema: z.string().min(1).optional().describe('Default: the one that has it'),
-    table: z.string().min(1).describe('As stored (unquoted: lower case)'),
+    schema: z
+      .string()
+      .refine(nonEmpty, 'must not be empty')
+      .optional()
+      .describe('Default: the one that has it'),
+    table: z.string().refine(nonEmpty, 'must not be empty').describe('Table'),
   },
   output: tableDescriptionShape,
   annotations: readOnly,

@@ -5,13 +5,13 @@ import { defineTool, paramsShape, readOnly, sqlShape } from './shared.js'
 
 export const explainQuery = defineTool({
   name: 'explain_query',
-  title: 'Explain a query',
+  title: 'Explain query',
   description:
-    "PostgreSQL's plan for one read-only query: summary, plan tree, JSON plan. analyze runs it (rolled back) for real timings.",
+    'The plan of one read-only query: summary, tree, JSON. analyze runs it (rolled back) for real timings.',
   input: {
     sql: sqlShape.describe('The query, without EXPLAIN'),
     params: paramsShape,
-    analyze: z.boolean().default(false).describe('Run it to measure (read-only, statement timeout)'),
+    analyze: z.boolean().default(false).describe('Analyze'),
   },
   output: {
     summary: z.string(),

@@ -6,7 +6,7 @@ export const listSchemas = defineTool({
   title: 'List schemas',
   description: 'Schemas with owner, comment and table count. Start here, then list_tables.',
   input: {
-    include_system: z.boolean().default(false).describe('Also system schemas'),
+    include_system: z.boolean().default(false).describe('Include system'),
   },
   output: {
     database: z.string(),

@@ -1,22 +1,22 @@
 import { decodeCursor, encodeCursor, ToolError, z } from '@keel-mcp/core'
-import { defineTool, items, readOnly } from './shared.js'
+import { defineTool, items, nonEmpty, readOnly, rowCount } from './shared.js'
 
 const kinds = ['table', 'view', 'materialized_view', 'foreign_table'] as const
 
 export const listTables = defineTool({
   name: 'list_tables',
   title: 'List tables',
-  description: 'Tables and views with estimated rows, by schema and name pattern. Then describe_table.',
+  description: 'Tables and views with estimated rows. Then describe_table.',
   input: {
-    schema: z.string().min(1).optional().describe('Only this schema'),
+    schema: z.string().refine(nonEmpty, 'must not be empty').optional().describe('Schema'),
     pattern: z
       .string()
       .refine((value) => value.length <= 200, 'at most 200 characters')
       .optional()
       .describe('Substring, or * ? wildcards'),
-    kinds: z.array(z.enum(kinds)).min(1).optional().describe('Only these kinds'),
-    limit: z.number().int().min(1).max(1000).default(100).describe('Limit'),
-    cursor: z.string().optional().describe('From nextCursor'),
+    kinds: z.array(z.enum(kinds)).refine(nonEmpty, 'must not be empty').optional().describe('Kinds'),
+    limit: rowCount(1000).default(100).describe('Limit'),
+    cursor: z.string().optional().describe('Cursor'),
   },
   output: {
     tables: items(),

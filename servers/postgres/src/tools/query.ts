@@ -2,7 +2,7 @@ import { z } from '@keel-mcp/core'
 import { HARD_MAX_ROWS } from '../config.js'
 import { withSql } from '../errors.js'
 import { formatCsv, formatTable, type JsonValue, toJsonValue } from '../lib/index.js'
-import { defineTool, items, paramsShape, readOnly, sqlShape, untrusted } from './shared.js'
+import { defineTool, items, paramsShape, readOnly, rowCount, sqlShape, untrusted } from './shared.js'
 
 /** Longer strings are cut (with a notice of how much) in the structured rows too. */
 const MAX_STRING_LENGTH = 10_000
@@ -58,13 +58,13 @@ export const query = defineTool({
   name: 'query',
   title: 'Run a read-only SQL query',
   description:
-    'Rows of one read-only statement (SELECT, WITH, VALUES, TABLE, SHOW), values in params. ' +
+    'Rows of one read-only statement (SELECT, WITH, VALUES, TABLE, SHOW). ' +
     'Capped at max_rows: aggregate or filter, not page. Plans: explain_query.',
   input: {
-    sql: sqlShape.describe('One read-only statement'),
+    sql: sqlShape.describe('SQL'),
     params: paramsShape,
-    max_rows: z.number().int().min(1).max(HARD_MAX_ROWS).optional().describe('Default 200 (--max-rows)'),
-    format: z.enum(['table', 'csv']).default('table').describe('Text rendering'),
+    max_rows: rowCount(HARD_MAX_ROWS).optional().describe('Default 200 (--max-rows)'),
+    format: z.enum(['table', 'csv']).default('table').describe('Format'),
   },
   output: {
     columns: items(),

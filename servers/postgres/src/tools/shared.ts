@@ -22,13 +22,23 @@ export const paramsShape = z
   .array(z.union([z.string(), z.number(), z.boolean(), z.null()]))
   .refine((values) => values.length <= 100, 'at most 100 parameters')
   .optional()
-  .describe('Values for $1, $2, … (cast in SQL: $1::date)')
+  .describe('Values of $1, $2… (cast in SQL: $1::date)')
 
 // Bounds that only guard the server are checked with refine(): tools/list, which every
-// conversation pays for, does not spell them out.
+// conversation pays for, does not spell them out. Limits the model must know (a page's or a
+// result's most rows) stay in the schema.
 export const sqlShape = z
   .string()
   .refine((sql) => sql.length >= 1 && sql.length <= 100_000, 'must be 1–100,000 characters')
+
+export const nonEmpty = (value: { length: number }) => value.length > 0
+/** A row count: 1…max. */
+export const rowCount = (max: number) =>
+  z
+    .number()
+    .int()
+    .refine((value) => value >= 1, 'must be at least 1')
+    .max(max)
 
 /**
  * An output item as an open object: the catalogue names the result's keys and their types, and
