@@ -20,7 +20,7 @@
  * - catalog SQL is parameterised: no identifier or value from a caller is concatenated into SQL.
  */
 import type { FieldDef, PoolClient } from 'pg'
-import { type CancelContext, cancelUntilStopped, countReceivedBytes, readCursor } from './cancellation.js'
+import { type CancelContext, cancelUntilStopped, countReceivedBytes } from './cancellation.js'
 import { describeTable, health, listSchemas, listTables } from './catalog.js'
 import {
   DatabaseConfigError,
@@ -40,8 +40,16 @@ import {
   positiveInteger,
   resolveLimits,
 } from './limits.js'
-import { createPool, identifierPattern, type PoolHandle, resetSession, sessionSetupSql } from './session.js'
+import {
+  createPool,
+  identifierPattern,
+  type PoolHandle,
+  resetSession,
+  sessionResetSql,
+  sessionSetupSql,
+} from './session.js'
 import { checkReadOnlySql, type SqlReferences } from './sql-guard.js'
+import { BoundedStatement } from './statement.js'
 import type {
   CallOptions,
   DatabaseOptions,
@@ -80,6 +88,8 @@ export class Database {
    * Repeats the startup settings, in case a connection string's own options replaced them.
    */
   readonly #sessionSetup: string
+  /** The reset after every call (session.ts): ROLLBACK, DISCARD ALL's steps, the session setup. */
+  readonly #sessionReset: string
 
   constructor(options: DatabaseOptions = {}) {
     if (options.role !== undefined && !identifierPattern.test(options.role)) {
@@ -98,6 +108,7 @@ export class Database {
     this.#poolSize = positiveInteger('poolSize', options.poolSize ?? 5)
     this.#maxResultBytes = positiveInteger('maxResultBytes', options.maxResultBytes ?? defaultMaxResultBytes)
     this.#sessionSetup = sessionSetupSql(options.role)
+    this.#sessionReset = sessionResetSql(this.#sessionSetup)
     this.#limits = limits
     this.#schemas = options.schemas === undefined ? null : [...options.schemas]
     this.#options = options
@@ -128,15 +139,14 @@ export class Database {
     return this.#pool
   }
 
-  /** Checks out a client and opens the read-only transaction; retries once on a dead connection. */
-  async #begin(limits: QueryLimits): Promise<PoolClient> {
-    // Integers validated by #resolveLimits: nothing from a caller is spliced in as text.
-    const begin = [
-      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
-      `SET LOCAL statement_timeout = ${limits.timeoutMs}`,
-      `SET LOCAL lock_timeout = ${limits.lockTimeoutMs}`,
-      `SET LOCAL idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`,
-    ].join('; ')
+  /**
+   * Checks out a client and opens the read-only transaction; retries once on a dead connection.
+   * With `deferred`, only checks out: the caller sends {@link beginStatements} itself, in the same
+   * round trip as its statement.
+   */
+  async #begin(limits: QueryLimits, deferred: boolean): Promise<PoolClient> {
+    if (deferred) return (await this.#getPool()).pool.connect()
+    const begin = beginStatements(limits).join('; ')
     for (let attempt = 0; ; attempt++) {
       const { pool } = await this.#getPool()
       const client = await pool.connect()
@@ -162,15 +172,18 @@ export class Database {
     limits: QueryLimits,
     signal: AbortSignal | undefined,
     work: (client: PoolClient) => Promise<T>,
+    { deferBegin = false } = {},
   ): Promise<T> {
     if (signal?.aborted) throw new QueryCancelledError({ cause: signal.reason })
-    const client = await this.#begin(limits)
+    const client = await this.#begin(limits, deferBegin)
     if (signal?.aborted) {
       // Aborted while waiting for a connection: nothing ran yet.
-      const rolledBack = await client.query('ROLLBACK').then(
-        () => true,
-        () => false,
-      )
+      const rolledBack = deferBegin
+        ? true
+        : await client.query('ROLLBACK').then(
+            () => true,
+            () => false,
+          )
       client.release(rolledBack ? undefined : true)
       throw new QueryCancelledError({ cause: signal.reason })
     }
@@ -212,7 +225,7 @@ export class Database {
       stopCounting?.()
       if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort)
       if (this.#broken.has(client)) destroy = true
-      if (!destroy) destroy = !(await resetSession(client, this.#sessionSetup))
+      if (!destroy) destroy = !(await resetSession(client, this.#sessionReset))
       client.release(destroy ? true : undefined)
     }
   }
@@ -253,7 +266,12 @@ export class Database {
     return this.#execute(sql, params, options, undefined)
   }
 
-  /** The executor; with `references`, the function policy judges them first, in the same transaction. */
+  /**
+   * The executor; with `references`, the function policy judges them first, in the same
+   * transaction. When there is nothing for the policy to look up, the transaction is opened in the
+   * statement's own round trip (statement.ts); otherwise BEGIN goes first and the policy's catalog
+   * queries run inside it.
+   */
   async #execute(
     sql: string,
     params: readonly unknown[],
@@ -261,22 +279,45 @@ export class Database {
     references: SqlReferences | undefined,
   ): Promise<QueryResult> {
     const limits = resolveLimits(this.#limits, options)
-    const { Cursor: CursorClass } = await this.#getPool()
-    return this.#inReadOnlyTransaction(limits, options.signal, async (client) => {
-      if (references !== undefined) await assertReferencesAllowed(client, references)
-      // Extended protocol (Parse/Bind/Execute): PostgreSQL itself refuses a second statement here.
-      const cursor = client.query(new CursorClass(sql, [...params], { rowMode: 'array' }))
-      const { rows, fields } = await readCursor(cursor, limits.maxRows + 1)
-      await cursor.close()
-      const truncated = rows.length > limits.maxRows
-      const kept = truncated ? rows.slice(0, limits.maxRows) : rows
-      return {
-        fields: await this.#describeFields(client, fields),
-        rows: kept,
-        rowCount: kept.length,
-        truncated,
+    const judged = references !== undefined && needsPolicyLookup(references)
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#inReadOnlyTransaction(
+          limits,
+          options.signal,
+          async (client) => {
+            if (judged) await assertReferencesAllowed(client, references)
+            // Extended protocol (Parse/Bind/Execute): PostgreSQL itself refuses a second statement
+            // here. Only maxRows + 1 rows are asked for.
+            const statement = new BoundedStatement(
+              sql,
+              params,
+              limits.maxRows + 1,
+              judged ? [] : beginStatements(limits),
+            )
+            client.query(statement as never)
+            const { rows, fields } = await statement.promise.catch((error: unknown) => {
+              // Nothing of the statement ran: a dead idle connection may be retried on a fresh one.
+              if (!statement.begun && isConnectionError(error)) throw new NotStartedError(error)
+              throw error
+            })
+            const truncated = rows.length > limits.maxRows
+            const kept = truncated ? rows.slice(0, limits.maxRows) : rows
+            return {
+              fields: await this.#describeFields(client, fields),
+              rows: kept,
+              rowCount: kept.length,
+              truncated,
+            }
+          },
+          { deferBegin: !judged },
+        )
+      } catch (error) {
+        if (!(error instanceof NotStartedError)) throw error
+        if (attempt === 0) continue
+        throw error.cause
       }
-    })
+    }
   }
 
   /**
@@ -340,5 +381,35 @@ export class Database {
     if (pending === undefined) return
     const created = await pending.catch(() => undefined)
     await created?.pool.end()
+  }
+}
+
+/**
+ * Opens the call's transaction: read only, with statement, lock and idle timeouts. Integers
+ * validated by resolveLimits: nothing from a caller is spliced in as text.
+ */
+function beginStatements(limits: QueryLimits): string[] {
+  return [
+    'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+    `SET LOCAL statement_timeout = ${limits.timeoutMs}`,
+    `SET LOCAL lock_timeout = ${limits.lockTimeoutMs}`,
+    `SET LOCAL idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`,
+  ]
+}
+
+/** Whether the function policy has anything to look up in the catalog for these references. */
+function needsPolicyLookup(references: SqlReferences): boolean {
+  return (
+    references.relations.size > 0 ||
+    references.functions.size > 0 ||
+    references.operators.size > 0 ||
+    references.types.size > 0
+  )
+}
+
+/** A connection error before the call's transaction was open: safe to retry once. */
+class NotStartedError extends Error {
+  constructor(cause: unknown) {
+    super('The connection failed before the statement ran.', { cause })
   }
 }

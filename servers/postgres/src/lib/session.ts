@@ -172,21 +172,43 @@ export async function createPool(settings: PoolSettings): Promise<PoolHandle> {
 }
 
 /**
- * Returns the connection to a fresh session: the transaction rolled back, then DISCARD ALL
- * (session-level advisory locks, LISTEN, prepared statements, cursors, temporary tables,
- * settings: whatever a function or view did that a rollback keeps) and the session setup again.
- * The parser gate cannot see into function and view bodies, so this does not depend on it.
- * False when any step fails or stalls: the connection must then be destroyed.
+ * What DISCARD ALL does, statement by statement (PostgreSQL documents DISCARD ALL as this
+ * sequence). DISCARD ALL itself refuses to run inside a transaction block, and so inside a
+ * multi-statement query; these run in one, so that the whole reset is one round trip. They commit
+ * together or, if any fails, not at all (the connection is then destroyed).
  */
-export async function resetSession(client: PoolClient, sessionSetup: string): Promise<boolean> {
-  const reset = (async () => {
-    await client.query('ROLLBACK')
-    await client.query('DISCARD ALL')
-    await client.query(sessionSetup)
-  })()
-  reset.catch(() => undefined)
-  if (!(await settleWithin(reset, rollbackDeadlineMs))) return false
-  return reset.then(
+const discardAll = [
+  'CLOSE ALL',
+  'SET SESSION AUTHORIZATION DEFAULT',
+  'RESET ALL',
+  'DEALLOCATE ALL',
+  'UNLISTEN *',
+  'SELECT pg_catalog.pg_advisory_unlock_all()',
+  'DISCARD PLANS',
+  'DISCARD TEMP',
+  'DISCARD SEQUENCES',
+]
+
+/**
+ * The reset after every call, as one simple query: ROLLBACK, then DISCARD ALL's steps (session-level
+ * advisory locks, LISTEN, prepared statements, cursors, temporary tables, settings: whatever a
+ * function or view did that a rollback keeps) and the session setup again. After ROLLBACK the rest
+ * of a multi-statement query runs in one implicit transaction, committed at its end.
+ */
+export function sessionResetSql(sessionSetup: string): string {
+  return ['ROLLBACK', ...discardAll, sessionSetup].join('; ')
+}
+
+/**
+ * Returns the connection to a fresh session with `reset` (from {@link sessionResetSql}) in one
+ * round trip. The parser gate cannot see into function and view bodies, so this does not depend on
+ * it. False when it fails or stalls: the connection must then be destroyed.
+ */
+export async function resetSession(client: PoolClient, reset: string): Promise<boolean> {
+  const running = client.query(reset)
+  running.catch(() => undefined)
+  if (!(await settleWithin(running, rollbackDeadlineMs))) return false
+  return running.then(
     () => true,
     () => false,
   )
