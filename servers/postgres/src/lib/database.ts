@@ -45,7 +45,7 @@ import {
   identifierPattern,
   type PoolHandle,
   resetSession,
-  sessionResetSql,
+  sessionResetStatements,
   sessionSetupSql,
 } from './session.js'
 import { checkReadOnlySql, type SqlReferences } from './sql-guard.js'
@@ -89,7 +89,8 @@ export class Database {
    */
   readonly #sessionSetup: string
   /** The reset after every call (session.ts): ROLLBACK, DISCARD ALL's steps, the session setup. */
-  readonly #sessionReset: string
+  readonly #sessionReset: readonly string[]
+  readonly #sessionResetSql: string
 
   constructor(options: DatabaseOptions = {}) {
     if (options.role !== undefined && !identifierPattern.test(options.role)) {
@@ -108,7 +109,8 @@ export class Database {
     this.#poolSize = positiveInteger('poolSize', options.poolSize ?? 5)
     this.#maxResultBytes = positiveInteger('maxResultBytes', options.maxResultBytes ?? defaultMaxResultBytes)
     this.#sessionSetup = sessionSetupSql(options.role)
-    this.#sessionReset = sessionResetSql(this.#sessionSetup)
+    this.#sessionReset = sessionResetStatements(options.role)
+    this.#sessionResetSql = this.#sessionReset.join('; ')
     this.#limits = limits
     this.#schemas = options.schemas === undefined ? null : [...options.schemas]
     this.#options = options
@@ -171,7 +173,7 @@ export class Database {
   async #inReadOnlyTransaction<T>(
     limits: QueryLimits,
     signal: AbortSignal | undefined,
-    work: (client: PoolClient) => Promise<T>,
+    work: (client: PoolClient, session: { reset: boolean }) => Promise<T>,
     { deferBegin = false } = {},
   ): Promise<T> {
     if (signal?.aborted) throw new QueryCancelledError({ cause: signal.reason })
@@ -209,7 +211,9 @@ export class Database {
       else signal?.addEventListener('abort', onAbort, { once: true })
     })
     interrupted.catch(() => undefined)
-    const running = work(client)
+    // Set by work that already reset the session in its own round trip (statement.ts).
+    const session = { reset: false }
+    const running = work(client, session)
     running.catch(() => undefined)
     try {
       return await Promise.race([running, interrupted])
@@ -225,7 +229,7 @@ export class Database {
       stopCounting?.()
       if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort)
       if (this.#broken.has(client)) destroy = true
-      if (!destroy) destroy = !(await resetSession(client, this.#sessionReset))
+      if (!destroy && !session.reset) destroy = !(await resetSession(client, this.#sessionResetSql))
       client.release(destroy ? true : undefined)
     }
   }
@@ -239,16 +243,37 @@ export class Database {
     }
   }
 
-  async #describeFields(client: PoolClient, fields: readonly FieldDef[]): Promise<ResultField[]> {
+  /**
+   * Type names of the fields, looked up once per type. When the call's batch already ended the
+   * transaction (`session.reset`), the lookup gets a read-only transaction and reset of its own,
+   * in one round trip like the statement's.
+   */
+  async #describeFields(
+    client: PoolClient,
+    fields: readonly FieldDef[],
+    limits: QueryLimits,
+    session: { reset: boolean },
+  ): Promise<ResultField[]> {
     const unknown = [...new Set(fields.map((field) => field.dataTypeID))].filter(
       (oid) => !this.#typeNames.has(oid),
     )
     if (unknown.length > 0) {
-      const result = await client.query<{ oid: number; name: string }>(
-        'SELECT oid::int4 AS oid, pg_catalog.format_type(oid, NULL) AS name FROM pg_catalog.pg_type WHERE oid = ANY($1::oid[])',
-        [unknown],
-      )
-      for (const row of result.rows) this.#typeNames.set(row.oid, row.name)
+      const sql =
+        'SELECT oid::int4 AS oid, pg_catalog.format_type(oid, NULL) AS name FROM pg_catalog.pg_type WHERE oid = ANY($1::oid[])'
+      let rows: unknown[][]
+      if (session.reset) {
+        const lookup = new BoundedStatement(sql, [unknown], unknown.length, {
+          preamble: beginStatements(limits),
+          tail: this.#sessionReset,
+        })
+        client.query(lookup as never)
+        const result = await lookup.promise
+        session.reset = result.resetDone
+        rows = result.rows
+      } else {
+        rows = (await client.query({ text: sql, values: [unknown], rowMode: 'array' })).rows
+      }
+      for (const [oid, name] of rows as [number, string][]) this.#typeNames.set(oid, name)
     }
     return fields.map((field) => ({
       name: field.name,
@@ -285,26 +310,26 @@ export class Database {
         return await this.#inReadOnlyTransaction(
           limits,
           options.signal,
-          async (client) => {
+          async (client, session) => {
             if (judged) await assertReferencesAllowed(client, references)
             // Extended protocol (Parse/Bind/Execute): PostgreSQL itself refuses a second statement
-            // here. Only maxRows + 1 rows are asked for.
-            const statement = new BoundedStatement(
-              sql,
-              params,
-              limits.maxRows + 1,
-              judged ? [] : beginStatements(limits),
-            )
+            // here. Only maxRows + 1 rows are asked for, and the session reset follows in the same
+            // round trip.
+            const statement = new BoundedStatement(sql, params, limits.maxRows + 1, {
+              preamble: judged ? [] : beginStatements(limits),
+              tail: this.#sessionReset,
+            })
             client.query(statement as never)
-            const { rows, fields } = await statement.promise.catch((error: unknown) => {
+            const { rows, fields, resetDone } = await statement.promise.catch((error: unknown) => {
               // Nothing of the statement ran: a dead idle connection may be retried on a fresh one.
               if (!statement.begun && isConnectionError(error)) throw new NotStartedError(error)
               throw error
             })
+            session.reset = resetDone
             const truncated = rows.length > limits.maxRows
             const kept = truncated ? rows.slice(0, limits.maxRows) : rows
             return {
-              fields: await this.#describeFields(client, fields),
+              fields: await this.#describeFields(client, fields, limits, session),
               rows: kept,
               rowCount: kept.length,
               truncated,

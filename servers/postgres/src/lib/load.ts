@@ -9,3 +9,12 @@ import { createRequire } from 'node:module'
 export function loadDependency<T>(name: 'pg' | 'pg-cursor' | 'libpg-query'): T {
   return createRequire(import.meta.url)(name) as T
 }
+
+/**
+ * pg's own wire-protocol serializer, resolved from pg's location (it is pg's dependency, not ours,
+ * and must be the copy pg uses).
+ */
+export function loadPgProtocol<T>(): T {
+  const require = createRequire(import.meta.url)
+  return createRequire(require.resolve('pg'))('pg-protocol') as T
+}

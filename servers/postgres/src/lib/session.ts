@@ -71,13 +71,18 @@ export function quoteIdentifier(name: string): string {
  * Run on every new connection and again after every call's DISCARD ALL, before anything else.
  * Repeats the startup settings, in case a connection string's own options replaced them.
  */
-export function sessionSetupSql(role: string | undefined): string {
+export function sessionSetupStatements(role: string | undefined): string[] {
   return [
     'SET standard_conforming_strings = on',
     'SET backslash_quote = safe_encoding',
     'SET default_transaction_read_only = on',
     ...(role === undefined ? [] : [`SET ROLE ${quoteIdentifier(role)}`]),
-  ].join('; ')
+  ]
+}
+
+/** {@link sessionSetupStatements} as one simple query. */
+export function sessionSetupSql(role: string | undefined): string {
+  return sessionSetupStatements(role).join('; ')
 }
 
 /** The node TLS options for an sslmode, with libpq's meaning of each mode. */
@@ -190,13 +195,15 @@ const discardAll = [
 ]
 
 /**
- * The reset after every call, as one simple query: ROLLBACK, then DISCARD ALL's steps (session-level
- * advisory locks, LISTEN, prepared statements, cursors, temporary tables, settings: whatever a
- * function or view did that a rollback keeps) and the session setup again. After ROLLBACK the rest
- * of a multi-statement query runs in one implicit transaction, committed at its end.
+ * The reset after every call: ROLLBACK, then DISCARD ALL's steps (session-level advisory locks,
+ * LISTEN, prepared statements, cursors, temporary tables, settings: whatever a function or view did
+ * that a rollback keeps) and the session setup again. Sent as one simple query (after ROLLBACK the
+ * rest runs in one implicit transaction, committed at its end) or at the end of a call's
+ * extended-protocol batch (statement.ts: after ROLLBACK the rest runs in one transaction that the
+ * Sync commits).
  */
-export function sessionResetSql(sessionSetup: string): string {
-  return ['ROLLBACK', ...discardAll, sessionSetup].join('; ')
+export function sessionResetStatements(role: string | undefined): string[] {
+  return ['ROLLBACK', ...discardAll, ...sessionSetupStatements(role)]
 }
 
 /**
