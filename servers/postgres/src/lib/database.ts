@@ -1,7 +1,8 @@
 /**
  * The connection to PostgreSQL: the read-only executor with row caps, timeouts, real server-side
  * cancellation and a byte budget, and the entry points for EXPLAIN and the catalog. The pieces live
- * beside it: session.ts (pool and session), cancellation.ts (cursors, cancelling, the budget),
+ * beside it: session.ts (pool and session), statement.ts (a call's one-round-trip batch),
+ * cancellation.ts (cancelling, the budget),
  * function-policy.ts, explain.ts, catalog.ts, limits.ts and types.ts.
  *
  * Security invariants (each enforced here, independent of the parser gate in sql-guard.ts):
@@ -16,7 +17,7 @@
  *   and the connection destroyed, so no result can exhaust the process's memory;
  * - every statement runs in `BEGIN … READ ONLY` and is always rolled back, never committed;
  * - statements go through the extended query protocol, which refuses multiple statements;
- * - only maxRows + 1 rows are fetched (through a cursor), whatever the query returns;
+ * - only maxRows + 1 rows are fetched (Execute with a row limit), whatever the query returns;
  * - catalog SQL is parameterised: no identifier or value from a caller is concatenated into SQL.
  */
 import type { FieldDef, PoolClient } from 'pg'

@@ -6,19 +6,16 @@
  */
 import type { ConnectionOptions } from 'node:tls'
 import type { Pool, PoolClient, PoolConfig } from 'pg'
-import type Cursor from 'pg-cursor'
 import { settleWithin } from './cancellation.js'
 import { DatabaseConfigError } from './errors.js'
 import { loadDependency } from './load.js'
 import type { DatabaseOptions, SslOptions } from './types.js'
 
-export type CursorClass = typeof Cursor
 type PgModule = typeof import('pg')
 
-/** The pool and the cursor class loaded with it. */
+/** The pool, once created. */
 export interface PoolHandle {
   readonly pool: Pool
-  readonly Cursor: CursorClass
 }
 
 export interface PoolSettings {
@@ -105,14 +102,13 @@ export function tlsOptions(ssl: SslOptions): false | ConnectionOptions {
 }
 
 /**
- * Creates the pool (loading pg and pg-cursor on first use: start-up of the server must not pay
+ * Creates the pool (loading pg on first use: start-up of the server must not pay
  * for them). pg-pool awaits onConnect before handing a client out, so no statement can ever run on
  * a connection without the session setup.
  */
 export async function createPool(settings: PoolSettings): Promise<PoolHandle> {
   const { options: databaseOptions, poolSize, sessionSetup, broken } = settings
   const pg = loadDependency<PgModule>('pg')
-  const CursorConstructor = loadDependency<CursorClass>('pg-cursor')
   // Dates and timestamps stay PostgreSQL's text: a JS Date would shift `timestamp without time
   // zone` into the process time zone and drop microseconds. Intervals stay text too.
   const textArrayOid: number = 1009 // text[]: not among pg-types' named builtins
@@ -173,7 +169,7 @@ export async function createPool(settings: PoolSettings): Promise<PoolHandle> {
   // Without a listener, an idle connection dropped by the server (restart, admin shutdown,
   // idle timeout) would crash the process. pg-pool has already removed the client.
   pool.on('error', (error) => databaseOptions.onBackgroundError?.(error))
-  return { pool, Cursor: CursorConstructor }
+  return { pool }
 }
 
 /**

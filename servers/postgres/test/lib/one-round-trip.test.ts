@@ -108,7 +108,9 @@ describe('one round trip per call', () => {
     const pid = await one<number>('SELECT pg_backend_pid()')
     const result = await database.readQuery('SELECT generate_series(1, 1000) AS n', [], { maxRows: 3 })
     expect(result).toMatchObject({ rows: [[1], [2], [3]], rowCount: 3, truncated: true })
-    const open = await database.readQuery('SELECT count(*)::int FROM pg_cursors WHERE statement <> current_query()')
+    const open = await database.readQuery(
+      'SELECT count(*)::int FROM pg_cursors WHERE statement <> current_query()',
+    )
     expect(open.rows).toEqual([[0]])
     expect(await one<number>('SELECT pg_backend_pid()')).toBe(pid)
   })
