@@ -1,11 +1,10 @@
 /**
- * Reading through cursors, and stopping what runs on the server: cancelling a statement (with
+ * Stopping what runs on the server: cancelling a statement (with
  * pg_cancel_backend from another connection or the protocol's CancelRequest, repeated until it has
  * stopped) and the byte budget that cuts a result off while it arrives.
  */
 import { connect as netConnect } from 'node:net'
-import type { FieldDef, Pool, PoolClient } from 'pg'
-import type Cursor from 'pg-cursor'
+import type { Pool, PoolClient } from 'pg'
 import { isConnectionError } from './errors.js'
 
 /** After a cancel, how long to wait for the statement to stop before dropping the connection. */
@@ -18,16 +17,6 @@ export interface CancelContext {
   getPool(): Promise<Pool>
   readonly poolSize: number
   readonly broken: WeakSet<object>
-}
-
-/** pg-cursor's read with the field list, which the promise form of read() drops. */
-export function readCursor(cursor: Cursor, rows: number): Promise<{ rows: unknown[][]; fields: FieldDef[] }> {
-  return new Promise((resolve, reject) => {
-    cursor.read(rows, (error, result, info) => {
-      if (error) reject(error)
-      else resolve({ rows: result as unknown[][], fields: info?.fields ?? [] })
-    })
-  })
 }
 
 /** Resolves when `promise` settles or `ms` pass, whichever is first; never rejects. */
@@ -85,7 +74,7 @@ export function countReceivedBytes(
 /**
  * Cancels the statement running on `target` and waits (at most cancelGraceMs) for it to stop.
  * PostgreSQL ignores a cancel that arrives while the backend waits for the next protocol message,
- * as it does between pg-cursor's Parse/Bind/Describe and its Execute; the statement would then
+ * as it can between one protocol message of a statement and the next; the statement would then
  * run on after the connection is dropped (until its statement_timeout). So the cancel is sent
  * again until the statement has really ended.
  */

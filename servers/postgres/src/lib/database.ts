@@ -1,7 +1,8 @@
 /**
  * The connection to PostgreSQL: the read-only executor with row caps, timeouts, real server-side
  * cancellation and a byte budget, and the entry points for EXPLAIN and the catalog. The pieces live
- * beside it: session.ts (pool and session), cancellation.ts (cursors, cancelling, the budget),
+ * beside it: session.ts (pool and session), statement.ts (a call's one-round-trip batch),
+ * cancellation.ts (cancelling, the budget),
  * function-policy.ts, explain.ts, catalog.ts, limits.ts and types.ts.
  *
  * Security invariants (each enforced here, independent of the parser gate in sql-guard.ts):
@@ -16,11 +17,11 @@
  *   and the connection destroyed, so no result can exhaust the process's memory;
  * - every statement runs in `BEGIN … READ ONLY` and is always rolled back, never committed;
  * - statements go through the extended query protocol, which refuses multiple statements;
- * - only maxRows + 1 rows are fetched (through a cursor), whatever the query returns;
+ * - only maxRows + 1 rows are fetched (Execute with a row limit), whatever the query returns;
  * - catalog SQL is parameterised: no identifier or value from a caller is concatenated into SQL.
  */
 import type { FieldDef, PoolClient } from 'pg'
-import { type CancelContext, cancelUntilStopped, countReceivedBytes, readCursor } from './cancellation.js'
+import { type CancelContext, cancelUntilStopped, countReceivedBytes } from './cancellation.js'
 import { describeTable, health, listSchemas, listTables } from './catalog.js'
 import {
   DatabaseConfigError,
@@ -40,8 +41,16 @@ import {
   positiveInteger,
   resolveLimits,
 } from './limits.js'
-import { createPool, identifierPattern, type PoolHandle, resetSession, sessionSetupSql } from './session.js'
+import {
+  createPool,
+  identifierPattern,
+  type PoolHandle,
+  resetSession,
+  sessionResetStatements,
+  sessionSetupSql,
+} from './session.js'
 import { checkReadOnlySql, type SqlReferences } from './sql-guard.js'
+import { BoundedStatement } from './statement.js'
 import type {
   CallOptions,
   DatabaseOptions,
@@ -80,6 +89,9 @@ export class Database {
    * Repeats the startup settings, in case a connection string's own options replaced them.
    */
   readonly #sessionSetup: string
+  /** The reset after every call (session.ts): ROLLBACK, DISCARD ALL's steps, the session setup. */
+  readonly #sessionReset: readonly string[]
+  readonly #sessionResetSql: string
 
   constructor(options: DatabaseOptions = {}) {
     if (options.role !== undefined && !identifierPattern.test(options.role)) {
@@ -98,6 +110,8 @@ export class Database {
     this.#poolSize = positiveInteger('poolSize', options.poolSize ?? 5)
     this.#maxResultBytes = positiveInteger('maxResultBytes', options.maxResultBytes ?? defaultMaxResultBytes)
     this.#sessionSetup = sessionSetupSql(options.role)
+    this.#sessionReset = sessionResetStatements(options.role)
+    this.#sessionResetSql = this.#sessionReset.join('; ')
     this.#limits = limits
     this.#schemas = options.schemas === undefined ? null : [...options.schemas]
     this.#options = options
@@ -128,15 +142,14 @@ export class Database {
     return this.#pool
   }
 
-  /** Checks out a client and opens the read-only transaction; retries once on a dead connection. */
-  async #begin(limits: QueryLimits): Promise<PoolClient> {
-    // Integers validated by #resolveLimits: nothing from a caller is spliced in as text.
-    const begin = [
-      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
-      `SET LOCAL statement_timeout = ${limits.timeoutMs}`,
-      `SET LOCAL lock_timeout = ${limits.lockTimeoutMs}`,
-      `SET LOCAL idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`,
-    ].join('; ')
+  /**
+   * Checks out a client and opens the read-only transaction; retries once on a dead connection.
+   * With `deferred`, only checks out: the caller sends {@link beginStatements} itself, in the same
+   * round trip as its statement.
+   */
+  async #begin(limits: QueryLimits, deferred: boolean): Promise<PoolClient> {
+    if (deferred) return (await this.#getPool()).pool.connect()
+    const begin = beginStatements(limits).join('; ')
     for (let attempt = 0; ; attempt++) {
       const { pool } = await this.#getPool()
       const client = await pool.connect()
@@ -161,16 +174,19 @@ export class Database {
   async #inReadOnlyTransaction<T>(
     limits: QueryLimits,
     signal: AbortSignal | undefined,
-    work: (client: PoolClient) => Promise<T>,
+    work: (client: PoolClient, session: { reset: boolean }) => Promise<T>,
+    { deferBegin = false } = {},
   ): Promise<T> {
     if (signal?.aborted) throw new QueryCancelledError({ cause: signal.reason })
-    const client = await this.#begin(limits)
+    const client = await this.#begin(limits, deferBegin)
     if (signal?.aborted) {
       // Aborted while waiting for a connection: nothing ran yet.
-      const rolledBack = await client.query('ROLLBACK').then(
-        () => true,
-        () => false,
-      )
+      const rolledBack = deferBegin
+        ? true
+        : await client.query('ROLLBACK').then(
+            () => true,
+            () => false,
+          )
       client.release(rolledBack ? undefined : true)
       throw new QueryCancelledError({ cause: signal.reason })
     }
@@ -196,7 +212,9 @@ export class Database {
       else signal?.addEventListener('abort', onAbort, { once: true })
     })
     interrupted.catch(() => undefined)
-    const running = work(client)
+    // Set by work that already reset the session in its own round trip (statement.ts).
+    const session = { reset: false }
+    const running = work(client, session)
     running.catch(() => undefined)
     try {
       return await Promise.race([running, interrupted])
@@ -212,7 +230,7 @@ export class Database {
       stopCounting?.()
       if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort)
       if (this.#broken.has(client)) destroy = true
-      if (!destroy) destroy = !(await resetSession(client, this.#sessionSetup))
+      if (!destroy && !session.reset) destroy = !(await resetSession(client, this.#sessionResetSql))
       client.release(destroy ? true : undefined)
     }
   }
@@ -226,16 +244,37 @@ export class Database {
     }
   }
 
-  async #describeFields(client: PoolClient, fields: readonly FieldDef[]): Promise<ResultField[]> {
+  /**
+   * Type names of the fields, looked up once per type. When the call's batch already ended the
+   * transaction (`session.reset`), the lookup gets a read-only transaction and reset of its own,
+   * in one round trip like the statement's.
+   */
+  async #describeFields(
+    client: PoolClient,
+    fields: readonly FieldDef[],
+    limits: QueryLimits,
+    session: { reset: boolean },
+  ): Promise<ResultField[]> {
     const unknown = [...new Set(fields.map((field) => field.dataTypeID))].filter(
       (oid) => !this.#typeNames.has(oid),
     )
     if (unknown.length > 0) {
-      const result = await client.query<{ oid: number; name: string }>(
-        'SELECT oid::int4 AS oid, pg_catalog.format_type(oid, NULL) AS name FROM pg_catalog.pg_type WHERE oid = ANY($1::oid[])',
-        [unknown],
-      )
-      for (const row of result.rows) this.#typeNames.set(row.oid, row.name)
+      const sql =
+        'SELECT oid::int4 AS oid, pg_catalog.format_type(oid, NULL) AS name FROM pg_catalog.pg_type WHERE oid = ANY($1::oid[])'
+      let rows: unknown[][]
+      if (session.reset) {
+        const lookup = new BoundedStatement(sql, [unknown], unknown.length, {
+          preamble: beginStatements(limits),
+          tail: this.#sessionReset,
+        })
+        client.query(lookup as never)
+        const result = await lookup.promise
+        session.reset = result.resetDone
+        rows = result.rows
+      } else {
+        rows = (await client.query({ text: sql, values: [unknown], rowMode: 'array' })).rows
+      }
+      for (const [oid, name] of rows as [number, string][]) this.#typeNames.set(oid, name)
     }
     return fields.map((field) => ({
       name: field.name,
@@ -253,7 +292,12 @@ export class Database {
     return this.#execute(sql, params, options, undefined)
   }
 
-  /** The executor; with `references`, the function policy judges them first, in the same transaction. */
+  /**
+   * The executor; with `references`, the function policy judges them first, in the same
+   * transaction. When there is nothing for the policy to look up, the transaction is opened in the
+   * statement's own round trip (statement.ts); otherwise BEGIN goes first and the policy's catalog
+   * queries run inside it.
+   */
   async #execute(
     sql: string,
     params: readonly unknown[],
@@ -261,22 +305,45 @@ export class Database {
     references: SqlReferences | undefined,
   ): Promise<QueryResult> {
     const limits = resolveLimits(this.#limits, options)
-    const { Cursor: CursorClass } = await this.#getPool()
-    return this.#inReadOnlyTransaction(limits, options.signal, async (client) => {
-      if (references !== undefined) await assertReferencesAllowed(client, references)
-      // Extended protocol (Parse/Bind/Execute): PostgreSQL itself refuses a second statement here.
-      const cursor = client.query(new CursorClass(sql, [...params], { rowMode: 'array' }))
-      const { rows, fields } = await readCursor(cursor, limits.maxRows + 1)
-      await cursor.close()
-      const truncated = rows.length > limits.maxRows
-      const kept = truncated ? rows.slice(0, limits.maxRows) : rows
-      return {
-        fields: await this.#describeFields(client, fields),
-        rows: kept,
-        rowCount: kept.length,
-        truncated,
+    const judged = references !== undefined && needsPolicyLookup(references)
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#inReadOnlyTransaction(
+          limits,
+          options.signal,
+          async (client, session) => {
+            if (judged) await assertReferencesAllowed(client, references)
+            // Extended protocol (Parse/Bind/Execute): PostgreSQL itself refuses a second statement
+            // here. Only maxRows + 1 rows are asked for, and the session reset follows in the same
+            // round trip.
+            const statement = new BoundedStatement(sql, params, limits.maxRows + 1, {
+              preamble: judged ? [] : beginStatements(limits),
+              tail: this.#sessionReset,
+            })
+            client.query(statement as never)
+            const { rows, fields, resetDone } = await statement.promise.catch((error: unknown) => {
+              // Nothing of the statement ran: a dead idle connection may be retried on a fresh one.
+              if (!statement.begun && isConnectionError(error)) throw new NotStartedError(error)
+              throw error
+            })
+            session.reset = resetDone
+            const truncated = rows.length > limits.maxRows
+            const kept = truncated ? rows.slice(0, limits.maxRows) : rows
+            return {
+              fields: await this.#describeFields(client, fields, limits, session),
+              rows: kept,
+              rowCount: kept.length,
+              truncated,
+            }
+          },
+          { deferBegin: !judged },
+        )
+      } catch (error) {
+        if (!(error instanceof NotStartedError)) throw error
+        if (attempt === 0) continue
+        throw error.cause
       }
-    })
+    }
   }
 
   /**
@@ -340,5 +407,35 @@ export class Database {
     if (pending === undefined) return
     const created = await pending.catch(() => undefined)
     await created?.pool.end()
+  }
+}
+
+/**
+ * Opens the call's transaction: read only, with statement, lock and idle timeouts. Integers
+ * validated by resolveLimits: nothing from a caller is spliced in as text.
+ */
+function beginStatements(limits: QueryLimits): string[] {
+  return [
+    'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+    `SET LOCAL statement_timeout = ${limits.timeoutMs}`,
+    `SET LOCAL lock_timeout = ${limits.lockTimeoutMs}`,
+    `SET LOCAL idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`,
+  ]
+}
+
+/** Whether the function policy has anything to look up in the catalog for these references. */
+function needsPolicyLookup(references: SqlReferences): boolean {
+  return (
+    references.relations.size > 0 ||
+    references.functions.size > 0 ||
+    references.operators.size > 0 ||
+    references.types.size > 0
+  )
+}
+
+/** A connection error before the call's transaction was open: safe to retry once. */
+class NotStartedError extends Error {
+  constructor(cause: unknown) {
+    super('The connection failed before the statement ran.', { cause })
   }
 }

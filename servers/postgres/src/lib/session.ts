@@ -6,19 +6,16 @@
  */
 import type { ConnectionOptions } from 'node:tls'
 import type { Pool, PoolClient, PoolConfig } from 'pg'
-import type Cursor from 'pg-cursor'
 import { settleWithin } from './cancellation.js'
 import { DatabaseConfigError } from './errors.js'
 import { loadDependency } from './load.js'
 import type { DatabaseOptions, SslOptions } from './types.js'
 
-export type CursorClass = typeof Cursor
 type PgModule = typeof import('pg')
 
-/** The pool and the cursor class loaded with it. */
+/** The pool, once created. */
 export interface PoolHandle {
   readonly pool: Pool
-  readonly Cursor: CursorClass
 }
 
 export interface PoolSettings {
@@ -71,13 +68,18 @@ export function quoteIdentifier(name: string): string {
  * Run on every new connection and again after every call's DISCARD ALL, before anything else.
  * Repeats the startup settings, in case a connection string's own options replaced them.
  */
-export function sessionSetupSql(role: string | undefined): string {
+export function sessionSetupStatements(role: string | undefined): string[] {
   return [
     'SET standard_conforming_strings = on',
     'SET backslash_quote = safe_encoding',
     'SET default_transaction_read_only = on',
     ...(role === undefined ? [] : [`SET ROLE ${quoteIdentifier(role)}`]),
-  ].join('; ')
+  ]
+}
+
+/** {@link sessionSetupStatements} as one simple query. */
+export function sessionSetupSql(role: string | undefined): string {
+  return sessionSetupStatements(role).join('; ')
 }
 
 /** The node TLS options for an sslmode, with libpq's meaning of each mode. */
@@ -100,14 +102,13 @@ export function tlsOptions(ssl: SslOptions): false | ConnectionOptions {
 }
 
 /**
- * Creates the pool (loading pg and pg-cursor on first use: start-up of the server must not pay
+ * Creates the pool (loading pg on first use: start-up of the server must not pay
  * for them). pg-pool awaits onConnect before handing a client out, so no statement can ever run on
  * a connection without the session setup.
  */
 export async function createPool(settings: PoolSettings): Promise<PoolHandle> {
   const { options: databaseOptions, poolSize, sessionSetup, broken } = settings
   const pg = loadDependency<PgModule>('pg')
-  const CursorConstructor = loadDependency<CursorClass>('pg-cursor')
   // Dates and timestamps stay PostgreSQL's text: a JS Date would shift `timestamp without time
   // zone` into the process time zone and drop microseconds. Intervals stay text too.
   const textArrayOid: number = 1009 // text[]: not among pg-types' named builtins
@@ -168,25 +169,49 @@ export async function createPool(settings: PoolSettings): Promise<PoolHandle> {
   // Without a listener, an idle connection dropped by the server (restart, admin shutdown,
   // idle timeout) would crash the process. pg-pool has already removed the client.
   pool.on('error', (error) => databaseOptions.onBackgroundError?.(error))
-  return { pool, Cursor: CursorConstructor }
+  return { pool }
 }
 
 /**
- * Returns the connection to a fresh session: the transaction rolled back, then DISCARD ALL
- * (session-level advisory locks, LISTEN, prepared statements, cursors, temporary tables,
- * settings: whatever a function or view did that a rollback keeps) and the session setup again.
- * The parser gate cannot see into function and view bodies, so this does not depend on it.
- * False when any step fails or stalls: the connection must then be destroyed.
+ * What DISCARD ALL does, statement by statement (PostgreSQL documents DISCARD ALL as this
+ * sequence). DISCARD ALL itself refuses to run inside a transaction block, and so inside a
+ * multi-statement query; these run in one, so that the whole reset is one round trip. They commit
+ * together or, if any fails, not at all (the connection is then destroyed).
  */
-export async function resetSession(client: PoolClient, sessionSetup: string): Promise<boolean> {
-  const reset = (async () => {
-    await client.query('ROLLBACK')
-    await client.query('DISCARD ALL')
-    await client.query(sessionSetup)
-  })()
-  reset.catch(() => undefined)
-  if (!(await settleWithin(reset, rollbackDeadlineMs))) return false
-  return reset.then(
+const discardAll = [
+  'CLOSE ALL',
+  'SET SESSION AUTHORIZATION DEFAULT',
+  'RESET ALL',
+  'DEALLOCATE ALL',
+  'UNLISTEN *',
+  'SELECT pg_catalog.pg_advisory_unlock_all()',
+  'DISCARD PLANS',
+  'DISCARD TEMP',
+  'DISCARD SEQUENCES',
+]
+
+/**
+ * The reset after every call: ROLLBACK, then DISCARD ALL's steps (session-level advisory locks,
+ * LISTEN, prepared statements, cursors, temporary tables, settings: whatever a function or view did
+ * that a rollback keeps) and the session setup again. Sent as one simple query (after ROLLBACK the
+ * rest runs in one implicit transaction, committed at its end) or at the end of a call's
+ * extended-protocol batch (statement.ts: after ROLLBACK the rest runs in one transaction that the
+ * Sync commits).
+ */
+export function sessionResetStatements(role: string | undefined): string[] {
+  return ['ROLLBACK', ...discardAll, ...sessionSetupStatements(role)]
+}
+
+/**
+ * Returns the connection to a fresh session with `reset` (from {@link sessionResetSql}) in one
+ * round trip. The parser gate cannot see into function and view bodies, so this does not depend on
+ * it. False when it fails or stalls: the connection must then be destroyed.
+ */
+export async function resetSession(client: PoolClient, reset: string): Promise<boolean> {
+  const running = client.query(reset)
+  running.catch(() => undefined)
+  if (!(await settleWithin(running, rollbackDeadlineMs))) return false
+  return running.then(
     () => true,
     () => false,
   )

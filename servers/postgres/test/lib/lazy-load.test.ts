@@ -8,13 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sharedPostgres } from '../harness/index.js'
 
 /**
- * Start-up cost: importing the lib and constructing a Database must not load pg, pg-cursor or the
+ * Start-up cost: importing the lib and constructing a Database must not load pg or the
  * WASM parser; the first call does. Checked in a fresh Node process on the lib compiled to JS,
  * with a module hook that records which packages get imported and a look at require's cache for
  * the ones that get required (the lib requires them: see src/lib/load.ts).
  */
 const packageDir = fileURLToPath(new URL('../..', import.meta.url))
-const heavy = ['pg', 'pg-cursor', 'libpg-query']
+const heavy = ['pg', 'libpg-query']
 let outDir: string
 
 const hooks = `
@@ -69,11 +69,11 @@ afterAll(async () => {
 })
 
 describe('lazy loading', () => {
-  it('loads pg, pg-cursor and libpg-query on the first call, not on import or construction', async () => {
+  it('loads pg and libpg-query on the first call, not on import or construction', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, [join(outDir, 'probe.mjs')], {
       env: { ...process.env, KEEL_LOAD_LOG: join(outDir, 'load.log'), KEEL_URL: sharedPostgres().url },
       timeout: 30_000,
     })
-    expect(JSON.parse(stdout)).toEqual({ afterConstruct: [], afterQuery: ['libpg-query', 'pg', 'pg-cursor'] })
+    expect(JSON.parse(stdout)).toEqual({ afterConstruct: [], afterQuery: ['libpg-query', 'pg'] })
   })
 })

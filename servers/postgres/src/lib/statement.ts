@@ -1,0 +1,203 @@
+/**
+ * One call's statement as a single round trip: a pg submittable (the interface pg-cursor uses)
+ * that writes, as one buffer, the extended-protocol messages of
+ *
+ *   [BEGIN … READ ONLY, SET LOCAL timeouts]     the preamble, when the transaction is not open yet
+ *   Parse/Bind/Describe/Execute(maxRows + 1)    the statement
+ *   [ROLLBACK, DISCARD ALL's steps, setup]      the tail: the session reset (session.ts)
+ *   Sync
+ *
+ * PostgreSQL runs them in order and, on the first error, skips to the Sync: nothing after a failed
+ * BEGIN or SET LOCAL runs, and after a failed statement the tail does not run either (the caller
+ * then resets the session with a query of its own, see {@link StatementResult.resetDone}). Every
+ * piece is its own Parse (the extended protocol refuses a second statement in one Parse, so the
+ * caller's SQL cannot add statements to the batch), and the statement's Execute asks for at most
+ * maxRows + 1 rows: a larger result stays suspended in its portal until the ROLLBACK drops it.
+ */
+import type { FieldDef } from 'pg'
+import { loadDependency, loadPgProtocol } from './load.js'
+
+/** The piece of pg's Connection the statement uses. */
+interface Connection {
+  stream: { writable: boolean; write(buffer: Buffer): boolean }
+  sendCopyFail(message: string): void
+}
+
+/** pg-protocol's message serializer (the one pg's Connection writes with). */
+interface Serializer {
+  parse(query: { text: string }): Buffer
+  bind(config: { values?: unknown[]; valueMapper?: (value: unknown) => unknown }): Buffer
+  describe(message: { type: 'P'; name: string }): Buffer
+  execute(config?: { rows?: number }): Buffer
+  sync(): Buffer
+}
+
+interface ResultLike {
+  fields: FieldDef[]
+  addFields(fields: FieldDef[]): void
+  parseRow(fields: unknown[]): unknown[]
+}
+
+/** What this file uses of pg beyond its typings: the Result class and the value converter. */
+interface PgInternals {
+  Result: new (rowMode: 'array') => ResultLike
+  utils: { prepareValue(value: unknown): unknown }
+}
+
+let loaded: { pg: PgInternals; serialize: Serializer } | undefined
+
+function dependencies(): { pg: PgInternals; serialize: Serializer } {
+  loaded ??= {
+    pg: loadDependency<PgInternals>('pg'),
+    serialize: loadPgProtocol<{ serialize: Serializer }>().serialize,
+  }
+  return loaded
+}
+
+/** Serialized statement lists (preambles per limits, tails per session setup): built once each. */
+const serialized = new Map<string, Buffer>()
+const maxSerialized = 32
+
+function simpleStatements(serialize: Serializer, statements: readonly string[]): Buffer {
+  if (statements.length === 0) return Buffer.alloc(0)
+  const key = statements.join('\n')
+  let bytes = serialized.get(key)
+  if (bytes === undefined) {
+    const parts: Buffer[] = []
+    for (const statement of statements)
+      parts.push(serialize.parse({ text: statement }), serialize.bind({}), serialize.execute())
+    bytes = Buffer.concat(parts)
+    // Keys are few (one tail per Database, one preamble per distinct timeout): the bound only
+    // guards against a caller that varies its timeout on every call.
+    if (serialized.size >= maxSerialized) serialized.clear()
+    serialized.set(key, bytes)
+  }
+  return bytes
+}
+
+export interface StatementResult {
+  fields: FieldDef[]
+  rows: unknown[][]
+  /** Whether the tail ran: the session is then already reset and its transaction ended. */
+  resetDone: boolean
+}
+
+export interface BatchOptions {
+  /** Statements that open the transaction, sent before the statement. */
+  preamble?: readonly string[]
+  /** Statements that reset the session, sent after it. */
+  tail?: readonly string[]
+}
+
+/**
+ * Settles once PostgreSQL has answered the whole batch (ReadyForQuery). Rejects on an error before
+ * the statement completed; an error in the tail resolves with the rows and `resetDone: false`.
+ */
+export class BoundedStatement {
+  readonly text: string
+  readonly values: readonly unknown[]
+  /** Set by pg's Client for submittables that have a `_result`: the client's type parsers. */
+  readonly _result: ResultLike
+  readonly #preamble: readonly string[]
+  readonly #tail: readonly string[]
+  readonly #rowLimit: number
+  readonly #rows: unknown[][] = []
+  #completed = 0
+  #statementDone = false
+  #settled = false
+  #resolve!: (result: StatementResult) => void
+  #reject!: (error: Error) => void
+  readonly promise: Promise<StatementResult>
+
+  constructor(text: string, values: readonly unknown[], rowLimit: number, options: BatchOptions = {}) {
+    this.text = text
+    this.values = values
+    this._result = new (dependencies().pg.Result)('array')
+    this.#preamble = options.preamble ?? []
+    this.#tail = options.tail ?? []
+    this.#rowLimit = rowLimit
+    this.promise = new Promise((resolve, reject) => {
+      this.#resolve = resolve
+      this.#reject = reject
+    })
+  }
+
+  /**
+   * Whether the transaction's opening statements all completed: before that, nothing of the
+   * caller's statement has run (a dead connection may then be retried on a fresh one).
+   */
+  get begun(): boolean {
+    return this.#completed >= this.#preamble.length
+  }
+
+  /**
+   * Called by pg's Client when the connection is free: writes the whole batch as one buffer, in
+   * one system call (a write per message costs more than the rest of the client side of a call).
+   */
+  submit(connection: Connection): void {
+    const { pg, serialize } = dependencies()
+    const batch = Buffer.concat([
+      simpleStatements(serialize, this.#preamble),
+      serialize.parse({ text: this.text }),
+      // Values converted as pg's own queries convert them (Date, Buffer, arrays, objects as JSON).
+      serialize.bind({ values: [...this.values], valueMapper: pg.utils.prepareValue }),
+      serialize.describe({ type: 'P', name: '' }),
+      serialize.execute({ rows: this.#rowLimit }),
+      simpleStatements(serialize, this.#tail),
+      serialize.sync(),
+    ])
+    // As pg's Connection does: a closed stream reports itself through its error and close events.
+    if (connection.stream.writable) connection.stream.write(batch)
+  }
+
+  handleRowDescription(message: { fields: FieldDef[] }): void {
+    this._result.addFields(message.fields)
+  }
+
+  handleDataRow(message: { fields: unknown[] }): void {
+    // Rows of the tail (pg_advisory_unlock_all's) are not the statement's.
+    if (!this.#statementDone) this.#rows.push(this._result.parseRow(message.fields))
+  }
+
+  handleCommandComplete(): void {
+    this.#completed++
+    if (this.#completed > this.#preamble.length) this.#statementDone = true
+  }
+
+  handlePortalSuspended(): void {
+    // More rows than the limit: the portal stays suspended until the transaction ends.
+    this.#statementDone = true
+  }
+
+  handleEmptyQuery(): void {
+    this.#statementDone = true
+  }
+
+  handleReadyForQuery(): void {
+    this.#settle(true)
+  }
+
+  handleError(error: Error): void {
+    if (this.#statementDone) this.#settle(false)
+    else if (!this.#settled) {
+      this.#settled = true
+      this.#reject(error)
+    }
+  }
+
+  #settle(resetDone: boolean): void {
+    if (this.#settled) return
+    this.#settled = true
+    this.#resolve({
+      fields: this._result.fields,
+      rows: this.#rows,
+      resetDone: resetDone && this.#tail.length > 0,
+    })
+  }
+
+  handleCopyInResponse(connection: Connection): void {
+    connection.sendCopyFail('COPY FROM STDIN is not supported')
+  }
+
+  handleCopyData(): void {}
+}
