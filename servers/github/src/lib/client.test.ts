@@ -1,6 +1,6 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { describe, expect, it, vi } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { GitHubClients, MAX_CACHED_CLIENTS, tokenKey } from './client.js'
 
 describe('GitHubClients', () => {
@@ -55,5 +55,90 @@ describe('GitHubClients', () => {
     } finally {
       server.close()
     }
+  })
+})
+
+/** A loopback API answering every request with `reply`; records the paths it was asked for. */
+async function api(reply: (response: import('node:http').ServerResponse) => void) {
+  const paths: string[] = []
+  const server = createServer((request, response) => {
+    paths.push(request.url ?? '')
+    reply(response)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  opened.push(server)
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, paths }
+}
+const opened: ReturnType<typeof createServer>[] = []
+afterEach(() => {
+  for (const server of opened.splice(0)) server.close()
+})
+const clientsFor = (baseUrl: string) => new GitHubClients({ baseUrl, userAgent: 'test', log: () => {} })
+
+describe('response bodies', () => {
+  it.each([
+    [
+      'JSON',
+      'application/json; charset=utf-8',
+      '{"id":12345678901,"name":"x"}',
+      { id: 12345678901, name: 'x' },
+    ],
+    ['a diff', 'application/vnd.github.diff; charset=utf-8', 'diff --git a/x b/x\n', 'diff --git a/x b/x\n'],
+    ['plain text', 'text/plain', 'log line\n', 'log line\n'],
+  ])('reads %s as Octokit would', async (_what, type, body, expected) => {
+    const fake = await api((response) => {
+      response.writeHead(200, { 'content-type': type })
+      response.end(body)
+    })
+    const octokit = await clientsFor(fake.url).get('token')
+    expect((await octokit.request('GET /anything')).data).toEqual(expected)
+  })
+
+  it('reads bytes as an ArrayBuffer', async () => {
+    const fake = await api((response) => {
+      response.writeHead(200, { 'content-type': 'application/octet-stream' })
+      response.end(Buffer.from([0, 1, 2, 255]))
+    })
+    const octokit = await clientsFor(fake.url).get('token')
+    const data = (await octokit.request('GET /anything')).data as ArrayBuffer
+    expect(data).toBeInstanceOf(ArrayBuffer)
+    expect([...new Uint8Array(data)]).toEqual([0, 1, 2, 255])
+  })
+
+  it('refuses a JSON body that does not parse as the API failing', async () => {
+    const fake = await api((response) => {
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.end('{"login": "octo')
+    })
+    const octokit = await clientsFor(fake.url).get('token')
+    await expect(octokit.request('GET /user')).rejects.toThrow(
+      /answered HTTP 200 with a body that is not JSON/,
+    )
+  })
+})
+
+describe('the token-host check', () => {
+  it('refuses a route sent to another API root', async () => {
+    const fake = await api((response) => response.end('{}'))
+    const elsewhere = await api((response) => response.end('{}'))
+    const octokit = await clientsFor(fake.url).get('token')
+    await expect(octokit.request('GET /user', { baseUrl: elsewhere.url })).rejects.toThrow(
+      'only the configured API host receives the token',
+    )
+    expect(elsewhere.paths).toHaveLength(0)
+  })
+
+  it('keeps a route on the configured host whatever its parameters hold', async () => {
+    const fake = await api((response) => {
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.end('{"ok":true}')
+    })
+    const octokit = await clientsFor(fake.url).get('token')
+    await octokit.request('GET /repos/{owner}/{repo}/contents/{+path}', {
+      owner: 'octo',
+      repo: 'demo',
+      path: '@evil.example/x',
+    })
+    expect(fake.paths).toEqual(['/repos/octo/demo/contents/@evil.example/x'])
   })
 })

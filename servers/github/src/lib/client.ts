@@ -128,6 +128,46 @@ export class TokenHostError extends Error {
   override name = 'TokenHostError'
 }
 
+interface BodyResponse {
+  status: number
+  headers: Record<string, string | number | undefined>
+  data: unknown
+}
+
+/**
+ * Reads a success body as Octokit would (JSON, text or bytes by content type), but JSON with
+ * `JSON.parse`: Octokit 22's own parser (json-with-bigint) runs a regular expression over the
+ * whole text and a reviver over every value to turn integers past 2^53 into BigInts, several
+ * times the cost of the parse itself on Node 20, and a BigInt could not be put into a result
+ * anyway (GitHub's ids fit in a double).
+ */
+async function readBody(response: BodyResponse): Promise<void> {
+  const body = response.data
+  if (!(body instanceof ReadableStream)) return
+  const contentType = String(response.headers['content-type'] ?? '')
+  const separator = contentType.indexOf(';')
+  const type = (separator === -1 ? contentType : contentType.slice(0, separator)).trim().toLowerCase()
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType)?.[1]?.toLowerCase()
+  const text =
+    !contentType ||
+    /json/.test(type) ||
+    type.startsWith('text/') ||
+    (charset === 'utf-8' && type !== 'application/octet-stream')
+  if (!text) {
+    response.data = await new Response(body).arrayBuffer()
+    return
+  }
+  response.data = await new Response(body).text()
+  if (!/json/.test(type)) return
+  try {
+    response.data = JSON.parse(response.data as string)
+  } catch {
+    // A cut-off or garbage answer is the API's failure: the tools would otherwise read fields of
+    // a string and fail as `internal`.
+    throw new MalformedResponseError(`GitHub answered HTTP ${response.status} with a body that is not JSON`)
+  }
+}
+
 /**
  * Octokit clients, one per token, created on first use. Each client sends its token only to the
  * configured API origin: a `Link` header or any other URL that points elsewhere is refused before
@@ -138,15 +178,30 @@ export class GitHubClients {
   readonly #options: ClientOptions
   readonly #origin: string
   readonly #clients = new Map<string, Promise<Octokit>>()
+  #lastToken: string | undefined
+  #lastKey = ''
 
   constructor(options: ClientOptions) {
     this.#options = options
     this.#origin = new URL(options.baseUrl).origin
   }
 
+  /**
+   * `tokenKey(token)`, without hashing again when the token is the one of the previous call (every
+   * call of a server with one GITHUB_TOKEN; consecutive calls of one caller over HTTP).
+   */
+  #keyOf(token: string | undefined): string {
+    if (token === undefined) return 'anonymous'
+    if (token !== this.#lastToken) {
+      this.#lastKey = tokenKey(token)
+      this.#lastToken = token
+    }
+    return this.#lastKey
+  }
+
   /** The client for `token` (undefined: unauthenticated, public data only at 60 requests/hour). */
   get(token: string | undefined): Promise<Octokit> {
-    const key = token === undefined ? 'anonymous' : tokenKey(token)
+    const key = this.#keyOf(token)
     const cached = this.#clients.get(key)
     if (cached) {
       // Map order is insertion order: re-inserting marks it most recently used.
@@ -193,6 +248,8 @@ export class GitHubClients {
       ...(token === undefined ? {} : { auth: token }),
       baseUrl: options.baseUrl,
       userAgent: options.userAgent,
+      // Success bodies are read by readBody, below.
+      request: { parseSuccessResponseBody: false },
       log: {
         debug: quiet,
         info: quiet,
@@ -217,7 +274,12 @@ export class GitHubClients {
       },
     })
     const origin = this.#origin
+    const baseUrl = options.baseUrl
     octokit.hook.before('request', (request) => {
+      // A route (`/repos/{owner}/{repo}`) on the configured root cannot leave its origin: the root
+      // is prefixed and the route's first character starts the path. Anything else (a URL from a
+      // `Link` header, another baseUrl) is expanded and checked.
+      if (request.url.startsWith('/') && request.baseUrl === baseUrl) return
       const url = new URL(octokit.request.endpoint.parse(request).url)
       if (url.origin !== origin) {
         throw new TokenHostError(
@@ -225,16 +287,7 @@ export class GitHubClients {
         )
       }
     })
-    // Octokit hands back the raw text when a JSON body does not parse; the tools would then read
-    // fields of a string and fail as `internal`. A cut-off or garbage answer is the API's failure.
-    octokit.hook.after('request', (response) => {
-      const type = String(response.headers['content-type'] ?? '')
-      if (response.status !== 204 && /json/i.test(type) && typeof response.data === 'string') {
-        throw new MalformedResponseError(
-          `GitHub answered HTTP ${response.status} with a body that is not JSON`,
-        )
-      }
-    })
+    octokit.hook.after('request', readBody)
     return octokit
   }
 }
