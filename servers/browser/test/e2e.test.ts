@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { connectHttp, connectStdio, runProcess, spawnHttp, spawnRaw } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Fixtures, startFixtures } from './fixtures.js'
+import { refOf } from './helpers.js'
 
 /** The built bin (`pnpm run build` first): core, SDK and zod inlined; puppeteer-core external, loaded on first use. */
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
@@ -148,7 +149,11 @@ describe('the process', () => {
     const raw = spawnRaw(process.execPath, [BIN, '--allow-private-network'])
     try {
       await raw.initialize()
-      await raw.request('tools/call', { name: 'navigate', arguments: { url: `${fixtures.url}/` } })
+      const before = await raw.request('tools/call', {
+        name: 'navigate',
+        arguments: { url: `${fixtures.url}/counter` },
+      })
+      const oldRef = refOf(before.result.content[0].text as string, /button "Increment"/)
       const [browser] = browserChildren(raw.child.pid ?? -1)
       expect(browser).toBeDefined()
       process.kill(browser as number, 'SIGKILL')
@@ -166,6 +171,12 @@ describe('the process', () => {
       expect(text).toContain('The browser had stopped (crashed or killed) and was started again')
       expect(text).toContain('h1 "Counter"')
       expect(browserChildren(raw.child.pid ?? -1)).toHaveLength(1)
+      // The new browser goes on numbering: a ref kept from before the crash names no element now,
+      // so it is refused rather than landing on whatever the new page numbered the same.
+      expect(refOf(text, /button "Increment"/)).not.toBe(oldRef)
+      const stale = await raw.request('tools/call', { name: 'click', arguments: { ref: oldRef } })
+      expect(stale.result.isError).toBe(true)
+      expect(stale.result.content[0].text).toMatch(/take a new snapshot/i)
     } finally {
       await raw.end()
     }

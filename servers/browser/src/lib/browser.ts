@@ -5,6 +5,7 @@ import type { Browser, BrowserContext, Page } from 'puppeteer-core'
 import { discoverBrowser } from './discover.js'
 import type { UrlPolicy } from './policy.js'
 import { PolicyProxy } from './proxy.js'
+import { type RefCounter, useRefCounter } from './refs.js'
 import { type RefusedRequest, Tab } from './tab.js'
 
 /** How the browser is launched; only the command line sets these, never a tool. */
@@ -144,6 +145,12 @@ export class BrowserHost {
   private readonly sessions = new Map<string, BrowserSession>()
   private readonly creating = new Map<string, Promise<BrowserSession>>()
   private readonly lost = new Set<string>()
+  /**
+   * Each connection's ref numbers, kept across a browser relaunch: the new browser's contexts go on
+   * counting where the crashed one stopped, so a ref kept from before the crash is refused, never
+   * handed to another element.
+   */
+  private readonly refCounters = new Map<string, RefCounter>()
   private profileDir: string | undefined
   private disposed = false
   private launches = 0
@@ -182,6 +189,12 @@ export class BrowserHost {
       : await browser.createBrowserContext({
           downloadBehavior: this.downloadBehavior(),
         })
+    let counter = this.refCounters.get(key)
+    if (!counter) {
+      counter = { next: 0 }
+      this.refCounters.set(key, counter)
+    }
+    useRefCounter(context, counter)
     const session = new BrowserSession(context, this, !shared)
     // The blank page Chromium opens at launch becomes the stdio client's first tab: one renderer
     // fewer than opening another.
@@ -201,6 +214,7 @@ export class BrowserHost {
     const session = this.sessions.get(key) ?? (await this.creating.get(key)?.catch(() => undefined))
     this.sessions.delete(key)
     this.lost.delete(key)
+    this.refCounters.delete(key)
     await session?.close()
   }
 

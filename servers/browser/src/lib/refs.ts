@@ -19,6 +19,11 @@ export function refCounterOf(context: object): RefCounter {
   return counter
 }
 
+/** Makes `context` draw its ref numbers from `counter` (a connection's, kept across relaunches). */
+export function useRefCounter(context: object, counter: RefCounter): void {
+  counters.set(context, counter)
+}
+
 /**
  * The refs of one tab's document: short ids (e1, e2, …) for Chromium's backend DOM node ids,
  * numbered in the order elements are first shown. An element keeps its ref for as long as it lives in the page; refs of an
