@@ -11,7 +11,7 @@
 // puppeteer) unless the package names them in `keel.bundle`. Sources stay ESM; only the bin is CJS
 // (dist/package.json says so, so the bin path stays dist/index.js).
 import { chmod, readFile, rm, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { build } from 'esbuild'
 
 const root = process.cwd()
@@ -27,15 +27,25 @@ const entries = { server: binEntry, ...otherEntries }
 // bundled into files of their own, dist/vendor/<name>.js, loaded only when the feature starts:
 // every start of every server would otherwise parse them (about 0.2 MB, ~5 % of a cold start).
 const vendorLibraries = ['ioredis', 'jose']
-// name → the directory of a file that imports it (where Node would resolve it from)
+// vendor file name → { specifier it is built from, the directory Node would resolve it from }
 const vendored = new Map()
+// Code the bin reaches only through a lazy loader (the SDK's JSON Schema validator, zod's
+// non-English locales) is required as `keel-vendor:<name>` and built into dist/vendor/<name>.js
+// from `specifier`; see lazyShims and lazyLocales below.
+const VENDOR_PREFIX = 'keel-vendor:'
 const vendorPlugin = {
   name: 'keel-vendor',
   setup(builder) {
     const filter = new RegExp(`^(${vendorLibraries.join('|')})$`)
     builder.onResolve({ filter }, (args) => {
-      if (!vendored.has(args.path)) vendored.set(args.path, args.resolveDir)
+      if (!vendored.has(args.path))
+        vendored.set(args.path, { specifier: args.path, resolveDir: args.resolveDir })
       return { path: `./vendor/${args.path}.js`, external: true }
+    })
+    builder.onResolve({ filter: /^keel-vendor:/ }, (args) => {
+      const name = args.path.slice(VENDOR_PREFIX.length)
+      if (!vendored.has(name)) vendored.set(name, args.pluginData)
+      return { path: `./vendor/${name}.js`, external: true }
     })
   },
 }
@@ -43,10 +53,11 @@ const vendorPlugin = {
 await rm(join(root, 'dist'), { recursive: true, force: true })
 // The SDK's Node shim (`@modelcontextprotocol/server/_shims`, the subpath the SDK resolves per
 // runtime) hands out its default JSON Schema validator, and importing it evaluates ajv, ajv's 2019
-// and 2020 dialects and ajv-formats: about a hundred modules, a sizeable share of every start,
-// although a server validates against a JSON Schema only when an elicitation answer comes back.
-// The bin gets the same shim with that validator made lazy: the SDK's own class, loaded on its
-// first getValidator() (same engine, same options, same results).
+// and 2020 dialects and ajv-formats: about a hundred modules (0.16 MB minified), a sizeable share
+// of every start, although a server validates against a JSON Schema only when an elicitation
+// answer comes back. The bin gets the same shim with that validator made lazy: the SDK's own
+// class, loaded from dist/vendor/sdk-validator.js on its first getValidator() (same engine, same
+// options, same results).
 const SHIMS = '@modelcontextprotocol/server/_shims'
 const lazyShims = {
   name: 'keel-lazy-shims',
@@ -58,6 +69,7 @@ const lazyShims = {
     )
     builder.onLoad({ filter: /.*/, namespace: 'keel-shims' }, (args) => ({
       resolveDir: args.pluginData.resolveDir,
+      pluginData: { specifier: SHIMS, resolveDir: args.pluginData.resolveDir },
       loader: 'js',
       contents: `import process from 'node:process'
 let Validator
@@ -68,7 +80,7 @@ export class DefaultJsonSchemaValidator {
     this.#args = args
   }
   getValidator(schema) {
-    Validator ??= require(${JSON.stringify(SHIMS)}).DefaultJsonSchemaValidator
+    Validator ??= require('${VENDOR_PREFIX}sdk-validator').DefaultJsonSchemaValidator
     this.#engine ??= new Validator(...this.#args)
     return this.#engine.getValidator(schema)
   }
@@ -76,6 +88,37 @@ export class DefaultJsonSchemaValidator {
 export { process }
 `,
     }))
+  },
+}
+
+// zod's `locales` namespace (`z.locales.de()` …, for `z.config()`) holds every translation of its
+// error messages: 0.27 MB minified, more than a quarter of the bin, evaluated at every start
+// although zod itself uses only English, its default. The bin keeps English inline; every other
+// locale is a function that loads the same zod locale from dist/vendor/zod-locales.js on its
+// first call and returns what it returns.
+const lazyLocales = {
+  name: 'keel-lazy-locales',
+  setup(builder) {
+    builder.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/ }, async (args) => {
+      const source = await readFile(args.path, 'utf8')
+      const names = [...source.matchAll(/export \{ default as (\w+) \} from "\.\/([\w-]+)\.js";/g)]
+      if (!names.some(([, name]) => name === 'en'))
+        throw new Error(`unexpected zod locales index: ${args.path}`)
+      const lines = [`let all`, `const load = () => (all ??= require('${VENDOR_PREFIX}zod-locales'))`]
+      for (const [, name, file] of names) {
+        lines.push(
+          name === 'en'
+            ? `export { default as en } from './${file}.js'`
+            : `export function ${name}(...args) { return load().${name}(...args) }`,
+        )
+      }
+      return {
+        contents: lines.join('\n'),
+        loader: 'js',
+        resolveDir: dirname(args.path),
+        pluginData: { specifier: args.path, resolveDir: dirname(args.path) },
+      }
+    })
   },
 }
 
@@ -96,17 +139,17 @@ const result = await build({
   minify: true,
   legalComments: 'linked',
   metafile: true,
-  plugins: [vendorPlugin, lazyShims],
+  plugins: [vendorPlugin, lazyShims, lazyLocales],
   logLevel: 'warning',
   // import.meta.url has no CJS counterpart; give the inlined ESM code one.
   define: { 'import.meta.url': '__keelImportMetaUrl' },
   banner: { js: "const __keelImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 })
 // Each vendored client, bundled alone from where the package that imports it resolves it.
-for (const [name, resolveDir] of vendored) {
+for (const [name, { specifier, resolveDir }] of vendored) {
   await build({
     absWorkingDir: root,
-    stdin: { contents: `module.exports = require(${JSON.stringify(name)})`, resolveDir, loader: 'js' },
+    stdin: { contents: `module.exports = require(${JSON.stringify(specifier)})`, resolveDir, loader: 'js' },
     outfile: join('dist', 'vendor', `${name}.js`),
     bundle: true,
     platform: 'node',

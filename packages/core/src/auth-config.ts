@@ -90,18 +90,39 @@ export const AUTH_FLAGS: AuthFlag[] = [
 ]
 
 // RFC 6749 scope-token: printable ASCII except space, `"` and `\`.
-const scopeToken = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'is not a valid OAuth scope')
-const url = z.string().url('must be a URL').optional()
+const scopeToken = () => z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'is not a valid OAuth scope')
+const url = () => z.string().url('must be a URL').optional()
 
-export const authShape = {
-  issuer: url,
-  resource: url,
-  audience: z.string().min(1).optional(),
-  scopes: z.array(scopeToken).default([]),
-  writeScope: scopeToken.default('mcp:write'),
-  introspectionUrl: url,
-  clientId: z.string().min(1).optional(),
-  clientSecret: z.string().min(1).optional(),
+/**
+ * A setting validated on its own, its schema built on first use: zod schemas are costly to build
+ * and every start builds what it holds, so a start builds only the schemas of the settings it is
+ * given (config.ts's `validateSettings`). An unset setting takes `unset`, which is what its schema
+ * gives for `undefined` (a test holds the two together).
+ */
+export interface LazySetting {
+  schema: () => z.ZodType
+  unset: unknown
+}
+
+/** A schema built once per process, on first use. */
+export function once(build: () => z.ZodType): () => z.ZodType {
+  let schema: z.ZodType | undefined
+  return () => {
+    schema ??= build()
+    return schema
+  }
+}
+
+/** The auth settings in the order their problems are reported, and what each is when unset. */
+export const AUTH_SETTINGS: Record<keyof AuthConfig, LazySetting> = {
+  issuer: { schema: once(url), unset: undefined },
+  resource: { schema: once(url), unset: undefined },
+  audience: { schema: once(() => z.string().min(1).optional()), unset: undefined },
+  scopes: { schema: once(() => z.array(scopeToken()).default([])), unset: [] },
+  writeScope: { schema: once(() => scopeToken().default('mcp:write')), unset: 'mcp:write' },
+  introspectionUrl: { schema: once(url), unset: undefined },
+  clientId: { schema: once(() => z.string().min(1).optional()), unset: undefined },
+  clientSecret: { schema: once(() => z.string().min(1).optional()), unset: undefined },
 }
 
 /** Env-only settings (a client secret never belongs on argv). */

@@ -54,7 +54,9 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
           : {}),
       },
       ...(instructions ? { instructions } : {}),
-      requestState: { verify: requestStateCodec().verify },
+      // The codec (Web Crypto, a key) is made on the first state to check or mint: a start that
+      // never sees one does not load Web Crypto.
+      requestState: { verify: (state, context) => requestStateCodec().verify(state, context) },
     },
   )
   const server = mcp.server

@@ -4,10 +4,12 @@ import { z } from 'zod'
 import {
   AUTH_ENV,
   AUTH_FLAGS,
+  AUTH_SETTINGS,
   type AuthConfig,
   authConfigProblem,
   authConfigWarnings,
-  authShape,
+  type LazySetting,
+  once,
 } from './auth-config.js'
 import { type LogLevel, parseLogLevel } from './logger.js'
 
@@ -240,39 +242,110 @@ const COMMON_FLAGS: CommonFlag[] = [
   { flag: 'version', type: 'boolean', description: 'Print the version.' },
 ]
 
-const commonSchema = z.object({
-  transport: z.enum(['stdio', 'http'], { error: 'must be "stdio" or "http"' }).default('stdio'),
-  host: z.string().min(1).default('127.0.0.1'),
-  port: z.coerce.number({ error: 'must be a number' }).int().min(0).max(65535).default(3000),
-  authToken: z.string().min(16, 'must be at least 16 characters').optional(),
-  stateless: z.boolean().default(false),
-  allowedHosts: z.array(z.string()).default([]),
-  allowedOrigins: z.array(z.string()).default([]),
-  maxBodyBytes: z.coerce
-    .number({ error: 'must be a number' })
-    .int()
-    .min(1024)
-    .default(4 * 1024 * 1024),
-  sessionIdleMs: z.coerce
-    .number({ error: 'must be a number' })
-    .int()
-    .min(1000, 'must be at least 1000')
-    .default(10 * 60 * 1000),
-  stateSecret: z.string().min(32, 'must be at least 32 characters').optional(),
-  stateSecretFile: z.string().min(1).optional(),
-  redisUrl: z
-    .string()
-    .regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL')
-    .optional(),
-  readOnly: z.boolean().default(false),
-  toolsets: z.array(z.string()).default([]),
-  tools: z.array(z.string()).default([]),
-  excludeTools: z.array(z.string()).default([]),
-  toolTimeoutMs: z.coerce.number({ error: 'must be a number' }).int().min(100).default(60_000),
-  logLevel: z.string().optional(),
-})
+/**
+ * Validates `raw` setting by setting, in the order of `settings` (the first problem is reported,
+ * as one object schema over all of them would). Unset settings take their `unset` value.
+ */
+export function validateSettings(
+  settings: Record<string, LazySetting>,
+  raw: Record<string, unknown>,
+): { success: true; data: Record<string, unknown> } | { success: false; key: string; message: string } {
+  const data: Record<string, unknown> = {}
+  for (const [key, setting] of Object.entries(settings)) {
+    const value = raw[key]
+    if (value === undefined) {
+      data[key] = Array.isArray(setting.unset) ? [...setting.unset] : setting.unset
+      continue
+    }
+    const result = setting.schema().safeParse(value)
+    if (!result.success) {
+      const issue = result.error.issues[0]
+      const where = [key, ...(issue?.path ?? [])].join('.')
+      return { success: false, key, message: `${issue?.message ?? 'invalid value'} (${where})` }
+    }
+    data[key] = result.data
+  }
+  return { success: true, data }
+}
 
-const COMMON_KEYS: Record<string, keyof z.input<typeof commonSchema>> = {
+const number = () => z.coerce.number({ error: 'must be a number' }).int()
+
+/** The common flags' settings, in the order their problems are reported. */
+export const COMMON_SETTINGS: Record<string, LazySetting> = {
+  transport: {
+    schema: once(() => z.enum(['stdio', 'http'], { error: 'must be "stdio" or "http"' }).default('stdio')),
+    unset: 'stdio',
+  },
+  host: { schema: once(() => z.string().min(1).default('127.0.0.1')), unset: '127.0.0.1' },
+  port: { schema: once(() => number().min(0).max(65535).default(3000)), unset: 3000 },
+  authToken: {
+    schema: once(() => z.string().min(16, 'must be at least 16 characters').optional()),
+    unset: undefined,
+  },
+  stateless: { schema: once(() => z.boolean().default(false)), unset: false },
+  allowedHosts: { schema: once(() => z.array(z.string()).default([])), unset: [] },
+  allowedOrigins: { schema: once(() => z.array(z.string()).default([])), unset: [] },
+  maxBodyBytes: {
+    schema: once(() =>
+      number()
+        .min(1024)
+        .default(4 * 1024 * 1024),
+    ),
+    unset: 4 * 1024 * 1024,
+  },
+  sessionIdleMs: {
+    schema: once(() =>
+      number()
+        .min(1000, 'must be at least 1000')
+        .default(10 * 60 * 1000),
+    ),
+    unset: 10 * 60 * 1000,
+  },
+  stateSecret: {
+    schema: once(() => z.string().min(32, 'must be at least 32 characters').optional()),
+    unset: undefined,
+  },
+  stateSecretFile: { schema: once(() => z.string().min(1).optional()), unset: undefined },
+  redisUrl: {
+    schema: once(() =>
+      z
+        .string()
+        .regex(/^rediss?:\/\/[^\s]+$/, 'must be a redis:// or rediss:// URL')
+        .optional(),
+    ),
+    unset: undefined,
+  },
+  readOnly: { schema: once(() => z.boolean().default(false)), unset: false },
+  toolsets: { schema: once(() => z.array(z.string()).default([])), unset: [] },
+  tools: { schema: once(() => z.array(z.string()).default([])), unset: [] },
+  excludeTools: { schema: once(() => z.array(z.string()).default([])), unset: [] },
+  toolTimeoutMs: { schema: once(() => number().min(100).default(60_000)), unset: 60_000 },
+  logLevel: { schema: once(() => z.string().optional()), unset: undefined },
+}
+
+/** The common settings once validated. */
+interface CommonData {
+  transport: 'stdio' | 'http'
+  host: string
+  port: number
+  authToken: string | undefined
+  stateless: boolean
+  allowedHosts: string[]
+  allowedOrigins: string[]
+  maxBodyBytes: number
+  sessionIdleMs: number
+  stateSecret: string | undefined
+  stateSecretFile: string | undefined
+  redisUrl: string | undefined
+  readOnly: boolean
+  toolsets: string[]
+  tools: string[]
+  excludeTools: string[]
+  toolTimeoutMs: number
+  logLevel: string | undefined
+}
+
+const COMMON_KEYS: Record<string, keyof CommonData> = {
   transport: 'transport',
   host: 'host',
   port: 'port',
@@ -382,15 +455,14 @@ export function parseConfig<C>(
         )
     }
   }
-  const common = commonSchema.safeParse(raw)
-  if (!common.success) {
-    const issue = common.error.issues[0]
-    const key = String(issue?.path[0] ?? '')
-    const flag = COMMON_FLAGS.find((candidate) => COMMON_KEYS[candidate.flag] === key)
+  const validated = validateSettings(COMMON_SETTINGS, raw)
+  if (!validated.success) {
+    const flag = COMMON_FLAGS.find((candidate) => COMMON_KEYS[candidate.flag] === validated.key)
     throw new ConfigError(
-      `Invalid ${flag ? `--${flag.flag}${flag.env ? ` (env ${flag.env.join('/')})` : ''}` : key}: ${describeIssue(common.error)}`,
+      `Invalid ${flag ? `--${flag.flag}${flag.env ? ` (env ${flag.env.join('/')})` : ''}` : validated.key}: ${validated.message}`,
     )
   }
+  const common = { data: validated.data as unknown as CommonData }
   const auth = parseAuth(values, env, secrets)
   const authProblem = authConfigProblem(auth, common.data.authToken)
   if (authProblem) throw new ConfigError(authProblem)
@@ -513,17 +585,15 @@ function parseAuth(
   raw.clientId = readEnv(env, AUTH_ENV.clientId)?.value
   raw.clientSecret = readEnv(env, AUTH_ENV.clientSecret)?.value
   if (typeof raw.clientSecret === 'string') secrets.push(raw.clientSecret)
-  const parsed = z.object(authShape).safeParse(raw)
+  const parsed = validateSettings(AUTH_SETTINGS, raw)
   if (!parsed.success) {
-    const key = String(parsed.error.issues[0]?.path[0] ?? '')
-    const flag = AUTH_FLAGS.find((candidate) => candidate.key === key)
+    const flag = AUTH_FLAGS.find((candidate) => candidate.key === parsed.key)
     const where = flag
       ? `--${flag.flag} (env ${flag.env.join('/')})`
-      : `env ${AUTH_ENV[key as keyof typeof AUTH_ENV] ?? key}`
-    throw new ConfigError(`Invalid ${where}: ${describeIssue(parsed.error)}`)
+      : `env ${AUTH_ENV[parsed.key as keyof typeof AUTH_ENV] ?? parsed.key}`
+    throw new ConfigError(`Invalid ${where}: ${parsed.message}`)
   }
-  const { issuer, resource, audience, introspectionUrl, clientId, clientSecret } = parsed.data
-  return { ...parsed.data, issuer, resource, audience, introspectionUrl, clientId, clientSecret }
+  return parsed.data as unknown as AuthConfig
 }
 
 /** The state secret from the flag or env var, or read from a file (one trailing newline dropped). */

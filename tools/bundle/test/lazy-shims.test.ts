@@ -24,6 +24,7 @@ beforeAll(async () => {
     [
       "import { DefaultJsonSchemaValidator, process } from '@modelcontextprotocol/server/_shims'",
       'const validator = new DefaultJsonSchemaValidator()',
+      "if (process.env.FIXTURE_IDLE === '1') process.exit(0)",
       'const check = validator.getValidator({',
       "  type: 'object',",
       "  properties: { email: { type: 'string', format: 'email' }, age: { type: 'integer', minimum: 0 } },",
@@ -70,12 +71,36 @@ describe('the bundled SDK shim', () => {
 
   it('builds the ajv engines only when a schema is first validated', async () => {
     const server = await readFile(join(work, 'dist/server.js'), 'utf8')
-    // ajv's code is in the bundle, but behind a module initialiser that only getValidator() runs.
-    expect(server).toContain('must have required property')
-    // The validator the SDK constructs loads the real shim (and with it ajv) inside getValidator()…
-    const lazy = /getValidator\(\w+\)\{return \w+\?\?=(\w+)\(\)\.DefaultJsonSchemaValidator/.exec(server)
+    // ajv's code is not in the bundle the bin compiles at every start: it is a file of its own…
+    expect(server).not.toContain('must have required property')
+    const vendor = await readFile(join(work, 'dist/vendor/sdk-validator.js'), 'utf8')
+    expect(vendor).toContain('must have required property')
+    // …that the validator the SDK constructs loads inside getValidator()…
+    const lazy =
+      /getValidator\(\w+\)\{return \w+\?\?=require\("\.\/vendor\/sdk-validator\.js"\)\.DefaultJsonSchemaValidator/.exec(
+        server,
+      )
     expect(lazy, 'the lazy validator').not.toBeNull()
-    // …and nowhere else: that loader has no other caller.
-    expect(server.split(`${lazy![1]}()`).length - 1).toBe(1)
+    // …and nowhere else: the bundle has no other reference to it.
+    expect(server.split('./vendor/sdk-validator.js').length - 1).toBe(1)
+  })
+
+  it('does not load the validator file until a schema is validated', () => {
+    const loadedVendorFiles = (env: Record<string, string>) => {
+      const script = [
+        `const vendor = ${JSON.stringify(join(work, 'dist/vendor'))}`,
+        "process.on('exit', () => process.stderr.write(JSON.stringify(Object.keys(require.cache).filter((file) => file.startsWith(vendor))) + '\\n'))",
+        `require(${JSON.stringify(join(work, 'dist/server.js'))})`,
+      ].join('\n')
+      const run = spawnSync(process.execPath, ['-e', script], {
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+      })
+      expect(run.status, run.stderr).toBe(0)
+      return JSON.parse(run.stderr.trim().split('\n').at(-1) ?? '')
+    }
+    // The SDK constructs its validator at start-up; nothing of ajv loads for that.
+    expect(loadedVendorFiles({ FIXTURE_IDLE: '1' })).toEqual([])
+    expect(loadedVendorFiles({})).toEqual([join(work, 'dist/vendor/sdk-validator.js')])
   })
 })

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'puppeteer-core'
 import { discoverBrowser } from './discover.js'
 import type { UrlPolicy } from './policy.js'
-import { PolicyProxy } from './proxy.js'
+import type { PolicyProxy } from './proxy.js'
 import { type RefCounter, useRefCounter } from './refs.js'
 import { type RefusedRequest, Tab } from './tab.js'
 
@@ -240,6 +240,8 @@ export class BrowserHost {
     if (!this.settings.userDataDir && !this.profileDir)
       this.profileDir = await mkdtemp(join(tmpdir(), 'keel-browser-'))
     if (!this.proxy) {
+      // Like puppeteer, the proxy (and with it node:http) loads with the first browser.
+      const { PolicyProxy } = await import('./proxy.js')
       this.proxy = new PolicyProxy(
         this.policy,
         // Debug level: Chromium's own background connections (update checks, sign-in) land here too.
