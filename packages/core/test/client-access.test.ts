@@ -285,6 +285,6 @@ describe('ClientAccess over Streamable HTTP (2025-era session)', () => {
     const rest = await readEvents(call, (message) => message.id === 2)
     const result = rest.at(-1) as { id: number; result: { content: { text: string }[] } }
     expect(result.id).toBe(2)
-    expect(result.result.content[0].text).toBe(text)
+    expect(result.result.content[0]?.text).toBe(text)
   })
 })
