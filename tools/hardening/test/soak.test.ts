@@ -5,32 +5,55 @@ import { HttpPeer, killAll, rssOf } from '../src/wire.js'
 
 /** Sessions per server (unless its entry says fewer), each a client calling in a loop: the concurrency of the soak. */
 const SESSIONS = 4
-// Lazy modules (clients, parsers) load and caches fill during the warm-up; the RSS baseline is the
-// highest of its last 10 s. A leak check must start from a steady state: every bounded buffer full.
-// The largest is each HTTP session's replay buffer (core's BoundedEventStore: 1,000 events, one per
-// call here), so the warm-up lasts at least WARM_UP_MS and until every session has made that many
-// calls, or MAX_WARM_UP_MS at most (a slow server then starts the soak with its buffers filling).
+// Lazy modules (clients, parsers) load and caches fill during the warm-up. A growth check must start
+// from a steady state, every bounded structure at its bound: each HTTP session's replay buffer
+// (core's BoundedEventStore: 1,000 events or 1 MiB, one event per call here) and V8's young
+// generation, which grows to 2 × 16 MiB under load and becomes resident as calls allocate through
+// it (about a thousand calls of these servers). So the warm-up lasts at least WARM_UP_MS and until
+// every session's replay buffer is full, or MAX_WARM_UP_MS at most: on a loaded machine a server
+// may answer 10 calls a second, and a slower one starts the window with what is still filling
+// counted as growth.
 const WARM_UP_MS = Number(process.env.HARDENING_SOAK_WARM_UP_MS ?? 20_000)
-const MAX_WARM_UP_MS = Math.max(WARM_UP_MS, Number(process.env.HARDENING_SOAK_MAX_WARM_UP_MS ?? 60_000))
+const MAX_WARM_UP_MS = Math.max(WARM_UP_MS, Number(process.env.HARDENING_SOAK_MAX_WARM_UP_MS ?? 120_000))
 const REPLAY_BUFFER_EVENTS = 1_000
+const REPLAY_BUFFER_BYTES = 2 ** 20
 const SAMPLE_MS = 1_000
-/** RSS growth allowed after the warm-up (see the comment at the assertion). */
-const RSS_CEILING = 64 * 2 ** 20
+/** RSS and live heap may grow less than this over the soak window (the issue's goal). */
+const MAX_GROWTH = 0.1
+/**
+ * The old-generation growing factor every bin runs with: core's `run` sets V8's
+ * `--heap-growing-percent` to 50 (`packages/core/src/heap.ts`), so RSS stays near the live heap
+ * instead of swinging by up to 4 × it between full collections.
+ */
+const HEAP_GROWING_FACTOR = '1.5'
 
 interface Soaked {
   name: string
   sessions: number
   calls: number
   unexpected: string[]
-  /** Highest RSS in the last 10 s of the warm-up and lowest in the last 10 s: a leak lifts the floor. */
+  /** Median RSS over the last 10 s of the warm-up, and over the last 10 s of the window. */
   baseline: number
-  floor: number
+  end: number
+  /** Highest RSS of the window. */
   peak: number
   stopped: { code: number | null; signal: NodeJS.Signals | null; killed: boolean }
   /** Heap live after each mark-compact (MiB), by time since the process started. */
   heaps: Array<{ atMs: number; liveMiB: number }>
   /** End of the warm-up, in ms since the process was spawned (the clock of `heaps`). */
   warmUpEndMs: number
+  /** How long the warm-up lasted. */
+  warmUpSeconds: number
+  /** The old-generation growing factor V8 used for each full collection's next limit, by time. */
+  factors: Array<{ atMs: number; factor: string }>
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
 }
 
 /**
@@ -47,10 +70,14 @@ function heapGrowth(result: Soaked): number | undefined {
 }
 
 async function soak(name: string, prepared: PreparedServer, durationMs: number): Promise<Soaked> {
-  // --trace-gc prints each mark-compact to stdout (unused over HTTP): the heap still live after a
-  // full collection is the precise leak figure; RSS is the user-visible one.
+  // --trace-gc-verbose prints each collection to stdout (unused over HTTP), with the limit V8 sets
+  // for the next one and its growing factor: the heap still live after a full collection is the
+  // precise leak figure; RSS is the user-visible one.
   const spawnedAt = Date.now()
-  const peer = await HttpPeer.start({ ...prepared.command, args: ['--trace-gc', ...prepared.command.args] })
+  const peer = await HttpPeer.start({
+    ...prepared.command,
+    args: ['--trace-gc-verbose', ...prepared.command.args],
+  })
   const sessions = await Promise.all(
     Array.from({ length: prepared.soakSessions ?? SESSIONS }, async () => {
       const session = await HttpPeer.attach(peer)
@@ -60,12 +87,16 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
   )
   const started = Date.now()
   const perSession = sessions.map(() => 0)
+  const bytesPerSession = sessions.map(() => 0)
   let warmUntil = Number.POSITIVE_INFINITY
   let endAt = Number.POSITIVE_INFINITY
   const warmedUp = () => {
     if (warmUntil !== Number.POSITIVE_INFINITY) return
     const now = Date.now()
-    const full = perSession.every((count) => count >= REPLAY_BUFFER_EVENTS)
+    const full = perSession.every(
+      (count, worker) =>
+        count >= REPLAY_BUFFER_EVENTS || (bytesPerSession[worker] ?? 0) >= REPLAY_BUFFER_BYTES,
+    )
     if ((now >= started + WARM_UP_MS && full) || now >= started + MAX_WARM_UP_MS) {
       warmUntil = now
       endAt = now + durationMs
@@ -88,6 +119,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
             { signal: AbortSignal.timeout(30_000) },
           )
           const answer = answers[0]
+          bytesPerSession[worker] = (bytesPerSession[worker] ?? 0) + JSON.stringify(answer ?? null).length
           const result = answer?.result as
             | { isError?: boolean; content?: Array<{ text?: string }> }
             | undefined
@@ -102,10 +134,13 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
     }),
   )
   clearInterval(sampler)
+  // Medians over 10 s: RSS rises and falls with each collection cycle, and a median compares the
+  // same kind of moment at both ends (neither the peak of one against the trough of the other).
   const warm = samples
     .filter((sample) => sample.at <= warmUntil && sample.at >= warmUntil - 10_000)
     .map((sample) => sample.rss)
   const last = samples.filter((sample) => sample.at >= endAt - 10_000).map((sample) => sample.rss)
+  const window = samples.filter((sample) => sample.at >= warmUntil).map((sample) => sample.rss)
   const stopped = await peer.close()
   const heaps = [
     ...peer.stdout.matchAll(/\[(\d+):[^\]]*\]\s+(\d+) ms: Mark-Compact [\d.]+ \([\d.]+\) -> ([\d.]+) \(/g),
@@ -115,12 +150,16 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
     sessions: sessions.length,
     calls,
     unexpected,
-    baseline: Math.max(...warm),
-    floor: Math.min(...last),
-    peak: Math.max(...samples.map((sample) => sample.rss)),
+    baseline: median(warm),
+    end: median(last),
+    peak: Math.max(...window),
     stopped,
     heaps,
     warmUpEndMs: warmUntil - spawnedAt,
+    warmUpSeconds: (warmUntil - started) / 1000,
+    factors: [
+      ...peer.stdout.matchAll(/\[(\d+):[^\]]*\]\s+(\d+) ms: \[HeapController\] Limit: .*\(([\d.]+)\)\s*$/gm),
+    ].map((match) => ({ atMs: Number(match[2]), factor: match[3] as string })),
   }
 }
 
@@ -136,41 +175,57 @@ describe('soak', () => {
     expect(killAll()).toBe(0)
   })
 
-  it(`serves ${SOAK_MS / 1000} s of mixed calls over HTTP, ${SESSIONS} sessions per server (browser 2): no unexpected error, live heap flat, RSS bounded`, async () => {
-    const results = await Promise.all(
-      SERVERS.map((entry) => soak(entry.name, prepared.get(entry.name) as PreparedServer, SOAK_MS)),
-    )
-    for (const result of results) {
-      const growth = result.floor / result.baseline - 1
-      record('soak', {
-        server: result.name,
-        sessions: result.sessions,
-        calls: result.calls,
-        callsPerSecond: Math.round(result.calls / (SOAK_MS / 1000)),
-        unexpected: result.unexpected.length,
-        examples: result.unexpected.slice(0, 5),
-        baselineMiB: +(result.baseline / 2 ** 20).toFixed(1),
-        floorMiB: +(result.floor / 2 ** 20).toFixed(1),
-        peakMiB: +(result.peak / 2 ** 20).toFixed(1),
-        growthPercent: +(growth * 100).toFixed(1),
-        liveHeapAfterFullGcMiB: result.heaps.map((heap) => heap.liveMiB),
-        liveHeapGrowthPercent: (() => {
-          const growth = heapGrowth(result)
-          return growth === undefined ? null : +(growth * 100).toFixed(1)
-        })(),
-      })
-    }
-    for (const result of results) {
-      expect(result.unexpected, result.name).toEqual([])
-      expect(result.calls, result.name).toBeGreaterThan(0)
-      // The leak check: what survives a full GC does not grow after the warm-up.
-      const growth = heapGrowth(result)
-      if (growth !== undefined) expect(growth, `${result.name} live heap growth`).toBeLessThan(0.1)
-      // RSS stays bounded. Not within 10 %: V8 keeps the heap it grew under load (committed, not
-      // live), which on a loaded 2-core machine takes longer than any warm-up CI can afford to settle.
-      // docs/security.md gives the measured figures.
-      expect(result.floor - result.baseline, `${result.name} RSS growth`).toBeLessThan(RSS_CEILING)
-      expect(result.stopped.killed, `${result.name} ended on SIGTERM`).toBe(false)
-    }
-  })
+  it(
+    `serves ${SOAK_MS / 1000} s of mixed calls over HTTP, ${SESSIONS} sessions per server (browser 2): no unexpected error, live heap and RSS grow < 10 %`,
+    async () => {
+      const results = await Promise.all(
+        SERVERS.map((entry) => soak(entry.name, prepared.get(entry.name) as PreparedServer, SOAK_MS)),
+      )
+      for (const result of results) {
+        const growth = result.end / result.baseline - 1
+        record('soak', {
+          server: result.name,
+          sessions: result.sessions,
+          calls: result.calls,
+          warmUpSeconds: Math.round(result.warmUpSeconds),
+          callsPerSecond: Math.round(result.calls / (SOAK_MS / 1000)),
+          unexpected: result.unexpected.length,
+          examples: result.unexpected.slice(0, 5),
+          baselineMiB: +(result.baseline / 2 ** 20).toFixed(1),
+          endMiB: +(result.end / 2 ** 20).toFixed(1),
+          peakMiB: +(result.peak / 2 ** 20).toFixed(1),
+          growthPercent: +(growth * 100).toFixed(1),
+          fullGcs: result.heaps.filter((heap) => heap.atMs >= result.warmUpEndMs).length,
+          growingFactors: [...new Set(result.factors.map((entry) => entry.factor))],
+          liveHeapAfterFullGcMiB: result.heaps.map((heap) => heap.liveMiB),
+          liveHeapGrowthPercent: (() => {
+            const growth = heapGrowth(result)
+            return growth === undefined ? null : +(growth * 100).toFixed(1)
+          })(),
+        })
+      }
+      for (const result of results) {
+        expect(result.unexpected, result.name).toEqual([])
+        expect(result.calls, result.name).toBeGreaterThan(0)
+        // The leak check: what survives a full GC does not grow after the warm-up.
+        const growth = heapGrowth(result)
+        if (growth !== undefined) expect(growth, `${result.name} live heap growth`).toBeLessThan(MAX_GROWTH)
+        // What the user sees: RSS over the window grows less than 10 %.
+        expect(result.end / result.baseline - 1, `${result.name} RSS growth`).toBeLessThan(MAX_GROWTH)
+        // The bin bounds V8's heap growth itself: every full collection of the window set its next
+        // limit with core's factor (the process is the user's, started without any memory flag).
+        const factors = result.factors.filter((entry) => entry.atMs >= result.warmUpEndMs)
+        for (const entry of factors)
+          expect(entry.factor, `${result.name} growing factor`).toBe(HEAP_GROWING_FACTOR)
+        expect(result.stopped.killed, `${result.name} ended on SIGTERM`).toBe(false)
+      }
+      // Not a vacuous check: full collections did run in the window (servers allocate at different rates).
+      const checked = results.flatMap((result) =>
+        result.factors.filter((entry) => entry.atMs >= result.warmUpEndMs),
+      )
+      expect(checked.length, 'full collections in the window').toBeGreaterThan(0)
+      // The warm-up (at most MAX_WARM_UP_MS), the window, and the servers' shutdown.
+    },
+    MAX_WARM_UP_MS + SOAK_MS + 60_000,
+  )
 })
