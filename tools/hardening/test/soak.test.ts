@@ -10,14 +10,17 @@ const SESSIONS = 4
 // (core's BoundedEventStore: 1,000 events or 1 MiB, one event per call here) and V8's young
 // generation, which grows to 2 × 16 MiB under load and becomes resident as calls allocate through
 // it (about a thousand calls of these servers). So the warm-up lasts at least WARM_UP_MS and until
-// every session's replay buffer is full, or MAX_WARM_UP_MS at most: on a loaded machine a server
-// may answer 10 calls a second, and a slower one starts the window with what is still filling
-// counted as growth.
+// every session's replay buffer is full, or MAX_WARM_UP_MS at most. On a loaded machine a server
+// may answer only a few calls a second (the browser 4 at a load average of 40) and reach the end of
+// the warm-up with its buffers still filling: its window is then not steady, and its RSS is held
+// to the coarse STARTING_RSS_CEILING instead (the report says which servers were steady).
 const WARM_UP_MS = Number(process.env.HARDENING_SOAK_WARM_UP_MS ?? 20_000)
 const MAX_WARM_UP_MS = Math.max(WARM_UP_MS, Number(process.env.HARDENING_SOAK_MAX_WARM_UP_MS ?? 120_000))
 const REPLAY_BUFFER_EVENTS = 1_000
 const REPLAY_BUFFER_BYTES = 2 ** 20
 const SAMPLE_MS = 1_000
+/** RSS growth allowed over a window that started before the buffers were full (see above). */
+const STARTING_RSS_CEILING = 64 * 2 ** 20
 /** RSS and live heap may grow less than this over the soak window (the issue's goal). */
 const MAX_GROWTH = 0.1
 /**
@@ -31,6 +34,8 @@ interface Soaked {
   name: string
   sessions: number
   calls: number
+  /** Calls answered after the warm-up. */
+  windowCalls: number
   unexpected: string[]
   /** Median RSS over the last 10 s of the warm-up, and over the last 10 s of the window. */
   baseline: number
@@ -44,6 +49,8 @@ interface Soaked {
   warmUpEndMs: number
   /** How long the warm-up lasted. */
   warmUpSeconds: number
+  /** Whether every session's replay buffer was full when the warm-up ended. */
+  steady: boolean
   /** The old-generation growing factor V8 used for each full collection's next limit, by time. */
   factors: Array<{ atMs: number; factor: string }>
 }
@@ -90,6 +97,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
   const bytesPerSession = sessions.map(() => 0)
   let warmUntil = Number.POSITIVE_INFINITY
   let endAt = Number.POSITIVE_INFINITY
+  let steady = false
   const warmedUp = () => {
     if (warmUntil !== Number.POSITIVE_INFINITY) return
     const now = Date.now()
@@ -99,6 +107,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
     )
     if ((now >= started + WARM_UP_MS && full) || now >= started + MAX_WARM_UP_MS) {
       warmUntil = now
+      steady = full
       endAt = now + durationMs
     }
   }
@@ -106,6 +115,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
   const sampler = setInterval(() => samples.push({ at: Date.now(), rss: rssOf(peer.pid) }), SAMPLE_MS)
   const unexpected: string[] = []
   let calls = 0
+  let windowCalls = 0
   await Promise.all(
     sessions.map(async (session, worker) => {
       for (let index = worker; Date.now() < endAt; index++) {
@@ -129,6 +139,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
           unexpected.push(`${call.name}: ${String(error)}`)
         }
         calls++
+        if (warmUntil !== Number.POSITIVE_INFINITY) windowCalls++
         perSession[worker] = (perSession[worker] ?? 0) + 1
       }
     }),
@@ -149,6 +160,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
     name,
     sessions: sessions.length,
     calls,
+    windowCalls,
     unexpected,
     baseline: median(warm),
     end: median(last),
@@ -157,6 +169,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
     heaps,
     warmUpEndMs: warmUntil - spawnedAt,
     warmUpSeconds: (warmUntil - started) / 1000,
+    steady,
     factors: [
       ...peer.stdout.matchAll(/\[(\d+):[^\]]*\]\s+(\d+) ms: \[HeapController\] Limit: .*\(([\d.]+)\)\s*$/gm),
     ].map((match) => ({ atMs: Number(match[2]), factor: match[3] as string })),
@@ -188,7 +201,9 @@ describe('soak', () => {
           sessions: result.sessions,
           calls: result.calls,
           warmUpSeconds: Math.round(result.warmUpSeconds),
-          callsPerSecond: Math.round(result.calls / (SOAK_MS / 1000)),
+          steady: result.steady,
+          windowCalls: result.windowCalls,
+          callsPerSecond: Math.round(result.windowCalls / (SOAK_MS / 1000)),
           unexpected: result.unexpected.length,
           examples: result.unexpected.slice(0, 5),
           baselineMiB: +(result.baseline / 2 ** 20).toFixed(1),
@@ -210,8 +225,11 @@ describe('soak', () => {
         // The leak check: what survives a full GC does not grow after the warm-up.
         const growth = heapGrowth(result)
         if (growth !== undefined) expect(growth, `${result.name} live heap growth`).toBeLessThan(MAX_GROWTH)
-        // What the user sees: RSS over the window grows less than 10 %.
-        expect(result.end / result.baseline - 1, `${result.name} RSS growth`).toBeLessThan(MAX_GROWTH)
+        // What the user sees: RSS over a steady window grows less than 10 %.
+        if (result.steady)
+          expect(result.end / result.baseline - 1, `${result.name} RSS growth`).toBeLessThan(MAX_GROWTH)
+        else
+          expect(result.end - result.baseline, `${result.name} RSS growth`).toBeLessThan(STARTING_RSS_CEILING)
         // The bin bounds V8's heap growth itself: every full collection of the window set its next
         // limit with core's factor (the process is the user's, started without any memory flag).
         const factors = result.factors.filter((entry) => entry.atMs >= result.warmUpEndMs)
