@@ -10,8 +10,9 @@ import { setFlagsFromString } from 'node:v8'
  * server whose live heap is 15–25 MiB then swings its RSS by up to 60 MiB between full
  * collections, and which of its sizes a user sees depends on where in the cycle they look: the
  * hardening soak measured RSS 15–23 % higher after 60 s of calls than before, with the heap live
- * after each full GC flat. At 50 % the swing is a few MiB (growth 1–6 % over the same soak), for
- * a few more full collections of a small heap (see docs/performance.md for the cost).
+ * after each full GC flat. At 50 % the swing is a few MiB (growth 0–7 % over the same soak). The
+ * cost is a few more full collections of a small heap; V8 itself uses factors of 1.3–2 when its
+ * heap limit is small.
  */
 export const HEAP_GROWING_PERCENT = 50
 
