@@ -155,7 +155,8 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
           if (status !== 200 || !answer || answer.error || !result || result.isError)
             unexpected.push(`${call.name}: HTTP ${status} ${JSON.stringify(answer).slice(0, 300)}`)
         } catch (error) {
-          unexpected.push(`${call.name}: ${String(error)}`)
+          // `fetch failed` says nothing by itself: its cause names the socket error.
+          unexpected.push(`${call.name}: ${String(error)} ${String((error as Error).cause ?? '')}`)
         }
         calls++
         perSession[worker] = (perSession[worker] ?? 0) + 1
