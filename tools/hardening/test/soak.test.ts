@@ -25,7 +25,7 @@ const YOUNG_STEADY_GCS = 3
 /** The young generation's largest committed size: 2 × 16 MiB semi-spaces (Node 20 on 64 bits). */
 const YOUNG_MAX_KIB = 32 * 1024
 const SAMPLE_MS = 1_000
-/** RSS growth allowed over a window that started before the buffers were full (see above). */
+/** RSS growth allowed over a window that is not steady (see above). */
 const STARTING_RSS_CEILING = 64 * 2 ** 20
 /** RSS and live heap may grow less than this over the soak window (the goal). */
 const MAX_GROWTH = 0.1
