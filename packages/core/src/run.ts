@@ -3,6 +3,7 @@ import { createInstance, type Runtime, selectTools } from './build-server.js'
 import { ConfigError, type ParsedConfig, parseConfig } from './config.js'
 import type { ServerSpec } from './define.js'
 import { ToolError } from './errors.js'
+import { boundHeapGrowth } from './heap.js'
 import type { HttpEndpoint } from './http.js'
 import { createLogger, type Logger } from './logger.js'
 import { redactor } from './redact.js'
@@ -101,6 +102,8 @@ export async function run<D, C>(
   options: RunOptions = {},
 ): Promise<RunningServer<D, C> | undefined> {
   const manage = options.manageProcess ?? true
+  // A process the server owns keeps its memory steady: see heap.ts.
+  if (manage) boundHeapGrowth()
   const bin = spec.bin ?? `mcp-server-${spec.name}`
   const shutdownController = new AbortController()
   let runtime: Runtime<D, C>

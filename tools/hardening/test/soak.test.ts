@@ -5,32 +5,77 @@ import { HttpPeer, killAll, rssOf } from '../src/wire.js'
 
 /** Sessions per server (unless its entry says fewer), each a client calling in a loop: the concurrency of the soak. */
 const SESSIONS = 4
-// Lazy modules (clients, parsers) load and caches fill during the warm-up; the RSS baseline is the
-// highest of its last 10 s. A leak check must start from a steady state: every bounded buffer full.
-// The largest is each HTTP session's replay buffer (core's BoundedEventStore: 1,000 events, one per
-// call here), so the warm-up lasts at least WARM_UP_MS and until every session has made that many
-// calls, or MAX_WARM_UP_MS at most (a slow server then starts the soak with its buffers filling).
+// A growth check must start from a steady state, every bounded structure at its bound. Over the first
+// thousands of calls a server's memory still rises for bounded reasons: lazy modules and caches,
+// code V8 compiles and the metadata it keeps for it, the old generation growing to its limit, and
+// V8's young generation growing (to 2 × 16 MiB) and becoming resident as calls allocate through it.
+// Measured on the project machine, RSS levels off after 2,000–3,000 calls of these servers, however
+// long that takes. So the warm-up lasts at least WARM_UP_MS and until every session has made
+// WARM_UP_CALLS calls and the young generation is at its largest (YOUNG_MAX_KIB) after each of the
+// last YOUNG_STEADY_GCS collections, or MAX_WARM_UP_MS at most. Each HTTP session's replay buffer
+// (core's BoundedEventStore: 1,000 events or 1 MiB) may still be filling in the window: that is
+// counted as growth. A server that has not got there by MAX_WARM_UP_MS (on a loaded machine a
+// server may answer only a few calls a second; the GitHub server's client spaces its calls as
+// GitHub asks) has a window that is not steady: its RSS is then held to the coarse
+// STARTING_RSS_CEILING instead, and the report says which servers were steady.
 const WARM_UP_MS = Number(process.env.HARDENING_SOAK_WARM_UP_MS ?? 20_000)
-const MAX_WARM_UP_MS = Math.max(WARM_UP_MS, Number(process.env.HARDENING_SOAK_MAX_WARM_UP_MS ?? 60_000))
-const REPLAY_BUFFER_EVENTS = 1_000
+const MAX_WARM_UP_MS = Math.max(WARM_UP_MS, Number(process.env.HARDENING_SOAK_MAX_WARM_UP_MS ?? 180_000))
+const WARM_UP_CALLS = 750
+const YOUNG_STEADY_GCS = 3
+/** The young generation's largest committed size: 2 × 16 MiB semi-spaces (Node 20 on 64 bits). */
+const YOUNG_MAX_KIB = 32 * 1024
 const SAMPLE_MS = 1_000
-/** RSS growth allowed after the warm-up (see the comment at the assertion). */
-const RSS_CEILING = 64 * 2 ** 20
+/** RSS growth allowed over a window that is not steady (see above). */
+const STARTING_RSS_CEILING = 64 * 2 ** 20
+/** RSS and live heap may grow less than this over the soak window (the issue's goal). */
+const MAX_GROWTH = 0.1
+/**
+ * The old-generation growing factor every bin runs with: core's `run` sets V8's
+ * `--heap-growing-percent` to 50 (`packages/core/src/heap.ts`), so RSS stays near the live heap
+ * instead of swinging by up to 4 × it between full collections.
+ */
+const HEAP_GROWING_FACTOR = '1.5'
 
 interface Soaked {
   name: string
   sessions: number
   calls: number
+  /** Calls answered after the warm-up. */
+  windowCalls: number
   unexpected: string[]
-  /** Highest RSS in the last 10 s of the warm-up and lowest in the last 10 s: a leak lifts the floor. */
+  /** Median RSS over the last 10 s of the warm-up, and over the last 10 s of the window. */
   baseline: number
-  floor: number
+  end: number
+  /** Highest RSS of the window. */
   peak: number
   stopped: { code: number | null; signal: NodeJS.Signals | null; killed: boolean }
   /** Heap live after each mark-compact (MiB), by time since the process started. */
   heaps: Array<{ atMs: number; liveMiB: number }>
   /** End of the warm-up, in ms since the process was spawned (the clock of `heaps`). */
   warmUpEndMs: number
+  /** How long the warm-up lasted. */
+  warmUpSeconds: number
+  /** Whether the young generation had settled when the warm-up ended. */
+  steady: boolean
+  /** The young generation's committed size at the end of the warm-up and of the window. */
+  youngKiB: { warmUpEnd: number; end: number }
+  /** The old-generation growing factor V8 used for each full collection's next limit, by time. */
+  factors: Array<{ atMs: number; factor: string }>
+}
+
+/** The young generation's committed size (KiB) after each collection, from `--trace-gc-verbose`. */
+function youngSizes(trace: string): number[] {
+  return [...trace.matchAll(/New space,\s+used:\s+\d+ KB, available:\s+\d+ KB, committed:\s+(\d+) KB/g)].map(
+    (match) => Number(match[1]),
+  )
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2
 }
 
 /**
@@ -47,10 +92,14 @@ function heapGrowth(result: Soaked): number | undefined {
 }
 
 async function soak(name: string, prepared: PreparedServer, durationMs: number): Promise<Soaked> {
-  // --trace-gc prints each mark-compact to stdout (unused over HTTP): the heap still live after a
-  // full collection is the precise leak figure; RSS is the user-visible one.
+  // --trace-gc-verbose prints each collection to stdout (unused over HTTP), with the limit V8 sets
+  // for the next one and its growing factor: the heap still live after a full collection is the
+  // precise leak figure; RSS is the user-visible one.
   const spawnedAt = Date.now()
-  const peer = await HttpPeer.start({ ...prepared.command, args: ['--trace-gc', ...prepared.command.args] })
+  const peer = await HttpPeer.start({
+    ...prepared.command,
+    args: ['--trace-gc-verbose', ...prepared.command.args],
+  })
   const sessions = await Promise.all(
     Array.from({ length: prepared.soakSessions ?? SESSIONS }, async () => {
       const session = await HttpPeer.attach(peer)
@@ -59,15 +108,26 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
     }),
   )
   const started = Date.now()
-  const perSession = sessions.map(() => 0)
   let warmUntil = Number.POSITIVE_INFINITY
   let endAt = Number.POSITIVE_INFINITY
+  let steady = false
+  const perSession = sessions.map(() => 0)
+  let checkedAt = 0
+  let youngAtWarmUpEnd = 0
   const warmedUp = () => {
     if (warmUntil !== Number.POSITIVE_INFINITY) return
     const now = Date.now()
-    const full = perSession.every((count) => count >= REPLAY_BUFFER_EVENTS)
-    if ((now >= started + WARM_UP_MS && full) || now >= started + MAX_WARM_UP_MS) {
+    if (now < started + WARM_UP_MS || now < checkedAt + 500) return
+    checkedAt = now
+    const young = youngSizes(peer.stdout).slice(-YOUNG_STEADY_GCS)
+    const settled =
+      perSession.every((count) => count >= WARM_UP_CALLS) &&
+      young.length === YOUNG_STEADY_GCS &&
+      young.every((size) => size >= YOUNG_MAX_KIB)
+    if (settled || now >= started + MAX_WARM_UP_MS) {
       warmUntil = now
+      steady = settled
+      youngAtWarmUpEnd = young.at(-1) ?? 0
       endAt = now + durationMs
     }
   }
@@ -75,6 +135,7 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
   const sampler = setInterval(() => samples.push({ at: Date.now(), rss: rssOf(peer.pid) }), SAMPLE_MS)
   const unexpected: string[] = []
   let calls = 0
+  let windowCalls = 0
   await Promise.all(
     sessions.map(async (session, worker) => {
       for (let index = worker; Date.now() < endAt; index++) {
@@ -94,18 +155,23 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
           if (status !== 200 || !answer || answer.error || !result || result.isError)
             unexpected.push(`${call.name}: HTTP ${status} ${JSON.stringify(answer).slice(0, 300)}`)
         } catch (error) {
-          unexpected.push(`${call.name}: ${String(error)}`)
+          // `fetch failed` says nothing by itself: its cause names the socket error.
+          unexpected.push(`${call.name}: ${String(error)} ${String((error as Error).cause ?? '')}`)
         }
         calls++
         perSession[worker] = (perSession[worker] ?? 0) + 1
+        if (warmUntil !== Number.POSITIVE_INFINITY) windowCalls++
       }
     }),
   )
   clearInterval(sampler)
+  // Medians over 10 s: RSS rises and falls with each collection cycle, and a median compares the
+  // same kind of moment at both ends (neither the peak of one against the trough of the other).
   const warm = samples
     .filter((sample) => sample.at <= warmUntil && sample.at >= warmUntil - 10_000)
     .map((sample) => sample.rss)
   const last = samples.filter((sample) => sample.at >= endAt - 10_000).map((sample) => sample.rss)
+  const window = samples.filter((sample) => sample.at >= warmUntil).map((sample) => sample.rss)
   const stopped = await peer.close()
   const heaps = [
     ...peer.stdout.matchAll(/\[(\d+):[^\]]*\]\s+(\d+) ms: Mark-Compact [\d.]+ \([\d.]+\) -> ([\d.]+) \(/g),
@@ -114,13 +180,20 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
     name,
     sessions: sessions.length,
     calls,
+    windowCalls,
     unexpected,
-    baseline: Math.max(...warm),
-    floor: Math.min(...last),
-    peak: Math.max(...samples.map((sample) => sample.rss)),
+    baseline: median(warm),
+    end: median(last),
+    peak: Math.max(...window),
     stopped,
     heaps,
     warmUpEndMs: warmUntil - spawnedAt,
+    warmUpSeconds: (warmUntil - started) / 1000,
+    steady,
+    youngKiB: { warmUpEnd: youngAtWarmUpEnd, end: youngSizes(peer.stdout).at(-1) ?? 0 },
+    factors: [
+      ...peer.stdout.matchAll(/\[(\d+):[^\]]*\]\s+(\d+) ms: \[HeapController\] Limit: .*\(([\d.]+)\)\s*$/gm),
+    ].map((match) => ({ atMs: Number(match[2]), factor: match[3] as string })),
   }
 }
 
@@ -136,41 +209,63 @@ describe('soak', () => {
     expect(killAll()).toBe(0)
   })
 
-  it(`serves ${SOAK_MS / 1000} s of mixed calls over HTTP, ${SESSIONS} sessions per server (browser 2): no unexpected error, live heap flat, RSS bounded`, async () => {
-    const results = await Promise.all(
-      SERVERS.map((entry) => soak(entry.name, prepared.get(entry.name) as PreparedServer, SOAK_MS)),
-    )
-    for (const result of results) {
-      const growth = result.floor / result.baseline - 1
-      record('soak', {
-        server: result.name,
-        sessions: result.sessions,
-        calls: result.calls,
-        callsPerSecond: Math.round(result.calls / (SOAK_MS / 1000)),
-        unexpected: result.unexpected.length,
-        examples: result.unexpected.slice(0, 5),
-        baselineMiB: +(result.baseline / 2 ** 20).toFixed(1),
-        floorMiB: +(result.floor / 2 ** 20).toFixed(1),
-        peakMiB: +(result.peak / 2 ** 20).toFixed(1),
-        growthPercent: +(growth * 100).toFixed(1),
-        liveHeapAfterFullGcMiB: result.heaps.map((heap) => heap.liveMiB),
-        liveHeapGrowthPercent: (() => {
-          const growth = heapGrowth(result)
-          return growth === undefined ? null : +(growth * 100).toFixed(1)
-        })(),
-      })
-    }
-    for (const result of results) {
-      expect(result.unexpected, result.name).toEqual([])
-      expect(result.calls, result.name).toBeGreaterThan(0)
-      // The leak check: what survives a full GC does not grow after the warm-up.
-      const growth = heapGrowth(result)
-      if (growth !== undefined) expect(growth, `${result.name} live heap growth`).toBeLessThan(0.1)
-      // RSS stays bounded. Not within 10 %: V8 keeps the heap it grew under load (committed, not
-      // live), which on a loaded 2-core machine takes longer than any warm-up CI can afford to settle.
-      // docs/security.md gives the measured figures.
-      expect(result.floor - result.baseline, `${result.name} RSS growth`).toBeLessThan(RSS_CEILING)
-      expect(result.stopped.killed, `${result.name} ended on SIGTERM`).toBe(false)
-    }
-  })
+  it(
+    `serves ${SOAK_MS / 1000} s of mixed calls over HTTP, ${SESSIONS} sessions per server (browser 2): no unexpected error, live heap and RSS grow < 10 %`,
+    async () => {
+      const results = await Promise.all(
+        SERVERS.map((entry) => soak(entry.name, prepared.get(entry.name) as PreparedServer, SOAK_MS)),
+      )
+      for (const result of results) {
+        const growth = result.end / result.baseline - 1
+        record('soak', {
+          server: result.name,
+          sessions: result.sessions,
+          calls: result.calls,
+          warmUpSeconds: Math.round(result.warmUpSeconds),
+          steady: result.steady,
+          youngGenerationKiB: result.youngKiB,
+          windowCalls: result.windowCalls,
+          callsPerSecond: Math.round(result.windowCalls / (SOAK_MS / 1000)),
+          unexpected: result.unexpected.length,
+          examples: result.unexpected.slice(0, 5),
+          baselineMiB: +(result.baseline / 2 ** 20).toFixed(1),
+          endMiB: +(result.end / 2 ** 20).toFixed(1),
+          peakMiB: +(result.peak / 2 ** 20).toFixed(1),
+          growthPercent: +(growth * 100).toFixed(1),
+          fullGcs: result.heaps.filter((heap) => heap.atMs >= result.warmUpEndMs).length,
+          growingFactors: [...new Set(result.factors.map((entry) => entry.factor))],
+          liveHeapAfterFullGcMiB: result.heaps.map((heap) => heap.liveMiB),
+          liveHeapGrowthPercent: (() => {
+            const growth = heapGrowth(result)
+            return growth === undefined ? null : +(growth * 100).toFixed(1)
+          })(),
+        })
+      }
+      for (const result of results) {
+        expect(result.unexpected, result.name).toEqual([])
+        expect(result.calls, result.name).toBeGreaterThan(0)
+        // The leak check: what survives a full GC does not grow after the warm-up.
+        const growth = heapGrowth(result)
+        if (growth !== undefined) expect(growth, `${result.name} live heap growth`).toBeLessThan(MAX_GROWTH)
+        // What the user sees: RSS over a steady window grows less than 10 %.
+        if (result.steady)
+          expect(result.end / result.baseline - 1, `${result.name} RSS growth`).toBeLessThan(MAX_GROWTH)
+        else
+          expect(result.end - result.baseline, `${result.name} RSS growth`).toBeLessThan(STARTING_RSS_CEILING)
+        // The bin bounds V8's heap growth itself: every full collection of the window set its next
+        // limit with core's factor (the process is the user's, started without any memory flag).
+        const factors = result.factors.filter((entry) => entry.atMs >= result.warmUpEndMs)
+        for (const entry of factors)
+          expect(entry.factor, `${result.name} growing factor`).toBe(HEAP_GROWING_FACTOR)
+        expect(result.stopped.killed, `${result.name} ended on SIGTERM`).toBe(false)
+      }
+      // Not a vacuous check: full collections did run in the window (servers allocate at different rates).
+      const checked = results.flatMap((result) =>
+        result.factors.filter((entry) => entry.atMs >= result.warmUpEndMs),
+      )
+      expect(checked.length, 'full collections in the window').toBeGreaterThan(0)
+      // The warm-up (at most MAX_WARM_UP_MS), the window, and the servers' shutdown.
+    },
+    MAX_WARM_UP_MS + SOAK_MS + 60_000,
+  )
 })
