@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Connection } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Tab } from '../src/lib/tab.js'
 import { type Fixtures, startFixtures } from './fixtures.js'
 import { call, connect, hosts, refOf, until } from './helpers.js'
 
@@ -82,6 +83,31 @@ describe('navigation and snapshots', () => {
     expect(stale.text).toContain('snapshot')
     const invented = await call(connection, 'click', { tab, ref: 'e999999' })
     expect(invented.isError).toBe(true)
+  })
+
+  it('leaves no navigation waiter behind after actions that do not navigate', async () => {
+    // Each action watches for a navigation it may cause; when none comes, the watcher and its
+    // listeners must go with the action (a kept one is a leak per click, for the tab's whole life).
+    const { tab, text } = await open('/counter')
+    const ref = refOf(text, /button "Increment"/)
+    const sessions = (hosts.at(-1) as unknown as { sessions: Map<string, { tabs: Map<string, Tab> }> })
+      .sessions
+    const page = [...sessions.values()].map((session) => session.tabs.get(tab)).find(Boolean)?.page
+    if (!page) throw new Error(`tab ${tab} not found`)
+    // Puppeteer's own frame events (internal symbols), which its navigation watcher listens to.
+    const { FrameEvent } = (await import('puppeteer-core')) as unknown as {
+      FrameEvent: Record<string, symbol>
+    }
+    const frame = page.mainFrame() as unknown as { listenerCount(event: symbol): number }
+    const listeners = () =>
+      Object.values(FrameEvent).reduce((sum, event) => sum + frame.listenerCount(event), 0)
+    await call(connection, 'click', { tab, ref })
+    const before = listeners()
+    for (let index = 0; index < 20; index++) {
+      const clicked = await call(connection, 'click', { tab, ref })
+      expect(clicked.isError).toBe(false)
+    }
+    expect(listeners()).toBe(before)
   })
 
   it('refuses a ref of another tab, even one of the same page', async () => {

@@ -82,6 +82,51 @@ export class Tab {
     this.refs = new Refs(refCounterOf(page.browserContext()))
   }
 
+  /**
+   * Resolves once the main frame has navigated and its document is ready (`DOMContentLoaded`), or
+   * navigated within its document, or its navigation request failed: `true`; `false` on `timeoutMs`,
+   * on `signal`, or when the page closes. Every listener and the timer are removed whichever way it
+   * ends. (Puppeteer's `waitForNavigation` keeps its watcher, its listeners and its timer for the
+   * page's whole life when it is aborted: one leak per action that did not navigate.)
+   */
+  waitForMainFrameLoad(timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+    const { cdp, page } = this
+    return new Promise((resolve) => {
+      let committed = false
+      const onNavigated = (event: { frame: { id: string; parentId?: string } }) => {
+        if (event.frame.id === this.mainFrameId) committed = true
+      }
+      const onReady = () => {
+        if (committed) finish(true)
+      }
+      const onWithinDocument = (event: { frameId: string }) => {
+        if (event.frameId === this.mainFrameId) finish(true)
+      }
+      const onFailed = (request: HTTPRequest) => {
+        if (request.isNavigationRequest() && request.frame() === page.mainFrame()) finish(true)
+      }
+      const onGone = () => finish(false)
+      const timer = setTimeout(onGone, timeoutMs)
+      function finish(value: boolean) {
+        clearTimeout(timer)
+        cdp.off('Page.frameNavigated', onNavigated)
+        cdp.off('Page.domContentEventFired', onReady)
+        cdp.off('Page.navigatedWithinDocument', onWithinDocument)
+        page.off('requestfailed', onFailed)
+        page.off('close', onGone)
+        signal.removeEventListener('abort', onGone)
+        resolve(value)
+      }
+      if (signal.aborted || page.isClosed()) return finish(false)
+      cdp.on('Page.frameNavigated', onNavigated)
+      cdp.on('Page.domContentEventFired', onReady)
+      cdp.on('Page.navigatedWithinDocument', onWithinDocument)
+      page.on('requestfailed', onFailed)
+      page.once('close', onGone)
+      signal.addEventListener('abort', onGone, { once: true })
+    })
+  }
+
   /** Wires a fresh page: request policy, buffers, dialogs, crash and close tracking. */
   static async attach(
     id: string,

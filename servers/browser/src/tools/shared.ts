@@ -158,16 +158,7 @@ export async function perform(
     page.on('request', onRequest)
     // Stopped when the action is reported, so no waiter outlives its call.
     const stopWaiting = new AbortController()
-    const navigation = page
-      .waitForNavigation({
-        waitUntil: 'domcontentloaded',
-        timeout: settings.timeoutNavigation,
-        signal: stopWaiting.signal,
-      })
-      .then(
-        () => true,
-        () => false,
-      )
+    const navigation = tab.waitForMainFrameLoad(settings.timeoutNavigation, stopWaiting.signal)
     try {
       const actionPromise = action(tab)
       actionPromise.catch(() => undefined)
