@@ -36,6 +36,19 @@ function privateDirectory(directory) {
   }
 }
 
+// V8 rejects a code cache made under other V8 flags than the running ones. Core's run() sets the
+// old generation's growing factor (packages/core/src/heap.ts: --heap-growing-percent=50, unless
+// node was given one) once the server starts, after the bundle was compiled: the cache written at
+// exit would then carry that flag and be rejected at every next start. So the launcher sets the
+// same flag first, and the cache is made and used under the same flags. (The example server's
+// tests start its bin twice and require a cache hit.)
+const HEAP_GROWING_PERCENT = 50
+if (!process.execArgv.some((argument) => /^--(no-)?heap[-_]growing[-_]percent(=|$)/.test(argument))) {
+  try {
+    require('node:v8').setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`)
+  } catch {}
+}
+
 /** Compiles the bundle with the code cache; returns a function that runs it, or undefined. */
 function prepare() {
   const vm = require('node:vm')

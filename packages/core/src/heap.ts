@@ -12,7 +12,9 @@ import { setFlagsFromString } from 'node:v8'
  * hardening soak measured RSS 15–23 % higher after 60 s of calls than before, with the heap live
  * after each full GC flat. At 50 % the swing is a few MiB (growth 0–7 % over the same soak). The
  * cost is a few more full collections of a small heap; V8 itself uses factors of 1.3–2 when its
- * heap limit is small.
+ * heap limit is small. A bundled bin's launcher (tools/bundle/launcher.cjs) sets the same flag
+ * before it compiles the bundle, so V8's code cache is made and used under the same flags (V8
+ * rejects a cache made under others); the two values must stay equal.
  */
 export const HEAP_GROWING_PERCENT = 50
 

@@ -150,3 +150,29 @@ describe('the command line', () => {
     expect(stderr.trim()).toBe('mcp-server-example: Invalid env EXAMPLE_MAX_NOTES: must be a number')
   })
 })
+
+describe('the compile cache', () => {
+  // Core changes V8 flags as the server starts (heap.ts). A code cache made under other flags than
+  // the next start's is rejected by V8, and every start would compile the whole bundle again.
+  it('is written by the first start of the built bin and used by the next ones', async () => {
+    const { mkdtemp, rm } = await import('node:fs/promises')
+    const { tmpdir } = await import('node:os')
+    const { join } = await import('node:path')
+    const { spawnSync } = await import('node:child_process')
+    const directory = await mkdtemp(join(tmpdir(), 'keel-cache-'))
+    try {
+      const start = () =>
+        spawnSync(process.execPath, [BIN], {
+          input: '',
+          encoding: 'utf8',
+          timeout: 30_000,
+          env: { ...process.env, KEEL_COMPILE_CACHE_DIR: directory, KEEL_COMPILE_CACHE_DEBUG: '1' },
+        }).stderr
+      expect(start()).toContain('keel compile cache: miss')
+      expect(start()).toContain('keel compile cache: hit')
+      expect(start()).toContain('keel compile cache: hit')
+    } finally {
+      await rm(directory, { recursive: true, force: true })
+    }
+  })
+})
