@@ -2,8 +2,8 @@
 // keel-noop.mjs: the baseline core's per-call cost is measured against. No Keel code.
 //   node sdk-noop.mjs                       stdio
 //   node sdk-noop.mjs --http <port>         stateless Streamable HTTP on 127.0.0.1 (both eras per request)
-import { createServer } from 'node:http'
-import { localhostHostValidation, toNodeHandler } from '@modelcontextprotocol/node'
+// The HTTP parts load only for --http, as a stdio server would not load them (every Keel bin loads
+// node:http lazily too): bundled, this file is the cold-start floor of a stdio server (floor.mjs).
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server'
 import { serveStdio } from '@modelcontextprotocol/server/stdio'
 import { z } from 'zod'
@@ -27,7 +27,12 @@ const httpAt = process.argv.indexOf('--http')
 if (httpAt === -1) {
   serveStdio(factory)
 } else {
-  const port = Number(process.argv[httpAt + 1] ?? 0)
+  void serveHttp(Number(process.argv[httpAt + 1] ?? 0))
+}
+
+async function serveHttp(port) {
+  const { createServer } = await import('node:http')
+  const { localhostHostValidation, toNodeHandler } = await import('@modelcontextprotocol/node')
   const handler = toNodeHandler(createMcpHandler(factory, { legacy: 'stateless' }))
   const validHost = localhostHostValidation()
   const server = createServer((req, res) => {
