@@ -74,6 +74,12 @@ export interface PreparedServer {
   badAuth?: Command
   /** Concurrent sessions in the soak (default 4). */
   soakSessions?: number
+  /**
+   * The soak's mix when it must differ from `mixedCalls`: a call the server deliberately spaces
+   * out (GitHub's searches, 2 s apart per token, as GitHub asks) would hold every session to that
+   * pace, and the soak would never reach the thousands of calls its growth check needs.
+   */
+  soakCalls?: ToolCall[]
   /** Stops what `prepare` started. */
   stop(): Promise<void>
 }
@@ -254,6 +260,12 @@ const githubEntry: ServerEntry = {
         { name: 'get_me', arguments: {} },
         { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 7 } },
         { name: 'search_issues', arguments: { query: 'bug repo:octo/demo' } },
+        { name: 'get_file_contents', arguments: { repo: 'octo/demo', path: 'README.md' } },
+      ],
+      // The mix without the search, which the server spaces 2 s apart (see soakCalls).
+      soakCalls: [
+        { name: 'get_me', arguments: {} },
+        { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 7 } },
         { name: 'get_file_contents', arguments: { repo: 'octo/demo', path: 'README.md' } },
       ],
       errorCalls: [

@@ -15,8 +15,7 @@ const SESSIONS = 4
 // last YOUNG_STEADY_GCS collections, or MAX_WARM_UP_MS at most. Each HTTP session's replay buffer
 // (core's BoundedEventStore: 1,000 events or 1 MiB) may still be filling in the window: that is
 // counted as growth. A server that has not got there by MAX_WARM_UP_MS (on a loaded machine a
-// server may answer only a few calls a second; the GitHub server's client spaces its calls as
-// GitHub asks) has a window that is not steady: its RSS is then held to the coarse
+// server may answer only a few calls a second) has a window that is not steady: its RSS is then held to the coarse
 // STARTING_RSS_CEILING instead, and the report says which servers were steady.
 const WARM_UP_MS = Number(process.env.HARDENING_SOAK_WARM_UP_MS ?? 20_000)
 const MAX_WARM_UP_MS = Math.max(WARM_UP_MS, Number(process.env.HARDENING_SOAK_MAX_WARM_UP_MS ?? 180_000))
@@ -140,7 +139,8 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
     sessions.map(async (session, worker) => {
       for (let index = worker; Date.now() < endAt; index++) {
         warmedUp()
-        const call = prepared.mixedCalls[index % prepared.mixedCalls.length]
+        const mix = prepared.soakCalls ?? prepared.mixedCalls
+        const call = mix[index % mix.length]
         if (!call) break
         const id = `${worker}-${index}`
         try {
