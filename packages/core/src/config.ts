@@ -323,25 +323,9 @@ export const COMMON_SETTINGS: Record<string, LazySetting> = {
   logLevel: { schema: once(() => z.string().optional()), unset: undefined },
 }
 
-/** The common settings once validated. */
-interface CommonData {
-  transport: 'stdio' | 'http'
-  host: string
-  port: number
-  authToken: string | undefined
-  stateless: boolean
-  allowedHosts: string[]
-  allowedOrigins: string[]
-  maxBodyBytes: number
-  sessionIdleMs: number
-  stateSecret: string | undefined
+/** The common settings once validated: the config's fields, with the raw log level and the secret file. */
+type CommonData = Omit<CommonConfig, 'auth' | 'logLevel'> & {
   stateSecretFile: string | undefined
-  redisUrl: string | undefined
-  readOnly: boolean
-  toolsets: string[]
-  tools: string[]
-  excludeTools: string[]
-  toolTimeoutMs: number
   logLevel: string | undefined
 }
 
@@ -462,43 +446,33 @@ export function parseConfig<C>(
       `Invalid ${flag ? `--${flag.flag}${flag.env ? ` (env ${flag.env.join('/')})` : ''}` : validated.key}: ${validated.message}`,
     )
   }
-  const common = { data: validated.data as unknown as CommonData }
+  const common = validated.data as unknown as CommonData
   const auth = parseAuth(values, env, secrets)
-  const authProblem = authConfigProblem(auth, common.data.authToken)
+  const authProblem = authConfigProblem(auth, common.authToken)
   if (authProblem) throw new ConfigError(authProblem)
-  warnings.push(...authConfigWarnings(auth, common.data.transport, common.data.host))
+  warnings.push(...authConfigWarnings(auth, common.transport, common.host))
   let logLevel: LogLevel = 'info'
-  if (common.data.logLevel !== undefined) {
-    const level = parseLogLevel(common.data.logLevel)
+  if (common.logLevel !== undefined) {
+    const level = parseLogLevel(common.logLevel)
     if (!level)
       throw new ConfigError(
-        `Invalid --log-level (env LOG_LEVEL): "${common.data.logLevel}" is not one of debug, info, warn, error, silent`,
+        `Invalid --log-level (env LOG_LEVEL): "${common.logLevel}" is not one of debug, info, warn, error, silent`,
       )
     logLevel = level
   }
-  if (
-    common.data.transport === 'http' &&
-    !isLoopback(common.data.host) &&
-    !common.data.authToken &&
-    !auth.issuer
-  ) {
+  if (common.transport === 'http' && !isLoopback(common.host) && !common.authToken && !auth.issuer) {
     warnings.push(
-      `HTTP bound to ${common.data.host} without --auth-token or --auth-issuer: anyone who can reach it can use this server`,
+      `HTTP bound to ${common.host} without --auth-token or --auth-issuer: anyone who can reach it can use this server`,
     )
   }
-  if (common.data.stateless && common.data.redisUrl)
+  if (common.stateless && common.redisUrl)
     warnings.push('--redis-url has no effect with --stateless: there are no sessions to share')
   // Replicas behind a load balancer: each would name its own address as the resource otherwise.
-  else if (
-    common.data.redisUrl &&
-    auth.issuer &&
-    auth.resource === undefined &&
-    common.data.transport === 'http'
-  )
+  else if (common.redisUrl && auth.issuer && auth.resource === undefined && common.transport === 'http')
     warnings.push(
       '--redis-url with --auth-issuer but no --auth-resource: each replica names its own address as the resource; set --auth-resource to the URL clients reach (the load balancer), the same on every replica',
     )
-  const toolsets = common.data.toolsets
+  const toolsets = common.toolsets
   if (source.toolsets && toolsets.length) {
     for (const name of toolsets) {
       if (name !== 'all' && !(name in source.toolsets)) {
@@ -547,7 +521,7 @@ export function parseConfig<C>(
     throw new ConfigError(`Unexpected argument "${positionals[0]}". Run with --help to see the options.`)
   }
 
-  const { logLevel: _ignored, stateSecretFile, ...rest } = common.data
+  const { logLevel: _ignored, stateSecretFile, ...rest } = common
   const stateSecret = readStateSecret(rest.stateSecret, stateSecretFile)
   if (stateSecretFile && stateSecret) secrets.push(stateSecret)
   return {
