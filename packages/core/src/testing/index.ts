@@ -1,6 +1,6 @@
 /**
  * `@keel-mcp/core/testing`: real SDK clients (v2 and v1) connected to a server in memory, over a
- * spawned stdio process, or over HTTP; raw wire access for protocol tests; and the contract check
+ * spawned stdio process, or over HTTP; raw wire access for protocol tests; a recorder of the modules a spawned server loads; and the contract check
  * every server's tool list must pass.
  *
  * @packageDocumentation
@@ -17,4 +17,5 @@ export {
   type TestClient,
 } from './clients.js'
 export { checkToolContract, TOOL_NAME_PATTERN, toolListSnapshot } from './contract.js'
+export { type ModuleLoadRecorder, recordModuleLoads } from './module-loads.js'
 export { type RawStdio, runProcess, type SpawnedHttpServer, spawnHttp, spawnRaw } from './wire.js'
