@@ -7,6 +7,7 @@ import {
   SqlRefusedError,
 } from '../../src/lib/errors.js'
 import { adminQuery, sharedPostgres, waitFor } from '../harness/index.js'
+import { rejection } from './rejection.js'
 
 const shared = sharedPostgres()
 const opened: Database[] = []
@@ -21,15 +22,6 @@ function open(options: DatabaseOptions = {}): Database {
 afterAll(async () => {
   await Promise.all(opened.map((database) => database.close()))
 })
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise
-  } catch (error) {
-    return error
-  }
-  throw new Error('expected the promise to reject')
-}
 
 /** Backends of one application_name that are running a statement right now. */
 const activeBackends = (applicationName: string) =>

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Database } from '../../src/lib/database.js'
 import { classifyPgError } from '../../src/lib/errors.js'
 import { adminQuery, createScratchDatabase, sharedPostgres } from '../harness/index.js'
+import { rejection } from './rejection.js'
 
 /**
  * A call sends BEGIN READ ONLY, its SET LOCAL timeouts, the statement and the session reset as one
@@ -40,15 +41,6 @@ afterAll(async () => {
 async function one<T = unknown>(sql: string, options: { timeoutMs?: number } = {}): Promise<T> {
   const result = await database.readQuery(sql, [], options)
   return result.rows[0]?.[0] as T
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise
-  } catch (error) {
-    return error
-  }
-  throw new Error('expected the promise to reject')
 }
 
 async function advisoryLocksHeld(): Promise<number> {

@@ -9,6 +9,7 @@ import {
   startPostgres,
   waitFor,
 } from '../harness/index.js'
+import { rejection } from './rejection.js'
 
 const shared = sharedPostgres()
 const opened: Database[] = []
@@ -20,15 +21,6 @@ function open(options: DatabaseOptions): Database {
 afterAll(async () => {
   await Promise.all(opened.map((database) => database.close()))
 })
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise
-  } catch (error) {
-    return error
-  }
-  throw new Error('expected the promise to reject')
-}
 
 describe('PostgreSQL restart', () => {
   // A cluster of its own: restarting the shared one would break the other test files.

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { Database } from '../../src/lib/database.js'
 import { classifyPgError, ResultTooLargeError } from '../../src/lib/errors.js'
 import { adminQuery, sharedPostgres, waitFor } from '../harness/index.js'
+import { rejection } from './rejection.js'
 
 /**
  * The row cap is not a memory cap: a byte budget is enforced while rows arrive. Past it the call
@@ -14,15 +15,6 @@ const opened: Database[] = []
 afterAll(async () => {
   await Promise.all(opened.map((database) => database.close()))
 })
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise
-  } catch (error) {
-    return error
-  }
-  throw new Error('expected the promise to reject')
-}
 
 // The 600 MB value and the 20 rows of 300 MB take seconds of server time each; they run once per
 // role against the built bin in test/memory.test.ts.
