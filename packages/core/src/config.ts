@@ -329,7 +329,7 @@ type CommonData = Omit<CommonConfig, 'auth' | 'logLevel'> & {
   logLevel: string | undefined
 }
 
-const COMMON_KEYS: Record<string, keyof CommonData> = {
+const COMMON_KEYS = {
   transport: 'transport',
   host: 'host',
   port: 'port',
@@ -348,6 +348,19 @@ const COMMON_KEYS: Record<string, keyof CommonData> = {
   'exclude-tools': 'excludeTools',
   'tool-timeout': 'toolTimeoutMs',
   'log-level': 'logLevel',
+} as const satisfies Record<string, keyof CommonData>
+
+/** The name of a common flag as core defines it. */
+export type CommonFlagName = keyof typeof COMMON_KEYS
+
+/** The common flags as `source` names them, each with the setting it fills. */
+function commonFlagsOf(source: { renameFlags?: Partial<Record<CommonFlagName, string>> }) {
+  const renames: Partial<Record<string, string>> = source.renameFlags ?? {}
+  return COMMON_FLAGS.map((flag) => ({
+    ...flag,
+    key: COMMON_KEYS[flag.flag as CommonFlagName] as keyof CommonData | undefined,
+    flag: renames[flag.flag] ?? flag.flag,
+  }))
 }
 
 /** What {@link parseConfig} needs to know about the server. */
@@ -360,6 +373,12 @@ export interface ConfigSource<C> {
   positionals?: PositionalSpec
   toolsets?: Record<string, string>
   helpFooter?: string
+  /**
+   * Common flags this server names differently because it needs their name for its own option,
+   * e.g. the browser server's `--allowed-origins` (sites the browser may reach) moves core's HTTP
+   * Origin check to `--http-allowed-origins`. Env vars are unchanged.
+   */
+  renameFlags?: Partial<Record<CommonFlagName, string>>
 }
 
 /** The outcome of parsing: a config, or a request for help/version text. */
@@ -397,7 +416,8 @@ export function parseConfig<C>(
 ): ParseOutcome<C> {
   const serverOptions = (source.options ?? {}) as Record<string, OptionSpec<unknown>>
   const argOptions: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = {}
-  for (const flag of [...COMMON_FLAGS, ...AUTH_FLAGS])
+  const commonFlags = commonFlagsOf(source)
+  for (const flag of [...commonFlags, ...AUTH_FLAGS])
     argOptions[flag.flag] = { type: flag.type, ...(flag.multiple ? { multiple: true } : {}) }
   for (const spec of Object.values(serverOptions)) {
     if (argOptions[spec.flag]) throw new Error(`option --${spec.flag} is defined twice`)
@@ -421,8 +441,8 @@ export function parseConfig<C>(
   const secrets: string[] = []
   const warnings: string[] = []
   const raw: Record<string, unknown> = {}
-  for (const flag of COMMON_FLAGS) {
-    const key = COMMON_KEYS[flag.flag]
+  for (const flag of commonFlags) {
+    const key = flag.key
     if (!key) continue
     const fromArgv = values[flag.flag]
     const fromEnv = fromArgv === undefined ? readEnv(env, flag.env) : undefined
@@ -441,7 +461,7 @@ export function parseConfig<C>(
   }
   const validated = validateSettings(COMMON_SETTINGS, raw)
   if (!validated.success) {
-    const flag = COMMON_FLAGS.find((candidate) => COMMON_KEYS[candidate.flag] === validated.key)
+    const flag = commonFlags.find((candidate) => candidate.key === validated.key)
     throw new ConfigError(
       `Invalid ${flag ? `--${flag.flag}${flag.env ? ` (env ${flag.env.join('/')})` : ''}` : validated.key}: ${validated.message}`,
     )
@@ -626,7 +646,7 @@ export function helpText<C>(source: ConfigSource<C>): string {
       lines.push(`  ${name.padEnd(28)}${description}`)
   }
   lines.push('', 'Common options:')
-  for (const flag of COMMON_FLAGS)
+  for (const flag of commonFlagsOf(source))
     lines.push(flagLine(flag.flag, flag.type, flag.placeholder, flag.env, flag.description))
   lines.push('', 'OAuth 2.1 resource server (HTTP):')
   for (const flag of AUTH_FLAGS)

@@ -1,5 +1,5 @@
 import type { z } from 'zod'
-import type { OptionSpecs, ParsedConfig, PositionalSpec } from './config.js'
+import type { CommonFlagName, OptionSpecs, ParsedConfig, PositionalSpec } from './config.js'
 import type { ErrorMapper } from './errors.js'
 import type { Logger } from './logger.js'
 
@@ -345,6 +345,11 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
   defaultToolsets?: string[]
   /** Extra `--help` text (environment, examples). */
   helpFooter?: string
+  /**
+   * Common flags renamed for this server, when it needs the name for an option of its own
+   * (`{ 'allowed-origins': 'http-allowed-origins' }`). Env vars keep their names.
+   */
+  renameFlags?: Partial<Record<CommonFlagName, string>>
   tools: AnyTool<D>[] | ((config: ParsedConfig<C>) => AnyTool<D>[])
   resources?: ResourceSpec<D>[]
   resourceTemplates?: ResourceTemplateSpec<D>[]

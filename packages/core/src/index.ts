@@ -15,6 +15,7 @@ export {
 } from './build-server.js'
 export {
   type CommonConfig,
+  type CommonFlagName,
   ConfigError,
   helpText,
   isLoopback,

@@ -1,14 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/server'
 import type { ConnectionClientAccess } from './client-access.js'
 import type { ParsedConfig } from './config.js'
-import type {
-  AnyTool,
-  ClientAccess,
-  ClientRoot,
-  HandlerContext,
-  ServerSpec,
-  SessionAccess,
-} from './define.js'
+import type { AnyTool, ClientRoot, HandlerContext, ServerSpec, SessionAccess } from './define.js'
 import { mapSystemError, ToolError } from './errors.js'
 import type { Logger, McpLogLevel } from './logger.js'
 import type { TaskRegistry } from './tasks.js'

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import { ConfigError, parseConfig } from '../src/config.js'
 import { fixture } from './fixture.js'
 
@@ -82,6 +83,43 @@ describe('parseConfig', () => {
     expect(text).toContain('[env FIXTURE_API_URL]')
     expect(text).toContain('--read-only')
     expect(text).toContain('basic')
+  })
+
+  it('lets a server rename a common flag whose name it needs, keeping the env var', () => {
+    const renamed = {
+      ...fixture,
+      renameFlags: { 'allowed-origins': 'http-allowed-origins' },
+      options: {
+        ...fixture.options,
+        sites: {
+          flag: 'allowed-origins',
+          type: 'string' as const,
+          multiple: true,
+          schema: z.array(z.string()).default([]),
+          description: 'Sites the server may reach.',
+        },
+      },
+    }
+    const outcome = parseConfig(
+      renamed,
+      ['--http-allowed-origins', 'https://app.test', '--allowed-origins', 'a,b'],
+      {},
+    )
+    if (outcome.kind !== 'config') throw new Error(outcome.kind)
+    expect(outcome.config.allowedOrigins).toEqual(['https://app.test'])
+    expect((outcome.config.options as Record<string, unknown>).sites).toEqual(['a', 'b'])
+    const fromEnv = parseConfig(renamed, [], { MCP_ALLOWED_ORIGINS: 'https://env.test' })
+    expect(fromEnv.kind === 'config' && fromEnv.config.allowedOrigins).toEqual(['https://env.test'])
+    const help = parseConfig(renamed, ['--help'], {})
+    const text = help.kind === 'help' ? help.text : ''
+    expect(text).toMatch(
+      /--http-allowed-origins <a,b>\s+Extra Origins accepted on HTTP\. \[env MCP_ALLOWED_ORIGINS\]/,
+    )
+    expect(text).toMatch(/--allowed-origins <value>\s+Sites the server may reach\./)
+    // Without the rename the two would collide.
+    expect(() => parseConfig({ ...renamed, renameFlags: {} }, [], {})).toThrow(
+      /--allowed-origins is defined twice/,
+    )
   })
 
   it('returns the version', () => {

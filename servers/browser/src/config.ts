@@ -79,7 +79,7 @@ export const options: OptionSpecs<BrowserOptions> = {
     schema: z.string().min(1).optional(),
   },
   allowedOrigins: {
-    flag: 'browser-allowed-origins',
+    flag: 'allowed-origins',
     env: 'BROWSER_ALLOWED_ORIGINS',
     type: 'string',
     multiple: true,
@@ -89,7 +89,7 @@ export const options: OptionSpecs<BrowserOptions> = {
     schema: origins,
   },
   blockedOrigins: {
-    flag: 'browser-blocked-origins',
+    flag: 'blocked-origins',
     env: 'BROWSER_BLOCKED_ORIGINS',
     type: 'string',
     multiple: true,
@@ -176,6 +176,6 @@ export const helpFooter = `Browser discovery: --executable-path or PUPPETEER_EXE
 
 The browser starts on the first call that needs it. Refused by default: file:, chrome:, devtools:,
 view-source:, javascript: and top-level data: URLs; loopback, private and link-local addresses
-(also through DNS names and redirects, for pages and for every request they make). Note that
---allowed-origins is core's HTTP Origin check for MCP clients; the browser's own list is
---browser-allowed-origins.`
+(also through DNS names and redirects, for pages and for every request they make).
+--allowed-origins / --blocked-origins name the sites the browser may or may not reach; the
+Origin header check for MCP clients over HTTP is --http-allowed-origins here.`

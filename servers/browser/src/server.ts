@@ -66,6 +66,9 @@ export function createServer(tuning: BrowserTuning = {}) {
         ? ` Only these origins are reachable: ${config.allowedOrigins.join(', ')}.`
         : ''),
     options,
+    // The browser's site list takes the name users know from other browser servers; core's
+    // HTTP Origin check for MCP clients moves to --http-allowed-origins (env unchanged).
+    renameFlags: { 'allowed-origins': 'http-allowed-origins' },
     helpFooter,
     tools: (config) => [
       ...coreTools,
@@ -80,9 +83,7 @@ export function createServer(tuning: BrowserTuning = {}) {
         try {
           parseOriginPattern(origin)
         } catch (error) {
-          throw new ConfigError(
-            `Invalid --browser-allowed-origins/--browser-blocked-origins: ${(error as Error).message}`,
-          )
+          throw new ConfigError(`Invalid --allowed-origins/--blocked-origins: ${(error as Error).message}`)
         }
       }
       const downloads = settings.caps.includes('downloads')

@@ -217,12 +217,52 @@ describe('the process', () => {
     }
   })
 
+  it('keeps the browser site list and the HTTP Origin check apart', async () => {
+    const help = await runProcess(process.execPath, [BIN, '--help'])
+    expect(help.stdout).toMatch(/--allowed-origins <a,b>\s+The only origins the browser may reach/)
+    expect(help.stdout).toMatch(/--blocked-origins <a,b>/)
+    expect(help.stdout).toMatch(/--http-allowed-origins <a,b>\s+Extra Origins accepted on HTTP\./)
+    const initialize = (url: string, origin: string) =>
+      fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          origin,
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: {
+            protocolVersion: '2025-06-18',
+            capabilities: {},
+            clientInfo: { name: 't', version: '1' },
+          },
+        }),
+      })
+    // The browser's list opens sites to the browser, never the server's front door to web pages.
+    const sitesOnly = await spawnHttp(process.execPath, [BIN, '--allowed-origins', 'https://app.test'])
+    try {
+      expect((await initialize(sitesOnly.url, 'https://app.test')).status).toBe(403)
+    } finally {
+      await sitesOnly.close()
+    }
+    const front = await spawnHttp(process.execPath, [BIN, '--http-allowed-origins', 'https://app.test'])
+    try {
+      expect((await initialize(front.url, 'https://app.test')).status).toBe(200)
+      expect((await initialize(front.url, 'https://other.test')).status).toBe(403)
+    } finally {
+      await front.close()
+    }
+  })
+
   it('refuses bad configuration in one line', async () => {
     for (const args of [
       ['--viewport', 'huge'],
       ['--caps', 'launch'],
       ['--caps', 'downloads'],
-      ['--browser-allowed-origins', 'https://example.com/path'],
+      ['--allowed-origins', 'https://example.com/path'],
     ]) {
       const result = await runProcess(process.execPath, [BIN, ...args])
       expect(result.code, args.join(' ')).toBe(1)

@@ -156,17 +156,17 @@ describe('allow and block lists', () => {
     const allowed = `http://127.0.0.1:${site.port}`
     const blocked = `http://127.0.0.1:${intranet.port}`
     const browser = await connection([
-      '--browser-allowed-origins',
+      '--allowed-origins',
       `${allowed},${blocked}`,
-      '--browser-blocked-origins',
+      '--blocked-origins',
       blocked,
     ])
     const ok = await call(browser, 'navigate', { url: `${allowed}/` })
     expect(ok.isError, ok.text).toBe(false)
     const refusedBlocked = await call(browser, 'navigate', { url: `${blocked}/` })
-    expect(refusedBlocked.text).toContain('is blocked (--browser-blocked-origins)')
+    expect(refusedBlocked.text).toContain('is blocked (--blocked-origins)')
     const unlisted = await call(browser, 'navigate', { url: `http://127.0.0.1:${third.port}/` })
-    expect(unlisted.text).toContain('is not in --browser-allowed-origins')
+    expect(unlisted.text).toContain('is not in --allowed-origins')
     const hitsBefore = third.hits.length
     const redirect = await call(browser, 'navigate', {
       url: `${allowed}/redirect?to=${encodeURIComponent(`http://127.0.0.1:${third.port}/`)}`,
@@ -182,7 +182,7 @@ describe('allow and block lists', () => {
 
   it('shows a URL opened with userinfo without its credentials, everywhere a URL appears', async () => {
     const blocked = `http://127.0.0.1:${intranet.port}`
-    const browser = await connection(['--allow-private-network', '--browser-blocked-origins', blocked])
+    const browser = await connection(['--allow-private-network', '--blocked-origins', blocked])
     const password = 'keel-userinfo-Pw7xQ2'
     const withUserinfo = (port: number, path: string) => `http://someone:${password}@127.0.0.1:${port}${path}`
     const shown: string[] = []

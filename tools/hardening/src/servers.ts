@@ -340,7 +340,7 @@ export function browserCommand(origin: string, extra: string[] = []): Command {
       bin('browser'),
       '--executable-path',
       CHROMIUM,
-      '--browser-allowed-origins',
+      '--allowed-origins',
       origin,
       '--timeout-navigation',
       '3000',

@@ -156,7 +156,7 @@ export const hooks = {
     const { startFixtures } = await importHarness(entry)
     const fixtures = await startFixtures()
     return {
-      args: ['--browser-allowed-origins', fixtures.url],
+      args: ['--allowed-origins', fixtures.url],
       pickCall: preferredCall(['navigate'], { url: `${fixtures.url}/` }),
       check: (result) =>
         textOf(result).includes('Fixture home')

@@ -99,7 +99,7 @@ describe('the browser hook', () => {
     const prepared = await hooks.browser({ repo })
     try {
       const origin = prepared.args[1]
-      expect(prepared.args).toEqual(['--browser-allowed-origins', origin])
+      expect(prepared.args).toEqual(['--allowed-origins', origin])
       const home = await (await fetch(`${origin}/`)).text()
       expect(home).toContain('Fixture home')
       expect(prepared.pickCall([{ name: 'navigate', inputSchema: { required: ['url'] } }])).toEqual({

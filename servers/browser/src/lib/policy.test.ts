@@ -121,9 +121,7 @@ describe('UrlPolicy', () => {
     const listed = policy({ allowedOrigins: ['http://127.0.0.1:3000', '*.public.test'] })
     expect(await listed.check('http://127.0.0.1:3000/x', top)).toBeUndefined()
     expect(await listed.check('https://a.public.test/', sub)).toBeUndefined()
-    expect((await listed.check('http://127.0.0.1:3001/', top))?.reason).toContain(
-      'not in --browser-allowed-origins',
-    )
+    expect((await listed.check('http://127.0.0.1:3001/', top))?.reason).toContain('not in --allowed-origins')
     expect((await listed.check('https://public.test/', sub))?.reason).toContain('not in')
   })
 

@@ -172,12 +172,12 @@ export class UrlPolicy {
       return { reason: `${scheme} URLs are refused` }
     const httpUrl = scheme.startsWith('ws') ? new URL(raw.replace(/^ws/, 'http')) : url
     if (this.blocked.some((pattern) => pattern.matches(httpUrl)))
-      return { reason: `${httpUrl.origin} is blocked (--browser-blocked-origins)` }
+      return { reason: `${httpUrl.origin} is blocked (--blocked-origins)` }
     if (this.allowed.length) {
       // An allow-list opens exactly what it names, private addresses included, and nothing else.
       return this.allowed.some((pattern) => pattern.matches(httpUrl))
         ? undefined
-        : { reason: `${httpUrl.origin} is not in --browser-allowed-origins` }
+        : { reason: `${httpUrl.origin} is not in --allowed-origins` }
     }
     if (this.options.allowPrivateNetwork) return undefined
     const host = httpUrl.hostname.replace(/^\[|\]$/g, '')
@@ -208,10 +208,10 @@ export class UrlPolicy {
       (scheme) => new URL(`${scheme}//${isIP(bare) === 6 ? `[${bare}]` : bare}:${port}/`),
     )
     const blocked = urls.find((url) => this.blocked.some((pattern) => pattern.matches(url)))
-    if (blocked) return { reason: `${blocked.origin} is blocked (--browser-blocked-origins)` }
+    if (blocked) return { reason: `${blocked.origin} is blocked (--blocked-origins)` }
     const listed = urls.some((url) => this.allowed.some((pattern) => pattern.matches(url)))
     if (this.allowed.length && !listed)
-      return { reason: `${urls[0]?.origin ?? host} is not in --browser-allowed-origins` }
+      return { reason: `${urls[0]?.origin ?? host} is not in --allowed-origins` }
     let addresses: string[]
     if (isIP(bare)) addresses = [bare]
     else {
