@@ -64,6 +64,8 @@ function prepare() {
     .update(source)
     .digest('hex')
   const cacheFile = path.join(directory, `${key.slice(0, 32)}.bin`)
+  // Core keeps the server's tool schemas, as listed, next to the code (packages/core/src/schema-cache.ts).
+  globalThis.__keelCache = { directory, key: key.slice(0, 32) }
   let cachedData
   try {
     cachedData = fs.readFileSync(cacheFile)

@@ -14,7 +14,7 @@ import { registerTools } from './tool-call.js'
 
 export type { InstanceOptions, Runtime } from './instance.js'
 export { RESULT_TEXT_CEILING_BYTES } from './tool-call.js'
-export { describeIssues, selectTools } from './tool-schema.js'
+export { describeIssues, selectTools, useSchemaCache } from './tool-schema.js'
 
 /**
  * Builds one `McpServer` for a connection (stdio, an HTTP session) or a single stateless

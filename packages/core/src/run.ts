@@ -1,5 +1,5 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio'
-import { createInstance, type Runtime, selectTools } from './build-server.js'
+import { createInstance, type Runtime, selectTools, useSchemaCache } from './build-server.js'
 import { ConfigError, type ParsedConfig, parseConfig } from './config.js'
 import type { ServerSpec } from './define.js'
 import { ToolError } from './errors.js'
@@ -7,6 +7,7 @@ import { boundHeapGrowth } from './heap.js'
 import type { HttpEndpoint } from './http.js'
 import { createLogger, type Logger } from './logger.js'
 import { redactor } from './redact.js'
+import { openSchemaCache } from './schema-cache.js'
 import { LineTransport } from './stdio.js'
 
 /** Options of {@link run}. */
@@ -70,6 +71,10 @@ export async function prepare<D, C>(
   const logger =
     options.logger ?? createLogger({ level: config.logLevel, name: spec.name }, options.env ?? process.env)
   for (const warning of warnings) logger.warn(warning)
+  // Only a bin's own launcher offers a place to keep tool schemas; elsewhere this is undefined.
+  useSchemaCache(
+    openSchemaCache(spec, config, secrets, (options.env ?? process.env).KEEL_COMPILE_CACHE_DEBUG === '1'),
+  )
   let tools: ReturnType<typeof selectTools<D, C>>
   try {
     tools = selectTools(spec, config)

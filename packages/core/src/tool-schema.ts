@@ -2,6 +2,7 @@ import { z } from 'zod'
 import type { ParsedConfig } from './config.js'
 import type { AnyTool, ServerSpec } from './define.js'
 import { ToolError } from './errors.js'
+import type { SchemaCache } from './schema-cache.js'
 
 // How tools are listed: one JSON Schema per tool, built once per process; and which tools a
 // process serves after toolsets, read-only and allow/deny lists.
@@ -17,6 +18,12 @@ export interface ToolPlan {
 }
 
 const plans = new WeakMap<AnyTool, ToolPlan>()
+
+/** Where this process keeps listed schemas between starts (see schema-cache.ts); set once by `prepare`. */
+let schemaCache: SchemaCache | undefined
+export function useSchemaCache(cache: SchemaCache | undefined): void {
+  schemaCache = cache
+}
 
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>
@@ -203,16 +210,35 @@ export function listedTitle(name: string, title: string): string | undefined {
 export function planFor(tool: AnyTool): ToolPlan {
   let plan = plans.get(tool)
   if (!plan) {
-    // Unknown keys are refused rather than silently dropped: a misspelt argument must not turn into a default.
-    const schema = z.object(tool.input).strict()
-    const output = tool.output ? z.object(tool.output) : undefined
-    const outputJson = output ? jsonSchemaOf(output, 'output') : undefined
+    // The zod objects are made when first needed: a start that lists schemas from the cache never
+    // builds them before the first call. Unknown keys are refused rather than silently dropped: a
+    // misspelt argument must not turn into a default.
+    let schema: z.ZodObject | undefined
+    let output: z.ZodObject | undefined
+    const inputOf = (): z.ZodObject => {
+      schema ??= z.object(tool.input).strict()
+      return schema
+    }
+    const outputOf = (): z.ZodObject | undefined => {
+      if (tool.output) output ??= z.object(tool.output)
+      return output
+    }
+    const cached = schemaCache?.get(tool.name)
+    const usable =
+      cached && (cached.output !== undefined) === (tool.output !== undefined) ? cached : undefined
+    const inputJson = usable?.input ?? jsonSchemaOf(inputOf(), 'input')
+    const outputJson =
+      tool.output === undefined
+        ? undefined
+        : (usable?.output ?? jsonSchemaOf(outputOf() as z.ZodObject, 'output'))
+    if (!usable)
+      schemaCache?.set(tool.name, { input: inputJson, ...(outputJson ? { output: outputJson } : {}) })
     const title = listedTitle(tool.name, tool.title)
     const listed: Record<string, unknown> = {
       name: tool.name,
       ...(title === undefined ? {} : { title }),
       description: tool.description,
-      inputSchema: jsonSchemaOf(schema, 'input'),
+      inputSchema: inputJson,
     }
     listed.annotations = compactAnnotations(tool.annotations)
     if (outputJson) listed.outputSchema = outputJson
@@ -220,7 +246,18 @@ export function planFor(tool: AnyTool): ToolPlan {
     const listedWithTasks = tool.taskSupport
       ? { ...listed, execution: { taskSupport: tool.taskSupport } }
       : listed
-    plan = { tool, schema, output, listed, listedWithTasks, outputJson }
+    plan = {
+      tool,
+      get schema() {
+        return inputOf()
+      },
+      get output() {
+        return outputOf()
+      },
+      listed,
+      listedWithTasks,
+      outputJson,
+    }
     plans.set(tool, plan)
   }
   return plan

@@ -1,4 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises'
+import { promises as fs } from 'node:fs'
+// node:fs/promises loads on first use through the getter, not at start.
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Browser, BrowserContext, Page } from 'puppeteer-core'
@@ -238,7 +239,7 @@ export class BrowserHost {
     // Loaded here, on the first call that needs a browser: start-up never pays for puppeteer.
     const { default: puppeteer } = await import('puppeteer-core')
     if (!this.settings.userDataDir && !this.profileDir)
-      this.profileDir = await mkdtemp(join(tmpdir(), 'keel-browser-'))
+      this.profileDir = await fs.mkdtemp(join(tmpdir(), 'keel-browser-'))
     if (!this.proxy) {
       // Like puppeteer, the proxy (and with it node:http) loads with the first browser.
       const { PolicyProxy } = await import('./proxy.js')
@@ -321,7 +322,7 @@ export class BrowserHost {
     await this.proxy?.close()
     this.proxy = undefined
     if (this.profileDir) {
-      await rm(this.profileDir, { recursive: true, force: true, maxRetries: 2 }).catch(() => undefined)
+      await fs.rm(this.profileDir, { recursive: true, force: true, maxRetries: 2 }).catch(() => undefined)
       this.profileDir = undefined
     }
   }

@@ -1,4 +1,3 @@
-import { lookup } from 'node:dns/promises'
 import { BlockList, isIP } from 'node:net'
 
 /** What the browser may reach. Built once from the command line. */
@@ -17,30 +16,37 @@ export interface Refusal {
 }
 
 // Loopback, private, link-local, carrier-grade NAT, unique-local, multicast and unspecified
-// ranges: a public page must never make the browser reach the machine or the intranet.
-const privateRanges = new BlockList()
-for (const [network, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 3],
-] as const)
-  privateRanges.addSubnet(network, prefix, 'ipv4')
-for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const)
-  privateRanges.addSubnet(network, prefix, 'ipv6')
+// ranges: a public page must never make the browser reach the machine or the intranet. Built on
+// first use: the server starts (and lists its tools) without it.
+let ranges: BlockList | undefined
+function privateRanges(): BlockList {
+  if (ranges) return ranges
+  const built = new BlockList()
+  for (const [network, prefix] of [
+    ['0.0.0.0', 8],
+    ['10.0.0.0', 8],
+    ['100.64.0.0', 10],
+    ['127.0.0.0', 8],
+    ['169.254.0.0', 16],
+    ['172.16.0.0', 12],
+    ['192.0.0.0', 24],
+    ['192.168.0.0', 16],
+    ['198.18.0.0', 15],
+    ['224.0.0.0', 3],
+  ] as const)
+    built.addSubnet(network, prefix, 'ipv4')
+  for (const [network, prefix] of [
+    ['::', 128],
+    ['::1', 128],
+    ['fc00::', 7],
+    ['fe80::', 10],
+    ['fec0::', 10],
+    ['ff00::', 8],
+  ] as const)
+    built.addSubnet(network, prefix, 'ipv6')
+  ranges = built
+  return built
+}
 
 /** The IPv4 address an IPv6 address embeds (mapped, compatible or NAT64), if any. */
 function embeddedIpv4(address: string): string | undefined {
@@ -60,11 +66,11 @@ function embeddedIpv4(address: string): string | undefined {
 export function isPrivateAddress(address: string): boolean {
   const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '')
   const family = isIP(bare)
-  if (family === 4) return privateRanges.check(bare, 'ipv4')
+  if (family === 4) return privateRanges().check(bare, 'ipv4')
   if (family === 6) {
     const v4 = embeddedIpv4(bare)
-    if (v4) return privateRanges.check(v4, 'ipv4')
-    return privateRanges.check(bare, 'ipv6')
+    if (v4) return privateRanges().check(v4, 'ipv4')
+    return privateRanges().check(bare, 'ipv6')
   }
   return false
 }
@@ -127,8 +133,10 @@ const REFUSED_SCHEMES = new Set([
 
 type Resolver = (host: string) => Promise<string[]>
 
-const defaultResolver: Resolver = async (host) =>
-  (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address)
+const defaultResolver: Resolver = async (host) => {
+  const { lookup } = await import('node:dns/promises')
+  return (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address)
+}
 
 /**
  * Judges every URL the browser is about to load: navigations (top level and frames) and

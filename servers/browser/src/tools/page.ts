@@ -1,4 +1,5 @@
-import { realpath, stat } from 'node:fs/promises'
+import { promises as fs } from 'node:fs'
+// node:fs/promises loads on first use through the getter, not at start.
 import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { ToolError, z } from '@keel-mcp/core'
 import { boxOf, fieldKind, resolveRef, setFiles } from '../lib/element.js'
@@ -19,16 +20,16 @@ import {
 async function uploadable(path: string, dirs: string[]): Promise<string> {
   let real: string
   try {
-    real = await realpath(resolve(path))
+    real = await fs.realpath(resolve(path))
   } catch {
     throw new ToolError('not_found', `No file ${path}`)
   }
   for (const dir of dirs) {
-    const root = await realpath(dir).catch(() => undefined)
+    const root = await fs.realpath(dir).catch(() => undefined)
     if (!root) continue
     const inside = relative(root, real)
     if (inside && !inside.startsWith(`..${sep}`) && inside !== '..' && !isAbsolute(inside)) {
-      if (!(await stat(real)).isFile()) throw new ToolError('invalid_argument', `${path} is not a file`)
+      if (!(await fs.stat(real)).isFile()) throw new ToolError('invalid_argument', `${path} is not a file`)
       return real
     }
   }

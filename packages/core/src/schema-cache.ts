@@ -1,0 +1,103 @@
+import { createHash } from 'node:crypto'
+import { readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+// Tool schemas as listed, kept between starts of a bin.
+//
+// Converting every tool's zod schemas to JSON Schema is most of what a server does between
+// answering `initialize` and answering the first `tools/list` (about 10 ms for 20 tools, on every
+// start). The conversion's result depends only on the code and on the configuration the tools were
+// built from, so a bin keeps it next to its V8 code cache: the launcher (tools/bundle/launcher.cjs)
+// names a directory only this user can write to and a key that changes with the bundle's content
+// and the V8 version, and core adds a fingerprint of the configuration. A file that cannot be read
+// or does not hold what is expected is ignored and written again; KEEL_COMPILE_CACHE=0 turns both
+// caches off. Without the launcher (tests, a server embedded in another program) nothing is kept.
+
+/** What the launcher publishes when it has a private cache directory. */
+interface LauncherCache {
+  directory: string
+  key: string
+}
+
+/** One tool's JSON Schemas, as `tools/list` gives them. */
+export interface CachedSchemas {
+  input: Record<string, unknown>
+  output?: Record<string, unknown>
+}
+
+export interface SchemaCache {
+  get(tool: string): CachedSchemas | undefined
+  /** Remembers a tool's schemas; the file is written once the current turn of the event loop ends. */
+  set(tool: string, schemas: CachedSchemas): void
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+function validEntry(value: unknown): value is CachedSchemas {
+  return isObject(value) && isObject(value.input) && (value.output === undefined || isObject(value.output))
+}
+
+/**
+ * The fingerprint of what tool schemas may be built from: the server's name and version and its
+ * parsed configuration, secrets left out (they are never written, not even hashed).
+ */
+export function configFingerprint(
+  server: { name: string; version: string },
+  config: unknown,
+  secrets: readonly string[],
+): string {
+  const hidden = new Set(secrets)
+  const text = JSON.stringify([server.name, server.version, config], (_key, value: unknown) =>
+    typeof value === 'string' && hidden.has(value) ? '(secret)' : value,
+  )
+  return createHash('sha256').update(text).digest('hex').slice(0, 32)
+}
+
+/**
+ * The schema cache for this process, or undefined when the launcher keeps no cache. `debug`
+ * (KEEL_COMPILE_CACHE_DEBUG=1) reports on stderr whether the file was found.
+ */
+export function openSchemaCache(
+  server: { name: string; version: string },
+  config: unknown,
+  secrets: readonly string[],
+  debug = false,
+): SchemaCache | undefined {
+  const place = (globalThis as { __keelCache?: LauncherCache }).__keelCache
+  if (!place || typeof place.directory !== 'string' || typeof place.key !== 'string') return undefined
+  const fingerprint = configFingerprint(server, config, secrets)
+  const file = join(place.directory, `${place.key}-${fingerprint}.tools.json`)
+  const entries = new Map<string, CachedSchemas>()
+  try {
+    const stored: unknown = JSON.parse(readFileSync(file, 'utf8'))
+    if (isObject(stored))
+      for (const [tool, value] of Object.entries(stored)) if (validEntry(value)) entries.set(tool, value)
+  } catch {}
+  if (debug) process.stderr.write(`keel schema cache: ${entries.size ? 'hit' : 'miss'}\n`)
+  let pending = false
+  let atExit = false
+  const flush = () => {
+    if (!pending) return
+    pending = false
+    try {
+      const temporary = `${file}.${process.pid}.tmp`
+      writeFileSync(temporary, JSON.stringify(Object.fromEntries(entries)), { mode: 0o600 })
+      renameSync(temporary, file)
+    } catch {}
+  }
+  return {
+    get: (tool) => entries.get(tool),
+    set(tool, schemas) {
+      entries.set(tool, schemas)
+      if (pending) return
+      pending = true
+      // After the answer that needed the schemas has been written, or at exit if that comes first.
+      setImmediate(flush)
+      if (!atExit) {
+        atExit = true
+        process.once('exit', flush)
+      }
+    },
+  }
+}
