@@ -13,7 +13,8 @@
 //                   processes still running once the server is gone (a browser it left behind)
 //                   are counted and killed
 //
-// Each figure is the median over rounds, with the spread (min–max over rounds) beside it.
+// Each figure is the median over rounds, with the spread (min–max over rounds) beside it. Cold
+// starts take BENCH_COLD_ROUNDS rounds (11), the other figures BENCH_ROUNDS (5).
 //
 // Plugging in a server: give `compareServers` one contender per server (see `Contender`):
 //
@@ -40,6 +41,8 @@ import { median, processTree, quantile, RawClient, table } from './rpc.mjs'
 
 export const defaults = {
   rounds: Number(process.env.BENCH_ROUNDS ?? 5),
+  // A cold start costs a fraction of a second and varies most with the machine's load: more rounds.
+  coldRounds: Number(process.env.BENCH_COLD_ROUNDS ?? 11),
   calls: Number(process.env.BENCH_CALLS ?? 300),
   inflight: 8,
   inflightCalls: Number(process.env.BENCH_INFLIGHT_CALLS ?? 400),
@@ -150,7 +153,7 @@ async function concurrent(client, call, total, inflight) {
  * Returns the medians per contender.
  */
 export async function compareServers(title, contenders, options = {}) {
-  const { rounds, calls, inflight, inflightCalls, warmup, slice } = { ...defaults, ...options }
+  const { rounds, coldRounds, calls, inflight, inflightCalls, warmup, slice } = { ...defaults, ...options }
   const reference = contenders.find((contender) => contender.reference) ?? contenders.at(-1)
   const data = contenders.map(() => ({
     initialized: [],
@@ -171,7 +174,7 @@ export async function compareServers(title, contenders, options = {}) {
 
   // Cold starts and exits, alternated. One unmeasured start first fills caches (V8 code cache, disk).
   for (const contender of contenders) await coldRound(contender)
-  for (let round = 0; round < rounds; round++) {
+  for (let round = 0; round < coldRounds; round++) {
     for (const [index, contender] of contenders.entries()) {
       const { initialized, listed, exitMs, list } = await coldRound(contender)
       const entry = data[index]
@@ -257,7 +260,7 @@ export async function compareServers(title, contenders, options = {}) {
   }
   const figures = [
     [
-      'cold start → initialize',
+      `cold start → initialize (${coldRounds} starts)`,
       (entry) => withSpread(entry.initialized, ms),
       (entry) => median(entry.initialized),
     ],
@@ -299,9 +302,9 @@ export async function compareServers(title, contenders, options = {}) {
     [
       'exit after stdin close, idle',
       (entry) =>
-        entry.hangs === rounds
+        entry.hangs === coldRounds
           ? 'hangs (killed after 5 s)'
-          : `${withSpread(entry.exit, ms)}${entry.hangs ? `, ${entry.hangs}/${rounds} hang` : ''}`,
+          : `${withSpread(entry.exit, ms)}${entry.hangs ? `, ${entry.hangs}/${coldRounds} hang` : ''}`,
       (entry) => (entry.hangs ? undefined : median(entry.exit)),
     ],
     [
