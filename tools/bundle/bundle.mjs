@@ -10,6 +10,7 @@
 // dependencies listed in the package's `dependencies` stay external (loaded lazily, e.g. pg or
 // puppeteer) unless the package names them in `keel.bundle`. Sources stay ESM; only the bin is CJS
 // (dist/package.json says so, so the bin path stays dist/index.js).
+import { createHash } from 'node:crypto'
 import { chmod, readFile, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { build } from 'esbuild'
@@ -170,7 +171,10 @@ if (server.startsWith('#!')) server = server.slice(server.indexOf('\n') + 1)
 // the launcher defines (and Node's own resolution from dist/ applies, as before).
 server = server.replace(/\bimport\((?=["'`])/g, '__keelImport(')
 await writeFile(serverFile, server)
-const launcher = await readFile(new URL('./launcher.cjs', import.meta.url), 'utf8')
+const launcher = (await readFile(new URL('./launcher.cjs', import.meta.url), 'utf8')).replace(
+  '__KEEL_BUNDLE_SHA256__',
+  createHash('sha256').update(server).digest('hex'),
+)
 await writeFile(join(root, 'dist', 'index.js'), `#!/usr/bin/env node\n${launcher}`, { mode: 0o755 })
 for (const file of Object.keys(result.metafile.outputs)) {
   if (file.endsWith('.js')) await chmod(join(root, file), 0o755)

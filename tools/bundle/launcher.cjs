@@ -4,8 +4,9 @@
 // Why: compiling the ~0.9 MB bundle is a large share of every start, and clients start servers
 // often. The first run compiles normally and, on exit, stores V8's code cache in a per-user cache
 // directory; later runs skip most of the compilation. The cache is keyed by the bundle's content
-// hash and the V8 version, V8 itself rejects a cache that does not match, and any problem falls
-// back to a plain require(). KEEL_COMPILE_CACHE=0 turns it off; KEEL_COMPILE_CACHE_DIR moves it.
+// hash (computed when it was built), its size and modification time, and the V8 version; V8
+// itself rejects a cache that does not match, and any problem falls back to a plain require().
+// KEEL_COMPILE_CACHE=0 turns it off; KEEL_COMPILE_CACHE_DIR moves it.
 const fs = require('node:fs')
 const path = require('node:path')
 
@@ -49,23 +50,49 @@ if (!process.execArgv.some((argument) => /^--(no-)?heap[-_]growing[-_]percent(=|
   } catch {}
 }
 
+// The SHA-256 of server.js, written in by the bundler (tools/bundle/bundle.mjs) when it builds
+// this file. With it the launcher needs no node:crypto, which takes about 3 ms to load, at start.
+const BUNDLE_SHA256 = '__KEEL_BUNDLE_SHA256__'
+
+/** 32-bit FNV-1a of a short string, in hex. */
+function fnv1a(text) {
+  let hash = 0x811c9dc5
+  for (let index = 0; index < text.length; index++)
+    hash = Math.imul(hash ^ text.charCodeAt(index), 0x01000193)
+  return (hash >>> 0).toString(16).padStart(8, '0')
+}
+
+/**
+ * The cache key: the bundle's content hash, V8's version, the architecture, and server.js's size
+ * and modification time (a bundle edited after the build gets a key of its own). A launcher that
+ * was not given the hash at build time hashes the source itself.
+ */
+function cacheKey(source) {
+  const runtime = `${process.versions.v8}|${process.arch}`
+  if (!/^[0-9a-f]{64}$/.test(BUNDLE_SHA256)) {
+    return require('node:crypto')
+      .createHash('sha256')
+      .update(runtime)
+      .update(source)
+      .digest('hex')
+      .slice(0, 32)
+  }
+  const stat = fs.statSync(bundle)
+  const variant = `${runtime}|${stat.size}|${stat.mtimeMs}|${source.length}`
+  return `${BUNDLE_SHA256.slice(0, 16)}${fnv1a(variant)}${fnv1a(`${variant}|${BUNDLE_SHA256}`)}`
+}
+
 /** Compiles the bundle with the code cache; returns a function that runs it, or undefined. */
 function prepare() {
   const vm = require('node:vm')
   const directory = cacheDirectory()
   if (!directory || !privateDirectory(directory)) return undefined
   const Module = require('node:module')
-  const crypto = require('node:crypto')
   const source = fs.readFileSync(bundle, 'utf8')
-  const key = crypto
-    .createHash('sha256')
-    .update(process.versions.v8)
-    .update(process.arch)
-    .update(source)
-    .digest('hex')
-  const cacheFile = path.join(directory, `${key.slice(0, 32)}.bin`)
+  const key = cacheKey(source)
+  const cacheFile = path.join(directory, `${key}.bin`)
   // Core keeps the server's tool schemas, as listed, next to the code (packages/core/src/schema-cache.ts).
-  globalThis.__keelCache = { directory, key: key.slice(0, 32) }
+  globalThis.__keelCache = { directory, key }
   let cachedData
   try {
     cachedData = fs.readFileSync(cacheFile)

@@ -1,4 +1,3 @@
-import { hkdfSync, randomBytes } from 'node:crypto'
 import {
   CLIENT_CAPABILITIES_META_KEY,
   createRequestStateCodec,
@@ -9,6 +8,7 @@ import {
 import type { AskOptions, ClientAccess } from './define.js'
 import { ToolError } from './errors.js'
 import type { InstanceState } from './instance.js'
+import { nodeCrypto } from './lazy-crypto.js'
 import type { Logger } from './logger.js'
 
 // What a tool can ask of the client mid-call (roots, sampling, elicitation), in both eras.
@@ -100,7 +100,7 @@ let stateCodec: ReturnType<typeof createRequestStateCodec<{ answers: Record<stri
 let stateKey: Uint8Array | undefined
 export function requestStateCodec() {
   stateCodec ??= createRequestStateCodec<{ answers: Record<string, unknown> }>({
-    key: stateKey ?? randomBytes(32),
+    key: stateKey ?? nodeCrypto().randomBytes(32),
     ttlSeconds: 900,
   })
   return stateCodec
@@ -112,7 +112,7 @@ export function requestStateCodec() {
  */
 export function useStateSecret(secret: string): void {
   if (secret.length < 32) throw new RangeError('the state secret must be at least 32 characters')
-  stateKey = new Uint8Array(hkdfSync('sha256', secret, 'keel-mcp', 'requestState v1', 32))
+  stateKey = new Uint8Array(nodeCrypto().hkdfSync('sha256', secret, 'keel-mcp', 'requestState v1', 32))
   stateCodec = undefined
 }
 

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { nodeCrypto } from './lazy-crypto.js'
 import { redactor } from './redact.js'
 
 /**
@@ -76,7 +76,7 @@ export function formatToolError(error: ToolError): string {
 
 /** A short random reference that ties a generic client message to the full log line. */
 export function errorReference(): string {
-  return randomBytes(4).toString('hex')
+  return nodeCrypto().randomBytes(4).toString('hex')
 }
 
 /** Errno codes → kinds, for servers that touch the file system or network directly. */

@@ -67,6 +67,7 @@ export {
   type ToolErrorOptions,
 } from './errors.js'
 export type { HttpEndpoint } from './http.js'
+export { nodeCrypto } from './lazy-crypto.js'
 export {
   type CappedText,
   capText,

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
@@ -51,7 +50,23 @@ export function configFingerprint(
   const text = JSON.stringify([server.name, server.version, config], (_key, value: unknown) =>
     typeof value === 'string' && hidden.has(value) ? '(secret)' : value,
   )
-  return createHash('sha256').update(text).digest('hex').slice(0, 32)
+  return hash64(text)
+}
+
+/**
+ * 64 bits of two 32-bit FNV-1a hashes (different offset bases) in hex. Not cryptographic, and it
+ * need not be: it only tells configurations apart, secrets are not in its input, and it spares the
+ * start loading node:crypto (see lazy-crypto.ts).
+ */
+function hash64(text: string): string {
+  let first = 0x811c9dc5
+  let second = 0x01000193 ^ 0x5bd1e995
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index)
+    first = Math.imul(first ^ code, 0x01000193)
+    second = Math.imul(second ^ code, 0x01000193) ^ (second >>> 15)
+  }
+  return (first >>> 0).toString(16).padStart(8, '0') + (second >>> 0).toString(16).padStart(8, '0')
 }
 
 /**

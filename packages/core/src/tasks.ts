@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto'
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server'
+import { nodeCrypto } from './lazy-crypto.js'
 
 // Tasks (MCP 2025-11-25): a task-augmented tools/call answers at once with a task; the client
 // polls tasks/get, fetches tasks/result (which waits for the end), and may tasks/cancel or
@@ -111,7 +111,7 @@ export class TaskRegistry {
         : this.limits.defaultTtlMs,
     )
     const now = new Date().toISOString()
-    const taskId = randomUUID()
+    const taskId = nodeCrypto().randomUUID()
     let finish = () => {}
     const done = new Promise<void>((resolve) => {
       finish = resolve

@@ -42,7 +42,7 @@ describe('the tool schema cache', () => {
     ).toBeUndefined()
     const files = await readdir(directory)
     expect(files).toHaveLength(1)
-    expect(files[0]).toMatch(/^k{32}-[0-9a-f]{32}\.tools\.json$/)
+    expect(files[0]).toMatch(/^k{32}-[0-9a-f]{16}\.tools\.json$/)
   })
 
   it('ignores a file that is not what it wrote, and writes it again', async () => {

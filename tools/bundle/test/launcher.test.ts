@@ -92,4 +92,31 @@ describe('the launcher', () => {
     runBin({ KEEL_COMPILE_CACHE_DIR: isolated }, ['--version'])
     expect(await readdir(isolated)).toEqual([])
   })
+
+  it('is keyed by the content hash written in at build time, and a bundle edited afterwards gets its own', async () => {
+    const { createHash } = await import('node:crypto')
+    const { readFile, utimes } = await import('node:fs/promises')
+    const { statSync } = await import('node:fs')
+    const server = await readFile(join(work, 'dist/server.js'), 'utf8')
+    const launcher = await readFile(join(work, 'dist/index.js'), 'utf8')
+    expect(launcher).toContain(`const BUNDLE_SHA256 = '${createHash('sha256').update(server).digest('hex')}'`)
+    const isolated = { KEEL_COMPILE_CACHE_DIR: join(work, 'edit-cache') }
+    expect(runBin(isolated).state).toBe('miss')
+    expect(runBin(isolated).state).toBe('hit')
+    try {
+      // Same size, other content, the modification time set back (to the millisecond): its own cache.
+      const edited = server.replace('answer=', 'ANSWER=')
+      expect(edited).not.toBe(server)
+      expect(edited.length).toBe(server.length)
+      const { mtime } = statSync(join(work, 'dist/server.js'))
+      await writeFile(join(work, 'dist/server.js'), edited)
+      await utimes(join(work, 'dist/server.js'), mtime, mtime)
+      const changed = runBin(isolated)
+      expect(changed.state).toBe('miss')
+      expect(changed.stdout).toContain('ANSWER=42')
+      expect(runBin(isolated).state).toBe('hit')
+    } finally {
+      await writeFile(join(work, 'dist/server.js'), server)
+    }
+  })
 })

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { nodeCrypto } from '@keel-mcp/core'
 import { FsError } from './errors.js'
 
 /**
@@ -9,7 +9,7 @@ import { FsError } from './errors.js'
 
 /** A short fingerprint of the query parts (anything JSON-serialisable). */
 export function queryKey(...parts: unknown[]): string {
-  return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 16)
+  return nodeCrypto().createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 16)
 }
 
 /** Encodes a position (one or more non-negative integers) for the query `key`. */

@@ -1,5 +1,4 @@
 import { isUtf8 } from 'node:buffer'
-import { randomBytes } from 'node:crypto'
 import {
   closeSync,
   constants,
@@ -14,6 +13,7 @@ import {
 } from 'node:fs'
 import { type FileHandle, link, lstat, open, realpath, rename, rm, stat } from 'node:fs/promises'
 import path from 'node:path'
+import { nodeCrypto } from '@keel-mcp/core'
 import { anchorDirectory } from './anchor.js'
 import { FsError, isErrnoError, toFsError } from './errors.js'
 import type { SafePath } from './path-guard.js'
@@ -257,7 +257,7 @@ export async function writeFileAtomic(
   // temporary file or the rename.
   const anchored = await anchorDirectory(file, directory, { create: options.createParents === true })
   const target = anchored.at(name)
-  const temporaryName = `.${name}.${randomBytes(6).toString('hex')}.tmp`
+  const temporaryName = `.${name}.${nodeCrypto().randomBytes(6).toString('hex')}.tmp`
   const temporary = anchored.at(temporaryName)
   let handle: FileHandle | undefined
   let createdTemporary = false

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { nodeCrypto } from '@keel-mcp/core'
 import type { Octokit } from '@octokit/rest'
 
 export type { Octokit }
@@ -116,7 +116,7 @@ const immediate = {
 
 /** A stable, non-reversible key for a token: caches and limiter ids never hold the token itself. */
 export function tokenKey(token: string): string {
-  return createHash('sha256').update(token).digest('hex').slice(0, 32)
+  return nodeCrypto().createHash('sha256').update(token).digest('hex').slice(0, 32)
 }
 
 /** GitHub (or what answers as GitHub) sent a JSON content type with a body that is not JSON. */
