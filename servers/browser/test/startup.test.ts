@@ -38,6 +38,8 @@ describe('the built bin at start-up', () => {
     expect(loaded.filter((file) => /^node:(_?http|https)/.test(file))).toEqual([])
     // The URL policy's resolver and the file tools' promises API load with their first use.
     expect(loaded.filter((file) => /^node:(fs\/promises|dns)/.test(file))).toEqual([])
+    // Nor node:crypto: the launcher's cache key and core's start need none (lazy-crypto.ts).
+    expect(loaded.filter((file) => /^node:(internal\/)?crypto/.test(file))).toEqual([])
   })
 
   it('lists from the kept tool schemas exactly what it lists when it converts them, per configuration', async () => {
