@@ -16,6 +16,7 @@ import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { floorRow } from './floor.mjs'
 import { compareServers } from './harness.mjs'
 import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
 
@@ -202,6 +203,7 @@ export async function run() {
     console.log(
       `\nWarm click: CPU (server + Chromium) ${ratio(oursFigures.cpu, referenceFigures.cpu)}, p50 ${ratio(oursFigures.p50, referenceFigures.p50)} of the reference.`,
     )
+    await floorRow('browser', ours(), reference)
     if (process.env.BENCH_DOMAIN === '0') return
 
     // 2. Catalogue with the optional capabilities on (the default is in the table above).

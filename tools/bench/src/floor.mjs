@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { coldStart, ratio, table } from './rpc.mjs'
 
 const floorDir = fileURLToPath(new URL('../floor/', import.meta.url))
 const bundler = fileURLToPath(new URL('../../bundle/bundle.mjs', import.meta.url))
@@ -19,4 +20,33 @@ export function floorBin() {
     return bin
   })()
   return built
+}
+
+/**
+ * Cold start against the floor, as one table: `ours`, the floor and `reference`, alternated. What a
+ * Keel server takes above the floor is Keel's and the server's own; what the floor takes above the
+ * reference is the SDK generation's (every reference is built on SDK v1).
+ */
+export async function floorRow(name, ours, reference) {
+  const rounds = Number(process.env.BENCH_COLD_ROUNDS ?? 11)
+  const floor = { command: process.execPath, args: [floorBin()] }
+  const contenders = [ours, floor, reference]
+  await coldStart(contenders, 1) // the unmeasured first start of each (fills the V8 code cache)
+  const [oursMs, floorMs, referenceMs] = await coldStart(contenders, rounds)
+  console.log(
+    `\n#### ${name}: cold start → tools/list against the SDK v2 floor (${rounds} alternated rounds, medians)\n`,
+  )
+  table(
+    ['server', 'spawn → tools/list', '÷ reference', '÷ floor'],
+    [
+      [`keel ${name}`, `${oursMs.toFixed(0)} ms`, ratio(oursMs, referenceMs), ratio(oursMs, floorMs)],
+      [
+        'SDK v2 no-op, bundled like a Keel bin (the floor)',
+        `${floorMs.toFixed(0)} ms`,
+        ratio(floorMs, referenceMs),
+        '1.00×',
+      ],
+      [`reference ${name} (SDK v1)`, `${referenceMs.toFixed(0)} ms`, '1.00×', ratio(referenceMs, floorMs)],
+    ],
+  )
 }

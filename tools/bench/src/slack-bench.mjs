@@ -8,9 +8,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { floorBin } from './floor.mjs'
+import { floorRow } from './floor.mjs'
 import { compareServers } from './harness.mjs'
-import { coldStart, formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
+import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
 const OURS = join(repo, 'servers/slack/dist/index.js')
@@ -102,35 +102,6 @@ async function workspaceSizeRow(startFakeSlack, BOT_TOKEN) {
   }
 }
 
-/**
- * Cold start against the floor: the SDK v2's plain no-op server, bundled and launched like a Keel
- * bin (floor.mjs). What Keel slack takes above the floor is Keel's and this server's; what the floor
- * takes above the reference is the SDK generation's (the reference is built on SDK v1).
- */
-async function floorRow(ours, reference) {
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 5) * 2
-  const floor = { command: process.execPath, args: [floorBin()] }
-  const contenders = [ours, floor, reference]
-  await coldStart(contenders, 1) // the unmeasured first start of each (fills the V8 code cache)
-  const [oursMs, floorMs, referenceMs] = await coldStart(contenders, rounds)
-  console.log(
-    `\n#### slack: cold start → tools/list against the SDK v2 floor (${rounds} alternated rounds, medians)\n`,
-  )
-  table(
-    ['server', 'spawn → tools/list', '÷ reference', '÷ floor'],
-    [
-      ['keel slack', `${oursMs.toFixed(0)} ms`, ratio(oursMs, referenceMs), ratio(oursMs, floorMs)],
-      [
-        'SDK v2 no-op, bundled like a Keel bin (the floor)',
-        `${floorMs.toFixed(0)} ms`,
-        ratio(floorMs, referenceMs),
-        '1.00×',
-      ],
-      ['reference slack (SDK v1)', `${referenceMs.toFixed(0)} ms`, '1.00×', ratio(referenceMs, floorMs)],
-    ],
-  )
-}
-
 export async function run() {
   if (!existsSync(OURS)) throw new Error(`${OURS} is missing: run pnpm --filter @keel-mcp/server-slack build`)
   const { startFakeSlack, BOT_TOKEN } = await loadFake()
@@ -167,7 +138,7 @@ export async function run() {
     console.log(
       `\nget_channel_history (10 messages): CPU ${ratio(oursFigures.cpu, referenceFigures.cpu)}, p50 ${ratio(oursFigures.p50, referenceFigures.p50)} of the reference; ${fake.calls.length.toLocaleString('en')} Web API calls served by the fake.`,
     )
-    await floorRow(ours, reference)
+    await floorRow('slack', ours, reference)
     await workspaceSizeRow(startFakeSlack, BOT_TOKEN)
     if (process.env.BENCH_DOMAIN === '0') return
 
