@@ -81,7 +81,13 @@ export function openSchemaCache(
 ): SchemaCache | undefined {
   const place = (globalThis as { __keelCache?: LauncherCache }).__keelCache
   if (!place || typeof place.directory !== 'string' || typeof place.key !== 'string') return undefined
-  const fingerprint = configFingerprint(server, config, secrets)
+  let fingerprint: string
+  try {
+    fingerprint = configFingerprint(server, config, secrets)
+  } catch {
+    // A configuration JSON cannot write (a BigInt, a cycle): no cache, never a failed start.
+    return undefined
+  }
   const file = join(place.directory, `${place.key}-${fingerprint}.tools.json`)
   const entries = new Map<string, CachedSchemas>()
   try {

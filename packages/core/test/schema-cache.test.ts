@@ -63,6 +63,13 @@ describe('the tool schema cache', () => {
     }
   })
 
+  it('is off for a configuration that JSON cannot write, and the start goes on', () => {
+    const cyclic: Record<string, unknown> = {}
+    cyclic.self = cyclic
+    expect(openSchemaCache(server, { options: { size: 1n } }, [])).toBeUndefined()
+    expect(openSchemaCache(server, cyclic, [])).toBeUndefined()
+  })
+
   it('never lets a secret into the fingerprint', () => {
     const token = 'ghp_0123456789abcdef0123'
     expect(configFingerprint(server, { options: { token } }, [token])).toBe(
