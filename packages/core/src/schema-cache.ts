@@ -47,9 +47,14 @@ export function configFingerprint(
   secrets: readonly string[],
 ): string {
   const hidden = new Set(secrets)
-  const text = JSON.stringify([server.name, server.version, config], (_key, value: unknown) =>
-    typeof value === 'string' && hidden.has(value) ? '(secret)' : value,
-  )
+  // Values JSON would write as {} or leave out are written as what they hold, so that two
+  // configurations that differ only there never share a file.
+  const text = JSON.stringify([server.name, server.version, config], (_key, value: unknown) => {
+    if (typeof value === 'string') return hidden.has(value) ? '(secret)' : value
+    if (value instanceof RegExp || typeof value === 'function') return String(value)
+    if (value instanceof Set || value instanceof Map) return [value.constructor.name, ...value]
+    return value
+  })
   return hash64(text)
 }
 

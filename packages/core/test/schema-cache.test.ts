@@ -78,5 +78,14 @@ describe('the tool schema cache', () => {
     expect(configFingerprint(server, { options: { url: 'https://a.test' } }, [])).not.toBe(
       configFingerprint(server, { options: { url: 'https://b.test' } }, []),
     )
+    // What JSON alone would write as {} still tells configurations apart.
+    for (const [a, b] of [
+      [/a/, /b/],
+      [new Set(['a']), new Set(['b'])],
+      [new Map([['k', 'a']]), new Map([['k', 'b']])],
+    ])
+      expect(configFingerprint(server, { options: { value: a } }, [])).not.toBe(
+        configFingerprint(server, { options: { value: b } }, []),
+      )
   })
 })
