@@ -1,9 +1,13 @@
-import { spawnSync } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type ModuleLoadRecorder, recordModuleLoads, spawnRaw } from '@keel-mcp/core/testing'
+import {
+  listToolsAndExit,
+  type ModuleLoadRecorder,
+  recordModuleLoads,
+  spawnRaw,
+} from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 // Start-up cost: the built bin answers initialize and tools/list without loading puppeteer-core,
@@ -45,42 +49,20 @@ describe('the built bin at start-up', () => {
   it('lists from the kept tool schemas exactly what it lists when it converts them, per configuration', async () => {
     const directory = await mkdtemp(join(tmpdir(), 'keel-browser-cache-'))
     const uploads = await mkdtemp(join(tmpdir(), 'keel-browser-uploads-'))
-    const input = `${[
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-      },
-      { jsonrpc: '2.0', method: 'notifications/initialized' },
-      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
-    ]
-      .map((message) => JSON.stringify(message))
-      .join('\n')}\n`
-    const list = (args: string[], env: Record<string, string> = {}) => {
-      const result = spawnSync(process.execPath, [BIN, ...args], {
-        input,
-        encoding: 'utf8',
-        timeout: 30_000,
-        env: { ...process.env, KEEL_COMPILE_CACHE_DIR: directory, KEEL_COMPILE_CACHE_DEBUG: '1', ...env },
+    const list = async (args: string[], env: Record<string, string> = {}) => {
+      const { tools, stderr } = await listToolsAndExit(process.execPath, [BIN, ...args], {
+        env: { KEEL_COMPILE_CACHE_DIR: directory, KEEL_COMPILE_CACHE_DEBUG: '1', ...env },
       })
-      const answer = result.stdout
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line))
-        .find((message) => message.id === 2)
-      return {
-        tools: answer?.result?.tools as Array<{ name: string }>,
-        cache: /keel schema cache: (\w+)/.exec(result.stderr)?.[1],
-      }
+      return { tools, cache: /keel schema cache: (\w+)/.exec(stderr)?.[1] }
     }
     try {
       const configs = [[], ['--caps', 'evaluate,pdf'], ['--upload-dir', uploads, '--read-only']]
-      const converted = configs.map((args) => list(args, { KEEL_COMPILE_CACHE: '0' }).tools)
-      expect(new Set(converted.map((tools) => tools.length)).size).toBe(3)
+      const converted = []
+      for (const args of configs) converted.push((await list(args, { KEEL_COMPILE_CACHE: '0' })).tools)
+      expect(new Set(converted.map((tools) => tools?.length)).size).toBe(3)
       for (const round of ['miss', 'hit', 'hit']) {
         for (const [index, args] of configs.entries()) {
-          const listed = list(args)
+          const listed = await list(args)
           expect(listed.cache, `${args.join(' ')} (${round})`).toBe(round)
           expect(listed.tools).toEqual(converted[index])
         }

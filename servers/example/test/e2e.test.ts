@@ -3,6 +3,7 @@ import {
   type Connection,
   connectHttp,
   connectStdio,
+  listToolsAndExit,
   runProcess,
   spawnHttp,
   spawnRaw,
@@ -180,48 +181,24 @@ describe('the compile cache', () => {
     const { mkdtemp, rm, readdir } = await import('node:fs/promises')
     const { tmpdir } = await import('node:os')
     const { join } = await import('node:path')
-    const { spawnSync } = await import('node:child_process')
     const directory = await mkdtemp(join(tmpdir(), 'keel-cache-'))
     // stdin ends right after tools/list: the cache is still written (at exit).
-    const input = `${[
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-      },
-      { jsonrpc: '2.0', method: 'notifications/initialized' },
-      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
-    ]
-      .map((message) => JSON.stringify(message))
-      .join('\n')}\n`
-    const list = (env: Record<string, string>, args: string[] = []) => {
-      const result = spawnSync(process.execPath, [BIN, ...args], {
-        input,
-        encoding: 'utf8',
-        timeout: 30_000,
-        env: { ...process.env, KEEL_COMPILE_CACHE_DIR: directory, KEEL_COMPILE_CACHE_DEBUG: '1', ...env },
+    const list = async (env: Record<string, string>, args: string[] = []) => {
+      const { tools, stderr } = await listToolsAndExit(process.execPath, [BIN, ...args], {
+        env: { KEEL_COMPILE_CACHE_DIR: directory, KEEL_COMPILE_CACHE_DEBUG: '1', ...env },
       })
-      const answer = result.stdout
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line))
-        .find((message) => message.id === 2)
-      return {
-        tools: answer?.result?.tools,
-        schemaCache: /keel schema cache: (\w+)/.exec(result.stderr)?.[1],
-      }
+      return { tools, schemaCache: /keel schema cache: (\w+)/.exec(stderr)?.[1] }
     }
     try {
       for (const args of [[], ['--read-only']]) {
-        const converted = list({ KEEL_COMPILE_CACHE: '0' }, args)
+        const converted = await list({ KEEL_COMPILE_CACHE: '0' }, args)
         expect(converted.schemaCache).toBeUndefined()
-        expect(converted.tools.length).toBeGreaterThan(0)
-        expect(converted.tools.every((tool: { inputSchema?: unknown }) => tool.inputSchema)).toBe(true)
-        const first = list({}, args)
+        expect(converted.tools?.length).toBeGreaterThan(0)
+        expect(converted.tools?.every((tool) => tool.inputSchema)).toBe(true)
+        const first = await list({}, args)
         expect(first.schemaCache, args.join(' ')).toBe('miss')
         expect(first.tools).toEqual(converted.tools)
-        const second = list({}, args)
+        const second = await list({}, args)
         expect(second.schemaCache, args.join(' ')).toBe('hit')
         expect(second.tools).toEqual(converted.tools)
       }

@@ -18,4 +18,11 @@ export {
 } from './clients.js'
 export { checkToolContract, TOOL_NAME_PATTERN, toolListSnapshot } from './contract.js'
 export { type ModuleLoadRecorder, recordModuleLoads } from './module-loads.js'
-export { type RawStdio, runProcess, type SpawnedHttpServer, spawnHttp, spawnRaw } from './wire.js'
+export {
+  listToolsAndExit,
+  type RawStdio,
+  runProcess,
+  type SpawnedHttpServer,
+  spawnHttp,
+  spawnRaw,
+} from './wire.js'

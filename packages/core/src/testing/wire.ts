@@ -186,18 +186,24 @@ export function spawnHttp(
   })
 }
 
-/** Runs a command to completion (stdin closed) and collects its output: for `--help`, bad config, scripts. */
+/**
+ * Runs a command to completion and collects its output: for `--help`, bad config, scripts. Stdin
+ * is closed at once, after `input` when one is given.
+ */
 export function runProcess(
   command: string,
   args: string[] = [],
-  options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+  options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number; input?: string } = {},
 ): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       env: { ...(process.env as Record<string, string>), ...options.env },
       ...(options.cwd ? { cwd: options.cwd } : {}),
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     })
+    // A command that exits without reading its input must not fail the caller with EPIPE.
+    child.stdin.on('error', () => {})
+    child.stdin.end(options.input)
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk: Buffer) => {
@@ -223,4 +229,39 @@ export function runProcess(
       resolve({ code, signal, stdout, stderr })
     })
   })
+}
+
+/**
+ * Starts a stdio server, sends the 2025 `initialize` handshake and `tools/list` in one write and
+ * closes stdin, so the server answers and exits: one listing, as a client's first start sees it.
+ * Resolves with the listed tools (undefined when there was no answer) and the run's stderr.
+ */
+export async function listToolsAndExit(
+  command: string,
+  args: string[] = [],
+  options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+): Promise<{ tools: Array<Record<string, unknown>> | undefined; stderr: string; code: number | null }> {
+  const input = [
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'raw-wire-test', version: '1.0.0' },
+      },
+    },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+  ]
+    .map((message) => `${JSON.stringify(message)}\n`)
+    .join('')
+  const { stdout, stderr, code } = await runProcess(command, args, { ...options, input })
+  const answer = stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line))
+    .find((message) => message.id === 2)
+  return { tools: answer?.result?.tools, stderr, code }
 }
