@@ -16,6 +16,25 @@ export type { InstanceOptions, Runtime } from './instance.js'
 export { RESULT_TEXT_CEILING_BYTES } from './tool-call.js'
 export { describeIssues, selectTools, useSchemaCache } from './tool-schema.js'
 
+/** Runtimes whose `spec.warmUp` has been started: once per process, whatever the connections. */
+const warmedUp = new WeakSet<object>()
+
+function warmUpOnce<D, C>(runtime: Runtime<D, C>): void {
+  const warmUp = runtime.spec.warmUp
+  if (warmUp === undefined || warmedUp.has(runtime)) return
+  warmedUp.add(runtime)
+  // On the next turn: the initialize exchange is over, and nothing waits for this.
+  setImmediate(() => {
+    Promise.resolve()
+      .then(() => warmUp(runtime.deps))
+      .catch((error: unknown) =>
+        runtime.logger.debug('warm-up failed; the first call does the work', {
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      )
+  }).unref()
+}
+
 /**
  * Builds one `McpServer` for a connection (stdio, an HTTP session) or a single stateless
  * request. Tool calls are served by core's own `tools/list` and `tools/call` handlers so that
@@ -60,6 +79,11 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     },
   )
   const server = mcp.server
+  const initializedBefore = server.oninitialized
+  server.oninitialized = () => {
+    initializedBefore?.()
+    warmUpOnce(runtime)
+  }
   const state: InstanceState = { clientLevel: undefined, roots: undefined, subscriptions: new Map() }
   const closers: Array<() => void | Promise<void>> = []
   const closedBefore = server.onclose

@@ -356,6 +356,13 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
   prompts?: PromptSpec<D>[]
   /** Builds dependencies once per process. Keep it cheap: open pools and clients lazily. */
   createDeps(context: DepsContext<C>): D | Promise<D>
+  /**
+   * Optional: work the first call would otherwise pay for (connect a pool, load a parser). Called
+   * once per process, after the first client finished `initialize` (on `notifications/initialized`),
+   * off the start-up path and never awaited by a request. A failure is logged at debug level and
+   * the first call simply does the work itself.
+   */
+  warmUp?(deps: D): Promise<void> | void
   /** Releases what `createDeps` built (pools, browsers). Called once on shutdown, with a deadline. */
   dispose?(deps: D): Promise<void> | void
   /** Maps domain errors to tool errors (pure). */

@@ -28,11 +28,12 @@ describe('contract', () => {
 
   // The issue's goal is 155 tokens a tool. Five tools, each with an output schema (describe_table's
   // has 13 keys), are ≈ 161 a tool before any description; with the descriptions that say when to
-  // use which, they list ≈ 202 (from 483, then 230). This guards the figure reached.
-  it('keeps the full catalogue within 205 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
+  // use which, they list ≈ 202 (from 483, then 230). The five DBA tools (and `database` on every
+  // tool) keep the average at ≈ 206. This guards the figure reached.
+  it('keeps the full catalogue within 210 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
     const { tools } = await (await client()).listTools()
-    expect(tools).toHaveLength(5)
-    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(205)
+    expect(tools).toHaveLength(10)
+    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(210)
   })
 
   it('marks every tool read-only and closed-world', async () => {

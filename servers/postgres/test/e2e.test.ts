@@ -106,7 +106,7 @@ describe('the process', () => {
     const raw = rawServer([], { DATABASE_URL: 'postgres://nobody:pw-123456@127.0.0.1:1/nothing' })
     await raw.initialize()
     const tools = await raw.request('tools/list', {})
-    expect(tools.result.tools).toHaveLength(5)
+    expect(tools.result.tools).toHaveLength(10)
     const call = await raw.request('tools/call', { name: 'query', arguments: { sql: 'SELECT 1' } })
     expect(call.result.isError).toBe(true)
     expect(call.result.content[0].text).toMatch(/^unavailable: Cannot reach PostgreSQL/)

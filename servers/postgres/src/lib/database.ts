@@ -42,14 +42,16 @@ import {
   resolveLimits,
 } from './limits.js'
 import {
+  capPoolSize,
   createPool,
+  defaultPoolSize,
   identifierPattern,
   type PoolHandle,
   resetSession,
   sessionResetStatements,
   sessionSetupSql,
 } from './session.js'
-import { checkReadOnlySql, type SqlReferences } from './sql-guard.js'
+import { checkReadOnlySql, loadSqlParser, type SqlReferences } from './sql-guard.js'
 import { BoundedStatement } from './statement.js'
 import type {
   CallOptions,
@@ -76,7 +78,8 @@ export type * from './types.js'
 export class Database {
   readonly #options: DatabaseOptions
   readonly #limits: QueryLimits
-  readonly #poolSize: number
+  /** The configured pool size; after the first connection, capped by the server's headroom. */
+  #poolSize: number
   readonly #schemas: string[] | null
   #pool: Promise<PoolHandle> | undefined
   #closed = false
@@ -107,7 +110,7 @@ export class Database {
     positiveInteger('limits.timeoutMs', limits.timeoutMs)
     positiveInteger('limits.lockTimeoutMs', limits.lockTimeoutMs)
     positiveInteger('limits.idleInTransactionTimeoutMs', limits.idleInTransactionTimeoutMs)
-    this.#poolSize = positiveInteger('poolSize', options.poolSize ?? 5)
+    this.#poolSize = positiveInteger('poolSize', options.poolSize ?? defaultPoolSize)
     this.#maxResultBytes = positiveInteger('maxResultBytes', options.maxResultBytes ?? defaultMaxResultBytes)
     this.#sessionSetup = sessionSetupSql(options.role)
     this.#sessionReset = sessionResetStatements(options.role)
@@ -135,11 +138,38 @@ export class Database {
       sessionSetup: this.#sessionSetup,
       broken: this.#broken,
     }
-    this.#pool ??= createPool(settings).catch((error: unknown) => {
-      this.#pool = undefined
-      throw error
-    })
+    this.#pool ??= createPool(settings)
+      .then(async (handle) => {
+        this.#poolSize = await capPoolSize(handle.pool, this.#poolSize)
+        return handle
+      })
+      .catch((error: unknown) => {
+        this.#pool = undefined
+        throw error
+      })
     return this.#pool
+  }
+
+  /** Connections the pool opens at most: the configured size, capped by the server's headroom. */
+  get poolSize(): number {
+    return this.#poolSize
+  }
+
+  /**
+   * Does now what the first call would otherwise pay for: loads pg and the SQL parser, opens the
+   * pool with one connection and sizes it. Safe to call at any time, and more than once.
+   */
+  async warmUp(): Promise<void> {
+    await Promise.all([this.#getPool(), loadSqlParser()])
+  }
+
+  /**
+   * Runs `work` — SQL this server writes, never a caller's — on one connection inside the call's
+   * read-only, rolled-back transaction, with the call's timeouts, cancellation, byte budget and
+   * the session reset afterwards.
+   */
+  transaction<T>(options: CallOptions, work: (client: PoolClient) => Promise<T>): Promise<T> {
+    return this.#catalog(options, work)
   }
 
   /**
