@@ -688,6 +688,18 @@ describe('configuration', () => {
       {},
       'Invalid --pool-size (env POSTGRES_POOL_SIZE): must be at least 1',
     ],
+    [
+      'a named database without a name',
+      ['--database', 'postgres://root:hunter22@db/x'],
+      {},
+      'Invalid --database (env POSTGRES_DATABASES): each must be NAME=postgres://',
+    ],
+    [
+      'a named database given twice',
+      ['--database', 'a=postgres://root:hunter22@db/x', '--database', 'a=postgres://root:hunter22@db/y'],
+      {},
+      'Invalid --database (env POSTGRES_DATABASES): the name a is given twice',
+    ],
   ])('refuses %s at start-up with a message that echoes no secret', async (_label, argv, env, message) => {
     const error = await connect(shared.url, { argv, env }).then(
       () => undefined,

@@ -63,8 +63,13 @@ describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s clien
       'list_schemas',
       'list_tables',
       'describe_table',
+      'list_objects',
+      'describe_object',
       'query',
       'explain_query',
+      'get_top_queries',
+      'recommend_indexes',
+      'analyze_db_health',
     ])
     const rows = await client.callTool({
       name: 'query',

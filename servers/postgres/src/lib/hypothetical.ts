@@ -80,9 +80,16 @@ export async function parseIndexDefinition(definition: string): Promise<ParsedIn
   if (statement.IndexStmt.tableSpace !== undefined) {
     throw new SqlRefusedError('not_read_only', 'A hypothetical index takes no TABLESPACE.')
   }
-  const references = await collectSqlReferences(definition)
-  if (references === undefined)
+  const collected = await collectSqlReferences(definition)
+  if (collected === undefined)
     throw new SqlRefusedError('syntax_error', 'The index definition cannot be read.')
+  // The indexed table is the statement's `relation` (not a RangeVar node): judged like a read of it.
+  const relation = statement.IndexStmt.relation
+  const table = isRecord(relation) && typeof relation.relname === 'string' ? relation.relname : undefined
+  const references: SqlReferences = {
+    ...collected,
+    relations: new Set([...collected.relations, ...(table === undefined ? [] : [table])]),
+  }
   for (const [name] of references.functions) {
     const reason = deniedFunctionReason(name)
     if (reason !== undefined)
