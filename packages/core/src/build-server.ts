@@ -25,8 +25,10 @@ function warmUpOnce<D, C>(runtime: Runtime<D, C>): void {
   warmedUp.add(runtime)
   // On the next turn: the initialize exchange is over, and nothing waits for this.
   setImmediate(() => {
+    const started = performance.now()
     Promise.resolve()
       .then(() => warmUp(runtime.deps))
+      .then(() => runtime.logger.debug('warmed up', { durationMs: Math.round(performance.now() - started) }))
       .catch((error: unknown) =>
         runtime.logger.debug('warm-up failed; the first call does the work', {
           error: error instanceof Error ? error.message : String(error),

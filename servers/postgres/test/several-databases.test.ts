@@ -90,7 +90,11 @@ describe('several databases in one server', () => {
     expect(schemas.isError).toBeFalsy()
     // Listing resources leaves the stopped database out instead of failing.
     const { resources } = await client.listResources()
-    expect(resources.map((resource: { uri: string }) => resource.uri)).toContain('postgres://keel_test/shop/orders')
-    expect(resources.some((resource: { uri: string }) => resource.uri.startsWith('postgres://second/'))).toBe(false)
+    expect(resources.map((resource: { uri: string }) => resource.uri)).toContain(
+      'postgres://keel_test/shop/orders',
+    )
+    expect(resources.some((resource: { uri: string }) => resource.uri.startsWith('postgres://second/'))).toBe(
+      false,
+    )
   })
 })

@@ -161,6 +161,9 @@ export class Database {
    */
   async warmUp(): Promise<void> {
     await Promise.all([this.#getPool(), loadSqlParser()])
+    // One gated call through the whole path, whose columns have the common types: their names are
+    // then known, and the first real call costs what a later one does.
+    await this.query(warmUpQuery, [], { maxRows: 1 })
   }
 
   /**
@@ -452,6 +455,12 @@ function beginStatements(limits: QueryLimits): string[] {
     `SET LOCAL idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`,
   ]
 }
+
+/** A row of the types results most often have (their names are cached per Database). */
+const warmUpQuery = `SELECT NULL::int4 AS a, NULL::int8 AS b, NULL::int2 AS c, NULL::numeric AS d, NULL::float8 AS e,
+  NULL::float4 AS f, NULL::text AS g, NULL::varchar AS h, NULL::bpchar AS i, NULL::bool AS j, NULL::date AS k,
+  NULL::timestamp AS l, NULL::timestamptz AS m, NULL::interval AS n, NULL::json AS o, NULL::jsonb AS p,
+  NULL::uuid AS q, NULL::bytea AS r, NULL::name AS s, NULL::oid AS t`
 
 /** Whether the function policy has anything to look up in the catalog for these references. */
 function needsPolicyLookup(references: SqlReferences): boolean {
