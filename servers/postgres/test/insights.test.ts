@@ -39,7 +39,16 @@ beforeAll(async () => {
      CREATE SEQUENCE public.ticket_seq MAXVALUE 1000;
      SELECT setval('public.ticket_seq', 900);
      CREATE FUNCTION public.region_label(r int) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT 'region ' || r $$;
+     ALTER TABLE public.accounts ADD CONSTRAINT accounts_region_known CHECK (region >= 0) NOT VALID;
+     CREATE TYPE public.tier AS ENUM ('free', 'paid');
+     CREATE FUNCTION public.touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+     CREATE TRIGGER accounts_touch BEFORE UPDATE ON public.accounts FOR EACH ROW EXECUTE FUNCTION public.touch();
      ANALYZE public.accounts;`,
+  )
+  // Cluster-wide, dropped in afterAll: a slot nobody consumes.
+  await adminQuery(
+    scratch.superuserUrl,
+    "SELECT pg_create_physical_replication_slot('keel_insights_idle_slot')",
   )
   // A failed CREATE UNIQUE INDEX CONCURRENTLY leaves an INVALID index behind, as in production.
   await adminQuery(
@@ -58,6 +67,10 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
+  await adminQuery(
+    shared.superuserUrl,
+    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'keel_insights_idle_slot'",
+  ).catch(() => undefined)
   await closeAll()
   await Promise.all(opened.map((database) => database.close()))
   await scratch?.drop()
@@ -196,6 +209,15 @@ describe('analyze_db_health', () => {
         message: expect.stringContaining('900 of 1000: 90.0 % used'),
       }),
     ])
+    expect(of('constraints')).toEqual([
+      expect.objectContaining({
+        object: 'public.accounts.accounts_region_known',
+        action: 'ALTER TABLE public.accounts VALIDATE CONSTRAINT accounts_region_known;',
+      }),
+    ])
+    expect(of('replication')).toContainEqual(
+      expect.objectContaining({ object: 'keel_insights_idle_slot', severity: 'warning' }),
+    )
     for (const check of ['wraparound', 'connections', 'cache_hit_ratio']) expect(of(check)).toHaveLength(1)
     expect(Object.keys(result.structuredContent.checks)).toHaveLength(11)
   })
@@ -246,6 +268,12 @@ describe('list_objects and describe_object', () => {
     expect(textOf(functions)).toContain('region_label(r integer) → text, immutable, sql')
     // Extension members are listed under their extension, not one by one.
     expect(textOf(functions)).not.toContain('hypopg_create_index')
+    const triggers = await call('list_objects', { kind: 'trigger' })
+    expect(textOf(triggers)).toContain(
+      'public.accounts_touch: on public.accounts: BEFORE UPDATE ON public.accounts FOR EACH ROW EXECUTE FUNCTION touch()',
+    )
+    const types = await call('list_objects', { kind: 'type', schema: 'public' })
+    expect(textOf(types)).toContain("public.tier: enum ('free', 'paid')")
     const tables = await call('list_objects', { kind: 'table', schema: 'public' })
     expect(textOf(tables)).toContain('public.accounts')
   })

@@ -117,6 +117,17 @@ export async function gateQuery(sql: string): Promise<GatedQuery> {
   }
   let parameterCount = 0
   for (const match of sql.matchAll(/\$(\d+)/g)) parameterCount = Math.max(parameterCount, Number(match[1]))
+  if (parameterCount > 0) {
+    // Planned generically (planCost): the composed PREPARE must be one PREPARE of this query.
+    const { parseSync } = await loadSqlParser()
+    const tree = parseSync(`PREPARE keel_hypothetical_plan AS ${sql}`) as {
+      stmts?: Array<{ stmt?: Record<string, unknown> }>
+    }
+    const prepare = tree.stmts?.length === 1 ? tree.stmts[0]?.stmt?.PrepareStmt : undefined
+    if (!isRecord(prepare) || !isRecord(prepare.query) || !isRecord(prepare.query.SelectStmt)) {
+      throw new SqlRefusedError('not_read_only', 'This query cannot be planned.')
+    }
+  }
   return { sql, references: composed.references, parameterCount }
 }
 

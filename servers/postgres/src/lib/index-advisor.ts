@@ -9,8 +9,7 @@
  * hypothetical indexes are dropped after each costing and reset at the end (hypothetical.ts).
  */
 import type { PoolClient } from 'pg'
-import { SqlRefusedError } from './errors.js'
-import { requireExtension } from './extensions.js'
+import { type InstalledExtension, requireExtension } from './extensions.js'
 import { assertReferencesAllowed } from './function-policy.js'
 import { type GatedQuery, gateQuery, planCost, resetHypotheticalIndexes } from './hypothetical.js'
 import { type ColumnUse, extractColumnUses } from './query-shape.js'
@@ -127,6 +126,122 @@ function candidatesFor(uses: readonly ColumnUse[]): string[][] {
 const coveredBy = (existing: string[][], columns: string[]) =>
   existing.some((index) => columns.every((column, position) => index[position] === column))
 
+type Input = { query: GatedQuery; params: readonly unknown[] | undefined; weight: number }
+type Skipped = Array<{ query: string; reason: string }>
+
+/** The reads of the workload, costliest first, gated; what the gate refuses is reported as skipped. */
+async function workloadInputs(client: Queryable, wanted: number, skipped: Skipped): Promise<Input[]> {
+  const inputs: Input[] = []
+  for (const statement of await topQueries(client, { orderBy: 'total_time', limit: 100 })) {
+    if (inputs.length >= wanted) break
+    // Writes, utility statements and this server's own EXPLAINs are not the workload's reads.
+    if (!/^\s*(select|with|table|values)\b/i.test(statement.query)) continue
+    try {
+      inputs.push({ query: await gateQuery(statement.query), params: undefined, weight: statement.calls })
+    } catch (error) {
+      skipped.push({ query: statement.query.slice(0, 200), reason: (error as Error).message })
+    }
+  }
+  return inputs
+}
+
+/**
+ * Each input judged by the function policy and planned once, without new indexes. With `strict`
+ * (one given query) a failure is the caller's; otherwise the statement is skipped and the
+ * savepoint keeps the transaction usable for the others.
+ */
+async function baselines(client: Queryable, inputs: Input[], strict: boolean, skipped: Skipped) {
+  const costed: Costed[] = []
+  for (const input of inputs) {
+    try {
+      await assertReferencesAllowed(client, input.query.references)
+      await client.query('SAVEPOINT keel_advice')
+      try {
+        const baseline = await planCost(client, input.query, input.params)
+        costed.push({ ...input, cost: baseline.totalCost, uses: await extractColumnUses(input.query.sql) })
+        await client.query('RELEASE SAVEPOINT keel_advice')
+      } catch (error) {
+        await client.query('ROLLBACK TO SAVEPOINT keel_advice')
+        throw error
+      }
+    } catch (error) {
+      if (strict) throw error
+      skipped.push({ query: input.query.sql.slice(0, 200), reason: (error as Error).message })
+    }
+  }
+  return costed
+}
+
+/** Candidate indexes from every costed query, on indexable user tables, not already indexed. */
+function collectCandidates(costed: readonly Costed[], tables: ReadonlyMap<string, Table>): Candidate[] {
+  const candidates = new Map<string, Candidate>()
+  for (const entry of costed) {
+    const byTable = new Map<string, ColumnUse[]>()
+    for (const use of entry.uses) byTable.set(use.table, [...(byTable.get(use.table) ?? []), use])
+    for (const [name, uses] of byTable) {
+      const table = tables.get(name)
+      if (table === undefined) continue
+      const known = uses.filter((use) => table.columns.has(use.column))
+      for (const columns of candidatesFor(known)) {
+        if (coveredBy(table.indexes, columns)) continue
+        const key = `${table.oid}:${columns.join(',')}`
+        if (!candidates.has(key) && candidates.size < maxCandidates) candidates.set(key, { table, columns })
+      }
+    }
+  }
+  return [...candidates.values()]
+}
+
+/**
+ * Creates one candidate in hypopg, plans every query on its table again, and drops it. Undefined
+ * unless some query's plan uses it and costs at least {@link minImprovement} less.
+ */
+async function costCandidate(
+  client: Queryable,
+  hypopg: InstalledExtension,
+  candidate: Candidate,
+  costed: readonly Costed[],
+  tables: ReadonlyMap<string, Table>,
+): Promise<IndexRecommendation | undefined> {
+  const body = `${candidate.table.label} (${candidate.columns.map(quoted).join(', ')})`
+  const created = await client.query<{ indexrelid: number; name: string; bytes: string }>(
+    `SELECT h.indexrelid::int8 AS indexrelid, h.indexname AS name,
+            ${hypopg.schema}.hypopg_relation_size(h.indexrelid)::text AS bytes
+       FROM ${hypopg.schema}.hypopg_create_index($1) AS h`,
+    [`CREATE INDEX ON ${body}`],
+  )
+  const index = created.rows[0]
+  if (index === undefined) return undefined
+  let before = 0
+  let after = 0
+  let helped = 0
+  let best = 0
+  try {
+    for (const entry of costed) {
+      if (!entry.uses.some((use) => tables.get(use.table)?.oid === candidate.table.oid)) continue
+      const plan = await planCost(client, entry.query, entry.params)
+      if (!plan.indexes.includes(index.name) || plan.totalCost >= entry.cost) continue
+      helped++
+      before += entry.weight * entry.cost
+      after += entry.weight * plan.totalCost
+      best = Math.max(best, 1 - plan.totalCost / entry.cost)
+    }
+  } finally {
+    await client.query(`SELECT ${hypopg.schema}.hypopg_drop_index($1)`, [index.indexrelid])
+  }
+  if (helped === 0 || best < minImprovement) return undefined
+  return {
+    table: candidate.table.label,
+    columns: candidate.columns,
+    definition: `CREATE INDEX CONCURRENTLY ON ${body}`,
+    estimatedBytes: Number(index.bytes),
+    costBefore: before,
+    costAfter: after,
+    improvement: before > 0 ? 1 - after / before : 0,
+    queries: helped,
+  }
+}
+
 /** Indexes worth creating for `source`, best first; see the module comment. */
 export async function recommendIndexes(
   run: <T>(work: (client: PoolClient) => Promise<T>) => Promise<T>,
@@ -136,114 +251,35 @@ export async function recommendIndexes(
   const given = 'sql' in source ? await gateQuery(source.sql) : undefined
   return run(async (client) => {
     const hypopg = await requireExtension(client, 'hypopg')
-    const skipped: Array<{ query: string; reason: string }> = []
-    const inputs: Array<{ query: GatedQuery; params: readonly unknown[] | undefined; weight: number }> = []
-    if (given !== undefined && 'sql' in source) {
-      inputs.push({ query: given, params: source.params, weight: 1 })
-    } else {
-      const workload = await topQueries(client, {
-        orderBy: 'total_time',
-        limit: 100,
-      })
-      for (const statement of workload) {
-        // Writes, utility statements and this server's own EXPLAINs are not the workload's reads.
-        if (!/^\s*(select|with|table|values)\b/i.test(statement.query)) continue
-        try {
-          if (
-            inputs.length >=
-            Math.min(('limit' in source ? source.limit : undefined) ?? maxQueries, maxQueries)
+    const skipped: Skipped = []
+    const inputs =
+      given !== undefined && 'sql' in source
+        ? [{ query: given, params: source.params, weight: 1 }]
+        : await workloadInputs(
+            client,
+            Math.min(('limit' in source ? source.limit : undefined) ?? maxQueries, maxQueries),
+            skipped,
           )
-            break
-          inputs.push({ query: await gateQuery(statement.query), params: undefined, weight: statement.calls })
-        } catch (error) {
-          skipped.push({ query: statement.query.slice(0, 200), reason: (error as Error).message })
-        }
-      }
-    }
-    const costed: Costed[] = []
-    for (const input of inputs) {
-      try {
-        await assertReferencesAllowed(client, input.query.references)
-        await client.query('SAVEPOINT keel_advice')
-        try {
-          const baseline = await planCost(client, input.query, input.params)
-          costed.push({ ...input, cost: baseline.totalCost, uses: await extractColumnUses(input.query.sql) })
-          await client.query('RELEASE SAVEPOINT keel_advice')
-        } catch (error) {
-          await client.query('ROLLBACK TO SAVEPOINT keel_advice')
-          throw error
-        }
-      } catch (error) {
-        // One statement of the workload that cannot be planned does not stop the others.
-        if (given !== undefined) throw error
-        skipped.push({
-          query: input.query.sql.slice(0, 200),
-          reason: error instanceof SqlRefusedError ? error.message : String((error as Error).message),
-        })
-      }
-    }
+    const costed = await baselines(client, inputs, given !== undefined, skipped)
     const tables = await loadTables(
       client,
       new Set(costed.flatMap((entry) => entry.uses.map((use) => use.table))),
     )
-    const candidates = new Map<string, Candidate>()
-    for (const entry of costed) {
-      const byTable = new Map<string, ColumnUse[]>()
-      for (const use of entry.uses) byTable.set(use.table, [...(byTable.get(use.table) ?? []), use])
-      for (const [name, uses] of byTable) {
-        const table = tables.get(name)
-        if (table === undefined) continue
-        const known = uses.filter((use) => table.columns.has(use.column))
-        for (const columns of candidatesFor(known)) {
-          if (coveredBy(table.indexes, columns)) continue
-          const key = `${table.oid}:${columns.join(',')}`
-          if (!candidates.has(key) && candidates.size < maxCandidates) candidates.set(key, { table, columns })
-        }
-      }
-    }
+    const candidates = collectCandidates(costed, tables)
     const recommendations: IndexRecommendation[] = []
-    for (const candidate of candidates.values()) {
-      const body = `${candidate.table.label} (${candidate.columns.map(quoted).join(', ')})`
-      const created = await client.query<{ indexrelid: number; name: string; bytes: string }>(
-        `SELECT h.indexrelid::int8 AS indexrelid, h.indexname AS name,
-                ${hypopg.schema}.hypopg_relation_size(h.indexrelid)::text AS bytes
-           FROM ${hypopg.schema}.hypopg_create_index($1) AS h`,
-        [`CREATE INDEX ON ${body}`],
-      )
-      const index = created.rows[0]
-      if (index === undefined) continue
-      let before = 0
-      let after = 0
-      let helped = 0
-      let best = 0
-      for (const entry of costed) {
-        if (!entry.uses.some((use) => tables.get(use.table)?.oid === candidate.table.oid)) continue
-        const plan = await planCost(client, entry.query, entry.params)
-        if (!plan.indexes.includes(index.name) || plan.totalCost >= entry.cost) continue
-        helped++
-        before += entry.weight * entry.cost
-        after += entry.weight * plan.totalCost
-        best = Math.max(best, 1 - plan.totalCost / entry.cost)
+    try {
+      for (const candidate of candidates) {
+        const recommendation = await costCandidate(client, hypopg, candidate, costed, tables)
+        if (recommendation !== undefined) recommendations.push(recommendation)
       }
-      await client.query(`SELECT ${hypopg.schema}.hypopg_drop_index($1)`, [index.indexrelid])
-      if (helped === 0 || best < minImprovement) continue
-      recommendations.push({
-        table: candidate.table.label,
-        columns: candidate.columns,
-        definition: `CREATE INDEX CONCURRENTLY ON ${body}`,
-        estimatedBytes: Number(index.bytes),
-        costBefore: before,
-        costAfter: after,
-        improvement: before > 0 ? 1 - after / before : 0,
-        queries: helped,
-      })
+    } finally {
+      await resetHypotheticalIndexes(client, hypopg).catch(() => undefined)
     }
-    await resetHypotheticalIndexes(client, hypopg)
     return {
       recommendations: rank(recommendations).slice(0, limit),
       analysedQueries: costed.length,
       skipped,
-      candidatesCosted: candidates.size,
+      candidatesCosted: candidates.length,
     }
   })
 }
