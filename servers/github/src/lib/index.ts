@@ -9,6 +9,6 @@ export {
 } from './client.js'
 export { type ClassifiedError, classifyGitHubError } from './errors.js'
 export { type FileSlice, isBinary, sliceFile } from './file-content.js'
-export { PushAccess, WITHHELD } from './lockdown.js'
+export { answeredBy, PushAccess, type RepositoryRef, WITHHELD } from './lockdown.js'
 export { hasNextPage, lastPage } from './pages.js'
 export { clean, sanitize } from './sanitize.js'
