@@ -10,5 +10,6 @@ export {
 export { type ClassifiedError, classifyGitHubError } from './errors.js'
 export { type FileSlice, isBinary, sliceFile } from './file-content.js'
 export { answeredBy, PushAccess, type RepositoryRef, WITHHELD } from './lockdown.js'
+export { isOwnImage, OUTSIDE_IMAGE, trustImageHost } from './markup.js'
 export { hasNextPage, lastPage } from './pages.js'
-export { clean, sanitize } from './sanitize.js'
+export { clean, sanitize, stripInvisible } from './sanitize.js'
