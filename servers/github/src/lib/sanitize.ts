@@ -22,7 +22,7 @@ const INVISIBLE = /[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu
 // The joiner and emoji presentation selector inside an emoji sequence (👨‍👩‍👧, ❤️) are kept: they
 // render as part of the emoji and carry no text.
 const EMOJI_PART =
-  /(?<=\p{Extended_Pictographic}\p{Emoji_Modifier}?)\uFE0F|(?<=\p{Extended_Pictographic}[\p{Emoji_Modifier}\uFE0F]?)\u200D(?=\p{Extended_Pictographic})/uy
+  /(?<=\p{Extended_Pictographic}\p{Emoji_Modifier}?)\uFE0F|(?<=\p{Extended_Pictographic}(?:\p{Emoji_Modifier}|\uFE0F)?)\u200D(?=\p{Extended_Pictographic})/uy
 
 /** Removes every character that renders as nothing (see the module comment). */
 export function stripInvisible(text: string): string {
