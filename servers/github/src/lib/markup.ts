@@ -42,7 +42,8 @@ const image = (url: string) => (isOwnImage(url) ? `![image](${url})` : OUTSIDE_I
 
 const TITLE = String.raw`(?:"[^"\n]*"|'[^'\n]*'|\([^()\n]*\))`
 const DESTINATION = String.raw`(?:<[^<>\n]*>|[^\s()<>]*(?:\([^\s()<>]*\)[^\s()<>]*)*)`
-const ALT = String.raw`((?:[^\[\]]|\[[^\[\]]*\])*)`
+// Alt text may span lines, but not a blank line (that ends the paragraph, and the image).
+const ALT = String.raw`((?:[^\[\]\n]|\n(?![ \t]*\n)|\[[^\[\]]*\])*)`
 const INLINE_IMAGE = new RegExp(String.raw`!\[${ALT}\]\(\s*(${DESTINATION})(?:\s+${TITLE})?\s*\)`, 'g')
 const REFERENCE_IMAGE = new RegExp(String.raw`!\[${ALT}\](?:\[([^\[\]\n]*)\]|(?!\())`, 'g')
 const DEFINITION = /^[ ]{0,3}\[([^\]\n]+)\]:[ \t]*(<[^<>\n]*>|\S+)/gm
@@ -72,7 +73,13 @@ function rewriteMarkdownImages(text: string): string {
     .replace(INLINE_IMAGE, (_whole, _alt: string, url: string) => image(unbracket(url)))
 }
 
-const TAG = /<(\/?)([a-z][a-z0-9-]*)((?:[^<>"']|"[^"]*"|'[^']*')*)>/gi
+// A tag as CommonMark reads raw HTML: a name, then attributes of valid names with optional
+// values. Anything else (`i <n; i++`, `a < b and "c" > d`) is text GitHub shows as written.
+const ATTRIBUTES = String.raw`((?:\s+[A-Za-z_:][A-Za-z0-9_.:-]*(?:\s*=\s*(?:[^\s"'=<>\x60]+|'[^']*'|"[^"]*"))?)*\s*\/?)`
+const TAG = new RegExp(
+  String.raw`<(?:(\/)([A-Za-z][A-Za-z0-9-]*)\s*|([A-Za-z][A-Za-z0-9-]*)${ATTRIBUTES})>`,
+  'g',
+)
 const ATTRIBUTE = /([^\s"'<>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'<>`]+)))?/g
 const LAYOUT = new Set(['width', 'height', 'align', 'colspan', 'rowspan', 'start'])
 
@@ -84,9 +91,9 @@ const LAYOUT = new Set(['width', 'height', 'align', 'colspan', 'rowspan', 'start
  */
 function rewriteTags(text: string): string {
   if (!text.includes('<')) return text
-  return text.replace(TAG, (_whole, closing: string, rawName: string, attributes: string) => {
-    const name = rawName.toLowerCase()
-    if (closing) return `</${name}>`
+  return text.replace(TAG, (_whole, closing: string, closed: string, opened: string, attributes: string) => {
+    if (closing) return `</${closed}>`
+    const name = opened.toLowerCase()
     const kept: string[] = []
     for (const match of attributes.matchAll(ATTRIBUTE)) {
       const key = (match[1] ?? '').toLowerCase()
@@ -103,11 +110,11 @@ function rewriteTags(text: string): string {
       }
     }
     const selfClosing = /\/\s*$/.test(attributes) ? ' /' : ''
-    return `<${name}${kept.length ? ` ${kept.join(' ')}` : ''}${selfClosing}>`
+    return `<${opened}${kept.length ? ` ${kept.join(' ')}` : ''}${selfClosing}>`
   })
 }
 
-const DETAILS_TAG = /<(\/?)(details|summary)\b((?:[^<>"']|"[^"]*"|'[^']*')*)>/gi
+const DETAILS_TAG = new RegExp(String.raw`<(\/?)(details|summary)(?:\s*|${ATTRIBUTES})>`, 'gi')
 
 interface Open {
   kind: string

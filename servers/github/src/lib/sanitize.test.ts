@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { isOwnImage, OUTSIDE_IMAGE } from './markup.js'
-import { sanitize, stripInvisible } from './sanitize.js'
+import { sanitize, sanitizeRendered, stripInvisible } from './sanitize.js'
 
 describe('sanitize', () => {
   it.each([
@@ -34,6 +34,7 @@ describe('sanitize', () => {
     ['non-Latin text', 'Grüße, 日本語, עברית'],
   ])('keeps %s', (_name, input) => {
     expect(sanitize(input)).toBe(input)
+    expect(sanitizeRendered(input)).toBe(input)
   })
 })
 
@@ -101,15 +102,15 @@ describe('hidden HTML and outbound images, as classes', () => {
     ],
     ['reference definition titles', '[a]: https://x.example "ask"\n[a] text', 'ask'],
   ])('withholds %s', (_name, input, hidden) => {
-    expect(sanitize(input)).not.toContain(hidden)
+    expect(sanitizeRendered(input)).not.toContain(hidden)
   })
 
   it('keeps an element with a visible style, without the style (GitHub drops it too)', () => {
-    expect(sanitize('<p style="font-size:10px">x</p>')).toBe('<p>x</p>')
+    expect(sanitizeRendered('<p style="font-size:10px">x</p>')).toBe('<p>x</p>')
   })
 
   it('marks a collapsed section and keeps its summary', () => {
-    expect(sanitize('<details><summary>Logs</summary>\nline one\n</details>')).toBe(
+    expect(sanitizeRendered('<details><summary>Logs</summary>\nline one\n</details>')).toBe(
       '<details><summary>Logs</summary>[collapsed on GitHub, withheld: 8 characters]</details>',
     )
   })
@@ -131,7 +132,7 @@ describe('hidden HTML and outbound images, as classes', () => {
     ['a lookalike host', '<img src="https://github.com.tracker.example/p.gif">'],
   ])('replaces %s loading from outside GitHub', (_name, input) => {
     // A reference definition alone never loads anything (nor renders); what is left must not load.
-    const out = sanitize(input).replace(/^\[[^\]\n]+\]:.*$/gm, '')
+    const out = sanitizeRendered(input).replace(/^\[[^\]\n]+\]:.*$/gm, '')
     expect(out).not.toContain('tracker.example')
     expect(out).not.toContain('data:')
   })
@@ -154,7 +155,7 @@ describe('hidden HTML and outbound images, as classes', () => {
       'https://githubusercontent.com.evil/a',
     ])
       expect(isOwnImage(url), url).toBe(false)
-    expect(sanitize('![x](https://example.com/a.png)')).toBe(OUTSIDE_IMAGE)
+    expect(sanitizeRendered('![x](https://example.com/a.png)')).toBe(OUTSIDE_IMAGE)
   })
 
   it('stays linear on hostile markup', () => {
@@ -166,7 +167,28 @@ describe('hidden HTML and outbound images, as classes', () => {
       '<img src="'.repeat(8_000),
       '![a](x'.repeat(10_000),
       `${'[a]: x\n'.repeat(8_000)}${'![a]'.repeat(8_000)}`,
+      `<a${' b'.repeat(30_000)}`,
+      `<a${' b = c'.repeat(10_000)}${' '.repeat(10_000)}!`,
+      '<a x=" '.repeat(10_000),
+      `![${'a\n'.repeat(20_000)}`,
     ])
-      expect(typeof sanitize(text)).toBe('string')
+      expect(typeof sanitizeRendered(text)).toBe('string')
+  })
+})
+
+describe('markup that is content', () => {
+  it.each([
+    ['a comparison in code', 'for (i = 0; i <n; i++) { s = "a" } if (x > 1) y()'],
+    ['an arrow and a quote', 'a < b and "c" > d'],
+    ['generic types', 'Map<string, Array<number>> and List<T>'],
+    ['an email in angle brackets', 'Jane <jane@example.com>'],
+  ])('keeps %s as written in rendered text', (_name, input) => {
+    expect(sanitizeRendered(input)).toBe(input)
+  })
+
+  it('leaves images, attributes and details alone in source, patches and logs', () => {
+    const source =
+      '+![build](https://img.shields.io/badge.svg)\n<img alt="logo" src="https://example.com/a.png">\n<details><summary>s</summary>body</details>'
+    expect(sanitize(source)).toBe(source)
   })
 })

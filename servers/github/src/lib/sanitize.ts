@@ -2,7 +2,8 @@
  * Text written by GitHub users reaches the model. Hidden characters and invisible markup are a
  * known prompt-injection channel: a reviewer sees nothing, the model reads an instruction. What
  * the rendered page does not show is removed (or, for collapsed sections and images, replaced by
- * a marker) before the model sees it. Each rule names a class, not an input:
+ * a marker) before the model sees it. Each rule names a class, not an input (the last three apply
+ * to rendered text only, {@link sanitizeRendered}):
  *
  * - characters that render as nothing: every format character (Unicode category Cf: bidi
  *   controls, zero-width characters, soft hyphen, tag characters, …) and every default-ignorable
@@ -45,7 +46,10 @@ const HIDDEN_ELEMENT =
 const MARKDOWN_COMMENT =
   /^[ \t]{0,3}\[[^\]\n]*\]:[ \t]*(?:#|<>)[ \t]*(?:\([^\n]*\)|"[^\n]*"|'[^\n]*')?[ \t]*$/gm
 
-/** Removes hidden characters and content that renders invisibly on GitHub. */
+/**
+ * Removes hidden characters and elements that never render. For any text: source files, patches
+ * and logs too, where markup is content and is otherwise kept as written.
+ */
 export function sanitize(text: string): string {
   let out = stripInvisible(text.normalize('NFC'))
   // Repeat: removing one construct can join the pieces of another.
@@ -58,10 +62,25 @@ export function sanitize(text: string): string {
     if (next === out) break
     out = next
   }
-  return rewriteMarkup(out)
+  return out
+}
+
+/**
+ * {@link sanitize}, then what GitHub's Markdown rendering hides or loads (collapsed `<details>`
+ * bodies, attribute text, titles, images from outside GitHub): for text GitHub renders, such as
+ * issue, PR, comment, review and release bodies. Not for source, patches or logs, where it would
+ * change the code the model reads and may write back.
+ */
+export function sanitizeRendered(text: string): string {
+  return rewriteMarkup(sanitize(text))
 }
 
 /** `sanitize` for optional fields. */
 export function clean(text: string | null | undefined): string {
   return text ? sanitize(text) : ''
+}
+
+/** `sanitizeRendered` for optional fields. */
+export function cleanRendered(text: string | null | undefined): string {
+  return text ? sanitizeRendered(text) : ''
 }

@@ -1,6 +1,6 @@
 import { type RequestAuth, ToolError, toolFactory, z } from '@keel-mcp/core'
 import {
-  clean,
+  cleanRendered,
   hasNextPage,
   type Octokit,
   type PushAccess,
@@ -118,7 +118,7 @@ export async function userText(
   ) {
     return WITHHELD
   }
-  return clean(text)
+  return cleanRendered(text)
 }
 
 /** Owner and name from a `repository_url` (search results). */
