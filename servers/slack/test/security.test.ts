@@ -144,3 +144,16 @@ describe('search results are judged by their channel', () => {
     expect(result.data.messages.map((message: { text: string }) => message.text)).toEqual(['allowed'])
   })
 })
+
+describe('a 429 without Retry-After', () => {
+  it('is waited out like a Retry-After of 1 s, then rate_limited (not internal), other methods served', async () => {
+    const slack = await fake()
+    const connection = await connect(slack)
+    slack.fail({ method: 'users.list', status: 429 })
+    slack.fail({ method: 'users.list', status: 429 })
+    const result = await call(connection, 'list_users', { limit: 5 })
+    expect(result.text).toMatch(/^rate_limited: /)
+    expect(slack.calls.filter((entry) => entry.method === 'users.list')).toHaveLength(2)
+    expect((await call(connection, 'get_channel_info', { channel: 'C0GENERAL' })).isError).toBe(false)
+  })
+})

@@ -61,6 +61,7 @@ export function createSlackApi(token: string, options: ClientOptions): SlackApi 
       ...(options.teamId ? { teamId: options.teamId } : {}),
       // Its own handling would sleep for the whole Retry-After with every request queued behind it.
       rejectRateLimitedCalls: true,
+      fetch: withRetryAfter,
       retryConfig: {
         retries: options.retries ?? 3,
         factor: 2,
@@ -103,6 +104,19 @@ export function createSlackApi(token: string, options: ClientOptions): SlackApi 
       }
     },
   }
+}
+
+/**
+ * Slack sends `Retry-After` with every 429; one without it (from a proxy in between) counts as
+ * 1 s, so the rate-limit policy decides about it too instead of the client failing with a bare
+ * error.
+ */
+async function withRetryAfter(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const response = await fetch(input, init)
+  if (response.status !== 429 || response.headers.has('retry-after')) return response
+  const headers = new Headers(response.headers)
+  headers.set('retry-after', '1')
+  return new Response(response.body, { status: 429, statusText: response.statusText, headers })
 }
 
 function rateLimited(state: { retryAfterSeconds: number; retryAt: number }): SlackError {
