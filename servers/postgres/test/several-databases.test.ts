@@ -65,6 +65,24 @@ describe('several databases in one server', () => {
     expect(JSON.parse(String(contents[0]?.text)).name).toBe('parts')
   })
 
+  it('takes the named databases from POSTGRES_DATABASES too, the first of them the default without DATABASE_URL', async () => {
+    const viaEnv = (
+      await connect(undefined, { env: { POSTGRES_DATABASES: `one=${second.url},two=${shared.url}` } })
+    ).client
+    const ask = async (database?: string) =>
+      (
+        await viaEnv.callTool({
+          name: 'query',
+          arguments: { sql: 'SELECT current_database()', ...(database ? { database } : {}) },
+        })
+      ).structuredContent.rows[0][0]
+    expect([await ask(), await ask('one'), await ask('two')]).toEqual([
+      'keel_second',
+      'keel_second',
+      'keel_test',
+    ])
+  })
+
   it('keeps serving the default while the second is stopped mid-call, and reports the second unavailable', async () => {
     const running = client.callTool({
       name: 'query',
@@ -86,6 +104,8 @@ describe('several databases in one server', () => {
       client.callTool({ name: 'list_schemas', arguments: {} }),
     ])
     expect(down).toBe('unavailable')
+    const failed = await client.callTool({ name: 'list_schemas', arguments: { database: 'second' } })
+    expect(textOf(failed)).not.toContain(new URL(second.url).password)
     expect(up).toBe('keel_test')
     expect(schemas.isError).toBeFalsy()
     // Listing resources leaves the stopped database out instead of failing.
