@@ -86,6 +86,8 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     initializedBefore?.()
     warmUpOnce(runtime)
   }
+  // A lone request (2026-07-28, --stateless) has no initialize: its first request starts it.
+  if (connection === 'request') warmUpOnce(runtime)
   const state: InstanceState = { clientLevel: undefined, roots: undefined, subscriptions: new Map() }
   const closers: Array<() => void | Promise<void>> = []
   const closedBefore = server.onclose

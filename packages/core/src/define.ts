@@ -358,8 +358,9 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
   createDeps(context: DepsContext<C>): D | Promise<D>
   /**
    * Optional: work the first call would otherwise pay for (connect a pool, load a parser). Called
-   * once per process, after the first client finished `initialize` (on `notifications/initialized`),
-   * off the start-up path and never awaited by a request. A failure is logged at debug level and
+   * once per process, after the first client finished `initialize` (on `notifications/initialized`;
+   * on the 2026-07-28 era, which has none, with the first request), off the start-up path and never
+   * awaited by a request. A failure is logged at debug level and
    * the first call simply does the work itself.
    */
   warmUp?(deps: D): Promise<void> | void

@@ -58,6 +58,15 @@ describe('warmUp', () => {
     expect(result.structuredContent).toEqual({ warmUps: 1 })
   })
 
+  it('runs once on the 2026-07-28 era too, which has no initialize', async () => {
+    const connection = await connectInMemory(spec(false), { era: 'modern' })
+    open.push(connection)
+    await connection.runtime.deps.warmed
+    await connection.client.callTool({ name: 'count', arguments: {} })
+    const result = await connection.client.callTool({ name: 'count', arguments: {} })
+    expect(result.structuredContent).toEqual({ warmUps: 1 })
+  })
+
   it('leaves the server serving when it fails (the first call then does the work)', async () => {
     const connection = await connectInMemory(spec(true))
     open.push(connection)
