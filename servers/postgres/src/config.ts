@@ -57,6 +57,13 @@ const databaseTargets = z
         })
         return z.NEVER
       }
+      if (name === 'default') {
+        context.addIssue({
+          code: 'custom',
+          message: 'default is the name of DATABASE_URL’s database; choose another',
+        })
+        return z.NEVER
+      }
       if (targets.some((target) => target.name === name)) {
         context.addIssue({ code: 'custom', message: `the name ${name} is given twice` })
         return z.NEVER

@@ -106,7 +106,7 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
     analyzeDbHealth,
   ],
   resourceTemplates: [tableResource],
-  // Cheap on purpose: nothing connects and nothing heavy loads until the first call.
+  // Cheap on purpose: nothing connects and nothing heavy loads until warmUp (after initialize).
   createDeps({ config, logger, addSecret }) {
     const positional = config.positionals[0]
     const url = positional ?? config.options.databaseUrl
@@ -121,7 +121,7 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
     const withDefault =
       named.length > 0 && url === undefined && !hasLibpqEnvironment()
         ? named
-        : [{ name: 'default', url }, ...named.filter((target) => target.name !== 'default')]
+        : [{ name: 'default', url }, ...named]
     if (withDefault[0]?.name === 'default') warnAboutDefaults(url, logger)
     const ssl = sslOptions(config.options)
     const targets = new Map<string, DatabaseTarget>()

@@ -695,6 +695,12 @@ describe('configuration', () => {
       'Invalid --database (env POSTGRES_DATABASES): each must be NAME=postgres://',
     ],
     [
+      'a named database called default',
+      ['--database', 'default=postgres://root:hunter22@db/x'],
+      {},
+      'Invalid --database (env POSTGRES_DATABASES): default is the name of DATABASE_URL’s database',
+    ],
+    [
       'a named database given twice',
       ['--database', 'a=postgres://root:hunter22@db/x', '--database', 'a=postgres://root:hunter22@db/y'],
       {},
