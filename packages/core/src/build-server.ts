@@ -27,7 +27,7 @@ function warmUpOnce<D, C>(runtime: Runtime<D, C>): void {
   setImmediate(() => {
     const started = performance.now()
     Promise.resolve()
-      .then(() => warmUp(runtime.deps))
+      .then(() => warmUp(runtime.deps, runtime.shutdownSignal))
       .then(() => runtime.logger.debug('warmed up', { durationMs: Math.round(performance.now() - started) }))
       .catch((error: unknown) =>
         runtime.logger.debug('warm-up failed; the first call does the work', {

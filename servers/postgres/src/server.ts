@@ -149,8 +149,8 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
     }
   },
   // After the client's initialize: connect and load the parser now, so the first call is cheap.
-  warmUp: (deps) =>
-    Promise.all([...deps.targets.values()].map((target) => target.db.warmUp())).then(() => {}),
+  warmUp: (deps, signal) =>
+    Promise.all([...deps.targets.values()].map((target) => target.db.warmUp({ signal }))).then(() => {}),
   dispose: (deps) =>
     Promise.all([...deps.targets.values()].map((target) => target.db.close())).then(() => {}),
   mapError: (error) => toToolError(error),

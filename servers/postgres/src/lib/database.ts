@@ -159,11 +159,12 @@ export class Database {
    * Does now what the first call would otherwise pay for: loads pg and the SQL parser, opens the
    * pool with one connection and sizes it. Safe to call at any time, and more than once.
    */
-  async warmUp(): Promise<void> {
+  async warmUp(options: CallOptions = {}): Promise<void> {
     await Promise.all([this.#getPool(), loadSqlParser()])
+    if (this.#closed) return
     // One gated call through the whole path, whose columns have the common types: their names are
     // then known, and the first real call costs what a later one does.
-    await this.query(warmUpQuery, [], { maxRows: 1 })
+    await this.query(warmUpQuery, [], { maxRows: 1, ...options })
   }
 
   /**
