@@ -3,7 +3,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Database } from '../src/lib/database.js'
 import { explainWithHypotheticalIndexes } from '../src/lib/hypothetical.js'
-import { adminQuery, createScratchDatabase, sharedPostgres } from './harness/index.js'
+import { adminQuery, createScratchDatabase, sharedPostgres, waitFor } from './harness/index.js'
 import { closeAll, connect, errorKind, textOf } from './helpers.js'
 
 /**
@@ -45,6 +45,29 @@ beforeAll(async () => {
      CREATE TRIGGER accounts_touch BEFORE UPDATE ON public.accounts FOR EACH ROW EXECUTE FUNCTION public.touch();
      ANALYZE public.accounts;`,
   )
+  // Dead rows autovacuum will not clean (off for this table), and an index left at twenty times
+  // the size its remaining rows need.
+  await adminQuery(
+    scratch.superuserUrl,
+    `CREATE TABLE public.churn (id int, label text) WITH (autovacuum_enabled = off);
+     INSERT INTO public.churn SELECT g, 'label number ' || g FROM generate_series(1, 60000) AS g;
+     CREATE INDEX churn_label_idx ON public.churn (label);
+     DELETE FROM public.churn WHERE id > 3000;`,
+  )
+  await adminQuery(scratch.superuserUrl, 'VACUUM public.churn')
+  await adminQuery(scratch.superuserUrl, 'ANALYZE public.churn')
+  await adminQuery(
+    scratch.superuserUrl,
+    `INSERT INTO public.churn SELECT g, 'x' FROM generate_series(1, 2000) AS g; DELETE FROM public.churn WHERE label = 'x'`,
+  )
+  // Table statistics reach pg_stat_user_tables shortly after the commit.
+  await waitFor(async () => {
+    const [row] = await adminQuery<{ dead: number }>(
+      scratch.superuserUrl,
+      "SELECT n_dead_tup::int AS dead FROM pg_stat_user_tables WHERE relname = 'churn'",
+    )
+    return (row?.dead ?? 0) >= 2000 ? true : undefined
+  })
   // Cluster-wide, dropped in afterAll: a slot nobody consumes.
   await adminQuery(
     scratch.superuserUrl,
@@ -217,6 +240,20 @@ describe('analyze_db_health', () => {
     ])
     expect(of('replication')).toContainEqual(
       expect.objectContaining({ object: 'keel_insights_idle_slot', severity: 'warning' }),
+    )
+    expect(of('bloated_indexes')).toContainEqual(
+      expect.objectContaining({
+        object: 'public.churn_label_idx',
+        action: 'REINDEX INDEX CONCURRENTLY public.churn_label_idx;',
+      }),
+    )
+    expect(of('vacuum')).toContainEqual(
+      expect.objectContaining({
+        object: 'public.churn',
+        message: expect.stringMatching(
+          /^Table public\.churn has \d+ dead rows \(3000 live; autovacuum starts at \d+\)/,
+        ),
+      }),
     )
     for (const check of ['wraparound', 'connections', 'cache_hit_ratio']) expect(of(check)).toHaveLength(1)
     expect(Object.keys(result.structuredContent.checks)).toHaveLength(11)
