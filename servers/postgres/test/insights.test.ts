@@ -40,6 +40,10 @@ beforeAll(async () => {
      SELECT setval('public.ticket_seq', 900);
      CREATE FUNCTION public.region_label(r int) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT 'region ' || r $$;
      ALTER TABLE public.accounts ADD CONSTRAINT accounts_region_known CHECK (region >= 0) NOT VALID;
+     CREATE TABLE public.logins (account_id bigint NOT NULL, at timestamptz NOT NULL);
+     INSERT INTO public.logins SELECT 1 + g % 40000, '2024-01-01'::timestamptz + g * interval '1 minute'
+       FROM generate_series(1, 40000) AS g;
+     ANALYZE public.logins;
      CREATE TYPE public.tier AS ENUM ('free', 'paid');
      CREATE FUNCTION public.touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
      CREATE TRIGGER accounts_touch BEFORE UPDATE ON public.accounts FOR EACH ROW EXECUTE FUNCTION public.touch();
@@ -147,6 +151,27 @@ describe('recommend_indexes', () => {
       "SELECT count(*)::int AS count FROM pg_indexes WHERE tablename = 'accounts' AND indexdef LIKE '%(email)%'",
     )
     expect(indexes[0]?.count).toBe(0)
+  })
+})
+
+describe('recommend_indexes from joins and orderings', () => {
+  it.each([
+    [
+      'the join column of the inner table',
+      'SELECT count(*) FROM public.accounts a JOIN public.logins l ON l.account_id = a.id WHERE a.id = $1',
+      'CREATE INDEX CONCURRENTLY ON public.logins (account_id)',
+    ],
+    [
+      'the column of ORDER BY … LIMIT',
+      'SELECT id, note FROM public.accounts ORDER BY note LIMIT 10',
+      'CREATE INDEX CONCURRENTLY ON public.accounts (note)',
+    ],
+  ])('proposes %s', async (_label, sql, definition) => {
+    const result = await call('recommend_indexes', { sql })
+    expect(result.isError, textOf(result)).toBeFalsy()
+    expect(
+      result.structuredContent.recommendations.map((entry: { definition: string }) => entry.definition),
+    ).toContain(definition)
   })
 })
 
