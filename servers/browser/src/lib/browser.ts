@@ -38,6 +38,15 @@ const BASE_ARGS = [
   '--no-default-browser-check',
   '--disable-quic',
   '--disable-extensions',
+  // WebRTC ignores the proxy: without these two, STUN and TURN over UDP (and host candidates) reach
+  // any address a page names. Together they leave WebRTC only TURN over TCP, which goes through the
+  // proxy and is judged there; the first alone does not hold.
+  '--webrtc-ip-handling-policy=disable_non_proxied_udp',
+  '--force-webrtc-ip-handling-policy',
+  // Chromium resolves no name itself: every name reaches the proxy unresolved and is resolved (and
+  // judged) there, so DNS prefetch, a STUN server's name or any other lookup is no side channel.
+  // The one exception is the proxy's own address, an IP literal that needs no lookup.
+  '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
 ]
 
 /**
@@ -270,6 +279,9 @@ export class BrowserHost {
         ...(this.settings.noSandbox ? ['--no-sandbox'] : []),
         ...this.settings.extraArgs,
       ],
+      // Puppeteer turns Chromium's pop-up blocker off; it stays on: a page opens a window only from
+      // a click.
+      ignoreDefaultArgs: ['--disable-popup-blocking'],
       handleSIGINT: false,
       handleSIGTERM: false,
       handleSIGHUP: false,
