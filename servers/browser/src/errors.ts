@@ -3,6 +3,7 @@ import { TabGoneError } from './lib/browser.js'
 import { INSTALL_HINT, NoBrowserError } from './lib/discover.js'
 import { NotVisibleError } from './lib/element.js'
 import { StaleRefError } from './lib/tab.js'
+import { UploadError } from './lib/upload.js'
 
 /** Browser and puppeteer failures as tool errors the model can act on (pure). */
 export function toToolError(error: unknown): ToolError | undefined {
@@ -11,6 +12,10 @@ export function toToolError(error: unknown): ToolError | undefined {
     return new ToolError('not_found', error.message, { hint: 'Call snapshot for fresh refs.' })
   if (error instanceof TabGoneError)
     return new ToolError('not_found', error.message, { hint: 'list_tabs shows the open tabs.' })
+  if (error instanceof UploadError)
+    return new ToolError(error.kind, error.message, {
+      hint: 'Files can be uploaded only from the upload directories (--upload-dir), never through a symbolic link.',
+    })
   if (error instanceof NoBrowserError)
     return new ToolError('unavailable', error.message, { hint: INSTALL_HINT })
   if (error instanceof NotVisibleError)

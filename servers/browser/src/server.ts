@@ -5,6 +5,7 @@ import { toToolError } from './errors.js'
 import { icon } from './icon.js'
 import { BrowserHost } from './lib/browser.js'
 import { parseOriginPattern, UrlPolicy } from './lib/policy.js'
+import { UploadStore } from './lib/upload.js'
 import { click, drag, fillForm, hover, pressKey, selectOption, type } from './tools/actions.js'
 import { consoleMessages, handleDialog, networkRequests } from './tools/inspect.js'
 import { goBack, goForward, navigate, reload } from './tools/navigation.js'
@@ -118,6 +119,7 @@ export function createServer(tuning: BrowserTuning = {}) {
       tuning.onHost?.(host)
       return {
         host,
+        uploads: new UploadStore(settings.uploadDirs),
         watched: new Set<string>(),
         settings: {
           timeoutNavigation: settings.timeoutNavigation,
@@ -127,7 +129,10 @@ export function createServer(tuning: BrowserTuning = {}) {
         },
       }
     },
-    dispose: (deps) => deps.host.dispose(),
+    dispose: async (deps) => {
+      await deps.host.dispose()
+      await deps.uploads.dispose()
+    },
     mapError: (error) => toToolError(error),
   })
 }

@@ -1,6 +1,3 @@
-import { promises as fs } from 'node:fs'
-// node:fs/promises loads on first use through the getter, not at start.
-import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { ToolError, z } from '@keel-mcp/core'
 import { boxOf, fieldKind, resolveRef, setFiles } from '../lib/element.js'
 import {
@@ -16,28 +13,6 @@ import {
   untrusted,
 } from './shared.js'
 
-/** Resolves a path and proves, after following links, that it lies inside one of the upload dirs. */
-async function uploadable(path: string, dirs: string[]): Promise<string> {
-  let real: string
-  try {
-    real = await fs.realpath(resolve(path))
-  } catch {
-    throw new ToolError('not_found', `No file ${path}`)
-  }
-  for (const dir of dirs) {
-    const root = await fs.realpath(dir).catch(() => undefined)
-    if (!root) continue
-    const inside = relative(root, real)
-    if (inside && !inside.startsWith(`..${sep}`) && inside !== '..' && !isAbsolute(inside)) {
-      if (!(await fs.stat(real)).isFile()) throw new ToolError('invalid_argument', `${path} is not a file`)
-      return real
-    }
-  }
-  throw new ToolError('permission_denied', `${path} is outside the upload directories`, {
-    hint: `Files can be uploaded only from: ${dirs.join(', ')}`,
-  })
-}
-
 export const uploadFile = defineTool({
   name: 'upload_file',
   title: 'Upload file',
@@ -50,8 +25,8 @@ export const uploadFile = defineTool({
   output: pageOutput,
   annotations: act,
   async run({ ref, paths, tab: tabId }, context) {
-    const dirs = context.deps.settings.uploadDirs
-    const files = await Promise.all(paths.map((path) => uploadable(path, dirs)))
+    // Private copies of what was checked: the page never reads the paths themselves.
+    const files = await Promise.all(paths.map((path) => context.deps.uploads.copy(path)))
     return perform(context, tabId, async (tab) => {
       const element = await resolveRef(tab, ref)
       if ((await fieldKind(tab, element)).kind !== 'file')

@@ -2,6 +2,7 @@ import { nodeCrypto, type ToolContext, ToolError, toolFactory, z } from '@keel-m
 import type { BrowserHost, BrowserSession } from '../lib/browser.js'
 import { changedPart, takeSnapshot } from '../lib/snapshot.js'
 import type { OpenDialog, Tab } from '../lib/tab.js'
+import type { UploadStore } from '../lib/upload.js'
 import { shownUrl } from '../lib/url.js'
 
 /** Settings the tools read (from the command line). */
@@ -16,6 +17,8 @@ export interface BrowserSettings {
 export interface BrowserDeps {
   host: BrowserHost
   settings: BrowserSettings
+  /** Private copies of the files upload_file hands to pages. */
+  uploads: UploadStore
   /** Session keys whose close hook is registered. */
   watched: Set<string>
 }
