@@ -22,6 +22,9 @@ export interface BrowserOptions {
   timeoutAction: number
   snapshotMaxChars: number
   noSandbox: boolean
+  maxContexts: number
+  maxTabs: number
+  maxMemory: number
 }
 
 const milliseconds = (fallback: number) =>
@@ -160,6 +163,30 @@ export const options: OptionSpecs<BrowserOptions> = {
     placeholder: 'n',
     description: 'Snapshot size cap in characters (default 25000).',
     schema: z.coerce.number({ error: 'must be a number' }).int().min(1000).max(1_000_000).default(25_000),
+  },
+  maxContexts: {
+    flag: 'max-contexts',
+    env: 'BROWSER_MAX_CONTEXTS',
+    type: 'string',
+    placeholder: 'n',
+    description: 'Browser contexts at once, one per HTTP session (default 8).',
+    schema: z.coerce.number({ error: 'must be a number' }).int().min(1).max(256).default(8),
+  },
+  maxTabs: {
+    flag: 'max-tabs',
+    env: 'BROWSER_MAX_TABS',
+    type: 'string',
+    placeholder: 'n',
+    description: 'Tabs per session, pop-ups included (default 20).',
+    schema: z.coerce.number({ error: 'must be a number' }).int().min(1).max(1000).default(20),
+  },
+  maxMemory: {
+    flag: 'max-memory',
+    env: 'BROWSER_MAX_MEMORY',
+    type: 'string',
+    placeholder: 'MiB',
+    description: "Chromium's memory (all its processes) above which no tab or context opens (default 2048).",
+    schema: z.coerce.number({ error: 'must be a number of MiB' }).int().min(1).max(1_048_576).default(2048),
   },
   noSandbox: {
     flag: 'no-sandbox',

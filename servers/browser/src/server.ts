@@ -111,6 +111,11 @@ export function createServer(tuning: BrowserTuning = {}) {
           noSandbox: settings.noSandbox || process.getuid?.() === 0,
           downloadDir: downloads ? settings.downloadDir : undefined,
           extraArgs: tuning.extraArgs ?? [],
+          limits: {
+            contexts: settings.maxContexts,
+            tabs: settings.maxTabs,
+            memoryBytes: settings.maxMemory * 1024 * 1024,
+          },
           dialOverride: tuning.dialOverride,
         },
         policy,

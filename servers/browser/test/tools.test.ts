@@ -29,6 +29,9 @@ beforeAll(async () => {
     '3000',
     '--timeout-action',
     '3000',
+    // Every test works in a tab of its own, all in one session.
+    '--max-tabs',
+    '100',
   ])
 })
 

@@ -1,5 +1,7 @@
 import { ToolError, z } from '@keel-mcp/core'
 import { boxOf, fieldKind, resolveRef, setFiles } from '../lib/element.js'
+import { assertPageSize, PDF_MAX_ELEMENTS } from '../lib/limits.js'
+import type { Tab } from '../lib/tab.js'
 import {
   act,
   browse,
@@ -201,6 +203,43 @@ export const evaluate = defineTool({
   },
 })
 
+/** Largest PDF save_pdf returns. */
+export const PDF_MAX_BYTES = 20 * 1024 * 1024
+
+/**
+ * Prints the page to PDF as a stream read in chunks, stopping (and closing the stream) as soon as
+ * it passes `maxBytes`: a huge print never lands in memory whole.
+ */
+async function printPdf(tab: Tab, maxBytes: number): Promise<Buffer> {
+  const { stream } = (await tab.cdp.send('Page.printToPDF', {
+    printBackground: true,
+    transferMode: 'ReturnAsStream',
+  })) as { stream?: string }
+  if (!stream) throw new Error('Chromium returned no PDF stream')
+  const chunks: Buffer[] = []
+  let size = 0
+  try {
+    for (;;) {
+      const chunk = (await tab.cdp.send('IO.read', { handle: stream, size: 1024 * 1024 })) as {
+        data: string
+        base64Encoded?: boolean
+        eof: boolean
+      }
+      const bytes = Buffer.from(chunk.data, chunk.base64Encoded ? 'base64' : 'utf8')
+      size += bytes.byteLength
+      if (size > maxBytes)
+        throw new ToolError('too_large', `The PDF is over the ${maxBytes}-byte cap`, {
+          hint: 'Take a screenshot instead, or print a smaller page.',
+        })
+      chunks.push(bytes)
+      if (chunk.eof) break
+    }
+  } finally {
+    await tab.cdp.send('IO.close', { handle: stream }).catch(() => undefined)
+  }
+  return Buffer.concat(chunks)
+}
+
 export const savePdf = defineTool({
   name: 'save_pdf',
   title: 'Save PDF',
@@ -210,12 +249,8 @@ export const savePdf = defineTool({
   annotations: browse,
   async run({ tab: tabId }, context) {
     return onTab(context, tabId, async (tab) => {
-      const pdf = await tab.page.pdf({
-        printBackground: true,
-        timeout: context.deps.settings.timeoutNavigation,
-      })
-      if (pdf.byteLength > 20 * 1024 * 1024)
-        throw new ToolError('too_large', `The PDF is ${pdf.byteLength} bytes, over the 20 MiB cap`)
+      await assertPageSize(tab, PDF_MAX_ELEMENTS, 'PDF')
+      const pdf = await printPdf(tab, PDF_MAX_BYTES)
       const info = pageInfo(tab)
       return {
         data: { ...info, bytes: pdf.byteLength },

@@ -69,7 +69,7 @@ export async function sessionOf(context: Context): Promise<{ session: BrowserSes
   return { session, notices }
 }
 
-function dialogText(dialog: OpenDialog): string {
+export function dialogText(dialog: OpenDialog): string {
   return `A ${dialog.type} dialog is open: ${JSON.stringify(dialog.message)}${dialog.type === 'prompt' ? ` (default ${JSON.stringify(dialog.defaultValue)})` : ''}. Answer it with handle_dialog.`
 }
 
@@ -81,7 +81,7 @@ export async function onTab<T extends { text: string }>(
   context: Context,
   tabId: string | undefined,
   work: (tab: Tab, session: BrowserSession) => Promise<T>,
-  options: { keepDialog?: boolean } = {},
+  options: { keepDialog?: boolean; limitMs?: number } = {},
 ): Promise<T> {
   const { session, notices } = await sessionOf(context)
   const tab = await session.tab(tabId)
@@ -89,17 +89,31 @@ export async function onTab<T extends { text: string }>(
     notices.push(session.notice)
     session.notice = undefined
   }
-  return tab.run(async () => {
-    if (tab.dialog && !options.keepDialog) {
-      const open = await tab.answerDialog(tab.dialog.type === 'alert' || tab.dialog.type === 'beforeunload')
-      if (open)
-        notices.push(
-          `The ${open.type} dialog ${JSON.stringify(open.message)} was closed unanswered before this call.`,
-        )
-    }
-    const result = await work(tab, session)
-    return notices.length ? { ...result, text: `${notices.join('\n')}\n${result.text}` } : result
-  })
+  const limit = options.limitMs ?? callLimit(context.deps.settings)
+  return tab.run(
+    async () => {
+      if (tab.dialog && !options.keepDialog) {
+        const open = await tab.answerDialog(tab.dialog.type === 'alert' || tab.dialog.type === 'beforeunload')
+        if (open)
+          notices.push(
+            `The ${open.type} dialog ${JSON.stringify(open.message)} was closed unanswered before this call.`,
+          )
+      }
+      const result = await work(tab, session)
+      return notices.length ? { ...result, text: `${notices.join('\n')}\n${result.text}` } : result
+    },
+    limit,
+    context.signal,
+  )
+}
+
+/**
+ * How long one call on a tab may take in all, waiting for earlier calls on the tab included: its
+ * navigation limit, and its action limit three times over (the action, the snapshot after it, the
+ * reads around them). Past it the call answers `timeout` and the tab's next call goes ahead.
+ */
+export function callLimit(settings: BrowserSettings, actionTimeout = settings.timeoutAction): number {
+  return settings.timeoutNavigation + actionTimeout + 2 * settings.timeoutAction
 }
 
 /** The structured result of a tool that leaves the model on a page. */
@@ -107,9 +121,16 @@ export function pageInfo(tab: Tab): { tab: string; url: string } {
   return { tab: tab.id, url: shownUrl(tab.page.url()) }
 }
 
-/** The page's title (empty while a dialog blocks the page, or when it does not answer). */
+/**
+ * The page's title as the browser process knows it (`Target.getTargetInfo` is answered there):
+ * a page whose renderer is busy, or blocked by a dialog, still has one, at once.
+ */
 export async function titleOf(tab: Tab): Promise<string> {
-  return tab.dialog ? '' : await Promise.race([tab.page.title().catch(() => ''), delay(2000, '')])
+  const info = tab.cdp
+    .send('Target.getTargetInfo')
+    .then(({ targetInfo }) => (targetInfo.title === targetInfo.url ? '' : targetInfo.title))
+    .catch(() => '')
+  return Promise.race([info, delay(1000, '')])
 }
 
 export function delay<T>(ms: number, value: T): Promise<T> {
@@ -148,68 +169,74 @@ export async function perform(
 ): Promise<{ data: { tab: string; url: string }; text: string }> {
   const { settings } = context.deps
   const actionTimeout = options.actionTimeout ?? settings.timeoutAction
-  return onTab(context, tabId, async (tab) => {
-    const page = tab.page
-    const generation = tab.generation
-    const before = tab.lastSnapshot
-    const requestsBefore = tab.navigationRequests
-    let navigating = false
-    const onRequest = (request: { isNavigationRequest(): boolean; frame(): unknown }) => {
-      if (request.isNavigationRequest() && request.frame() === page.mainFrame()) navigating = true
-    }
-    page.on('request', onRequest)
-    // Stopped when the action is reported, so no waiter outlives its call.
-    const stopWaiting = new AbortController()
-    const navigation = tab.waitForMainFrameLoad(settings.timeoutNavigation, stopWaiting.signal)
-    try {
-      const actionPromise = action(tab)
-      actionPromise.catch(() => undefined)
-      let timer: NodeJS.Timeout | undefined
-      const dialog = tab.nextDialog()
-      const outcome = await Promise.race([
-        actionPromise.then((note) => ({ kind: 'done' as const, note })),
-        dialog.promise.then((opened) => ({ kind: 'dialog' as const, dialog: opened })),
-        new Promise<{ kind: 'timeout' }>((resolve) => {
-          timer = setTimeout(() => resolve({ kind: 'timeout' }), actionTimeout)
-        }),
-      ]).finally(() => {
-        clearTimeout(timer)
-        dialog.cancel()
-      })
-      if (outcome.kind === 'timeout')
-        throw new ToolError('timeout', `The action did not finish within ${actionTimeout} ms`, {
-          hint: 'The tab is still usable: take a snapshot to see its state.',
+  const limitMs = callLimit(settings, actionTimeout)
+  return onTab(
+    context,
+    tabId,
+    async (tab) => {
+      const page = tab.page
+      const generation = tab.generation
+      const before = tab.lastSnapshot
+      const requestsBefore = tab.navigationRequests
+      let navigating = false
+      const onRequest = (request: { isNavigationRequest(): boolean; frame(): unknown }) => {
+        if (request.isNavigationRequest() && request.frame() === page.mainFrame()) navigating = true
+      }
+      page.on('request', onRequest)
+      // Stopped when the action is reported, so no waiter outlives its call.
+      const stopWaiting = new AbortController()
+      const navigation = tab.waitForMainFrameLoad(settings.timeoutNavigation, stopWaiting.signal)
+      try {
+        const actionPromise = action(tab)
+        actionPromise.catch(() => undefined)
+        let timer: NodeJS.Timeout | undefined
+        const dialog = tab.nextDialog()
+        const outcome = await Promise.race([
+          actionPromise.then((note) => ({ kind: 'done' as const, note })),
+          dialog.promise.then((opened) => ({ kind: 'dialog' as const, dialog: opened })),
+          new Promise<{ kind: 'timeout' }>((resolve) => {
+            timer = setTimeout(() => resolve({ kind: 'timeout' }), actionTimeout)
+          }),
+        ]).finally(() => {
+          clearTimeout(timer)
+          dialog.cancel()
         })
-      if (outcome.kind === 'dialog') {
-        return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(outcome.dialog)}` }
-      }
-      // One round trip through the page's event loop: handlers the action triggered have run, and a
-      // navigation they started has been announced. Then wait for that navigation.
-      await Promise.race([
-        tab.cdp
-          .send('Runtime.evaluate', {
-            expression: 'new Promise((resolve) => setTimeout(resolve))',
-            awaitPromise: true,
+        if (outcome.kind === 'timeout')
+          throw new ToolError('timeout', `The action did not finish within ${actionTimeout} ms`, {
+            hint: 'The tab is still usable: take a snapshot to see its state.',
           })
-          .catch(() => undefined),
-        delay(200, undefined),
-      ])
-      if ((navigating || tab.navigationRequests !== requestsBefore) && !tab.dialog) await navigation
-      if (tab.dialog) return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
-      const note = outcome.note ? `${outcome.note}\n` : ''
-      if (tab.generation !== generation || !before) {
-        const full = await fullSnapshot(tab, settings)
-        return { ...full, text: `${note}${full.text}` }
+        if (outcome.kind === 'dialog') {
+          return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(outcome.dialog)}` }
+        }
+        // One round trip through the page's event loop: handlers the action triggered have run, and a
+        // navigation they started has been announced. Then wait for that navigation.
+        await Promise.race([
+          tab.cdp
+            .send('Runtime.evaluate', {
+              expression: 'new Promise((resolve) => setTimeout(resolve))',
+              awaitPromise: true,
+            })
+            .catch(() => undefined),
+          delay(200, undefined),
+        ])
+        if ((navigating || tab.navigationRequests !== requestsBefore) && !tab.dialog) await navigation
+        if (tab.dialog) return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
+        const note = outcome.note ? `${outcome.note}\n` : ''
+        if (tab.generation !== generation || !before) {
+          const full = await fullSnapshot(tab, settings)
+          return { ...full, text: `${note}${full.text}` }
+        }
+        const snapshot = await takeSnapshot(tab, { maxChars: settings.snapshotMaxChars })
+        tab.lastSnapshot = snapshot.lines
+        const diff = changedPart(before, snapshot.lines)
+        const info = pageInfo(tab)
+        const body = diff.changed ? untrusted(diff.text) : diff.text
+        return { data: info, text: `${note}Tab ${tab.id} (${info.url})\n${body}` }
+      } finally {
+        page.off('request', onRequest)
+        stopWaiting.abort()
       }
-      const snapshot = await takeSnapshot(tab, { maxChars: settings.snapshotMaxChars })
-      tab.lastSnapshot = snapshot.lines
-      const diff = changedPart(before, snapshot.lines)
-      const info = pageInfo(tab)
-      const body = diff.changed ? untrusted(diff.text) : diff.text
-      return { data: info, text: `${note}Tab ${tab.id} (${info.url})\n${body}` }
-    } finally {
-      page.off('request', onRequest)
-      stopWaiting.abort()
-    }
-  })
+    },
+    { limitMs },
+  )
 }
