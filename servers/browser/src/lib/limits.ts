@@ -9,7 +9,10 @@ import type { Tab } from './tab.js'
  */
 export const SNAPSHOT_MAX_ELEMENTS = 60_000
 export const PDF_MAX_ELEMENTS = 60_000
-/** Nesting depth a snapshot walks (Chromium's own parser stops nesting at 512). */
+/**
+ * Nesting depth of a page a snapshot reads. Chromium's HTML parser stops nesting at 512; a script
+ * can nest deeper, and a renderer asked for the accessibility tree of 10,000 levels crashes.
+ */
 export const SNAPSHOT_MAX_DEPTH = 512
 
 /** A page too large for the whole-page work a call asked for. */
@@ -24,25 +27,45 @@ export class PageTooLargeError extends Error {
 }
 
 /**
- * How many elements the tab's document has (shadow roots not counted), read in the page in one
- * cheap call: `getElementsByTagName('*')` is a live count the engine keeps, with no walk.
+ * How many elements the tab's document has (shadow roots not counted) and, when that is within
+ * `maxElements`, how deeply they nest: one call into the page, `getElementsByTagName('*')` being a
+ * count the engine keeps and the depth an iterative walk (no recursion a deep page could exhaust).
  */
-export async function elementCount(tab: Tab): Promise<number> {
+export async function pageSize(tab: Tab, maxElements: number): Promise<{ elements: number; depth: number }> {
   const { result } = (await tab.cdp.send('Runtime.evaluate', {
-    expression: "document.getElementsByTagName('*').length",
+    expression: `(() => {
+      const elements = document.getElementsByTagName('*').length
+      if (elements > ${maxElements} || !document.documentElement) return { elements, depth: 0 }
+      let depth = 0, level = 1, node = document.documentElement
+      while (node) {
+        if (level > depth) depth = level
+        if (node.firstElementChild) { node = node.firstElementChild; level++; continue }
+        while (node && !node.nextElementSibling) { node = node.parentElement; level-- }
+        if (node) node = node.nextElementSibling
+      }
+      return { elements, depth }
+    })()`,
     returnByValue: true,
-  })) as { result: { value?: unknown } }
-  return typeof result.value === 'number' ? result.value : 0
+  })) as { result: { value?: { elements?: unknown; depth?: unknown } } }
+  const value = result.value ?? {}
+  return {
+    elements: typeof value.elements === 'number' ? value.elements : 0,
+    depth: typeof value.depth === 'number' ? value.depth : 0,
+  }
 }
 
-/** Refuses a whole-page read of a page over `max` elements. */
-export async function assertPageSize(tab: Tab, max: number, what: string): Promise<void> {
-  const count = await elementCount(tab)
-  if (count > max)
+/** Refuses a whole-page read of a page over `max` elements (or, for a snapshot, nested too deeply). */
+export async function assertPageSize(tab: Tab, max: number, what: 'snapshot' | 'PDF'): Promise<void> {
+  const { elements, depth } = await pageSize(tab, max)
+  const hint =
+    what === 'snapshot'
+      ? 'take_screenshot shows it; or navigate to a smaller page.'
+      : 'Take a screenshot instead, or print a smaller page.'
+  if (elements > max)
+    throw new PageTooLargeError(`The page has ${elements} elements, over the ${max} a ${what} reads`, hint)
+  if (what === 'snapshot' && depth > SNAPSHOT_MAX_DEPTH)
     throw new PageTooLargeError(
-      `The page has ${count} elements, over the ${max} a ${what} reads`,
-      what === 'snapshot'
-        ? 'take_screenshot shows it; or navigate to a smaller page.'
-        : 'Take a screenshot instead, or print a smaller page.',
+      `The page nests ${depth} levels deep, over the ${SNAPSHOT_MAX_DEPTH} a snapshot reads`,
+      hint,
     )
 }

@@ -6,10 +6,10 @@ import {
   browse,
   defineTool,
   dialogText,
-  fullSnapshot,
   onTab,
   pageInfo,
   pageOutput,
+  pageResult,
   tabArgument,
 } from './shared.js'
 
@@ -78,7 +78,7 @@ async function navigation(
     tab.leaving = undefined
     dialog.cancel()
   }
-  return fullSnapshot(tab, settings)
+  return pageResult(tab, settings)
 }
 
 export const navigate = defineTool({

@@ -1,5 +1,6 @@
 import { nodeCrypto, type ToolContext, ToolError, toolFactory, z } from '@keel-mcp/core'
 import type { BrowserHost, BrowserSession } from '../lib/browser.js'
+import { PageTooLargeError } from '../lib/limits.js'
 import { changedPart, takeSnapshot } from '../lib/snapshot.js'
 import type { OpenDialog, Tab } from '../lib/tab.js'
 import type { UploadStore } from '../lib/upload.js'
@@ -158,6 +159,31 @@ export async function fullSnapshot(
 }
 
 /**
+ * What a call that left the model on a page returns: the full snapshot, or, for a page too large to
+ * read whole, where the tab is and why there is no snapshot (the call itself did its work).
+ */
+export async function pageResult(
+  tab: Tab,
+  settings: BrowserSettings,
+): Promise<{ data: { tab: string; url: string }; text: string }> {
+  try {
+    return await fullSnapshot(tab, settings)
+  } catch (error) {
+    if (error instanceof PageTooLargeError) return withoutSnapshot(tab, error)
+    throw error
+  }
+}
+
+function withoutSnapshot(
+  tab: Tab,
+  error: PageTooLargeError,
+): { data: { tab: string; url: string }; text: string } {
+  tab.lastSnapshot = undefined
+  const info = pageInfo(tab)
+  return { data: info, text: `Tab ${tab.id} (${info.url})\nNo snapshot: ${error.message}. ${error.hint}` }
+}
+
+/**
  * Performs a user action and reports its outcome: a dialog it opened, the new snapshot after a
  * navigation, or only the changed part of the page otherwise.
  */
@@ -223,10 +249,19 @@ export async function perform(
         if (tab.dialog) return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
         const note = outcome.note ? `${outcome.note}\n` : ''
         if (tab.generation !== generation || !before) {
-          const full = await fullSnapshot(tab, settings)
+          const full = await pageResult(tab, settings)
           return { ...full, text: `${note}${full.text}` }
         }
-        const snapshot = await takeSnapshot(tab, { maxChars: settings.snapshotMaxChars })
+        const snapshot = await takeSnapshot(tab, { maxChars: settings.snapshotMaxChars }).catch(
+          (error: unknown) => {
+            if (error instanceof PageTooLargeError) return error
+            throw error
+          },
+        )
+        if (snapshot instanceof PageTooLargeError) {
+          const noSnapshot = withoutSnapshot(tab, snapshot)
+          return { ...noSnapshot, text: `${note}${noSnapshot.text}` }
+        }
         tab.lastSnapshot = snapshot.lines
         const diff = changedPart(before, snapshot.lines)
         const info = pageInfo(tab)
