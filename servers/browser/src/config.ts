@@ -204,5 +204,6 @@ export const helpFooter = `Browser discovery: --executable-path or PUPPETEER_EXE
 The browser starts on the first call that needs it. Refused by default: file:, chrome:, devtools:,
 view-source:, javascript: and top-level data: URLs; loopback, private and link-local addresses
 (also through DNS names and redirects, for pages and for every request they make).
---allowed-origins / --blocked-origins name the sites the browser may or may not reach; the
-Origin header check for MCP clients over HTTP is --http-allowed-origins here.`
+--allowed-origins / --blocked-origins name the sites the browser may or may not reach (a block
+holds for every name and spelling of the blocked address and port); the Origin header check for
+MCP clients over HTTP is --http-allowed-origins here.`
