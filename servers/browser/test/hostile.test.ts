@@ -119,6 +119,15 @@ describe('a hostile page never makes other calls wait', () => {
     await othersAnswer(site, tab)
     const answered = await within(CALL_LIMIT_MS + PROMPT_MS, 'snapshot of the busy tab', stuck)
     expect(answered.text).toMatch(/^timeout: /)
+    // Navigating the busy tab itself leaves the page that does not let go for a fresh one.
+    const away = await within(
+      CALL_LIMIT_MS + PROMPT_MS,
+      'navigate away',
+      call(connection, 'navigate', { tab, url: `${site}/plain` }),
+    )
+    expect(away.text).toContain('Plain page')
+    const spinning = await call(connection, 'navigate', { tab, url: site })
+    await call(connection, 'click', { tab, ref: refOf(spinning.text, /button "Spin"/) })
     await closes(tab)
   })
 

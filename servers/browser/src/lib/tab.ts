@@ -323,7 +323,7 @@ export class Tab {
   /**
    * Before navigating away: lets the page go. Its scripts run again if a flood had stopped them; an
    * open dialog is closed; and a page that does not answer within a second (a script that never
-   * returns, a dialog loop) has its running script terminated. False when it still did not answer.
+   * returns, a dialog loop) has its running script terminated. False when it still does not answer.
    */
   async release(): Promise<boolean> {
     if (this.scriptsStopped) {
@@ -333,12 +333,15 @@ export class Tab {
       )
     }
     if (this.dialog) await this.answerDialog(this.dialog.type === 'beforeunload')
-    const answers = await bounded(this.cdp.send('Runtime.evaluate', { expression: '0' }), 1000).then(
-      () => true,
-      () => false,
-    )
-    if (!answers) await bounded(this.cdp.send('Runtime.terminateExecution'), 1000).catch(() => undefined)
-    return answers
+    const answers = () =>
+      bounded(this.cdp.send('Runtime.evaluate', { expression: '0' }), 1000).then(
+        () => true,
+        () => false,
+      )
+    if (await answers()) return true
+    // Asked again after the termination: a page that was only slow, or whose loop ended, is kept.
+    await bounded(this.cdp.send('Runtime.terminateExecution'), 1000).catch(() => undefined)
+    return answers()
   }
 
   /**
