@@ -119,6 +119,16 @@ describe('a hostile page never makes other calls wait', () => {
     await othersAnswer(site, tab)
     const answered = await within(CALL_LIMIT_MS + PROMPT_MS, 'snapshot of the busy tab', stuck)
     expect(answered.text).toMatch(/^timeout: /)
+    // A cancelled call gives up its place at once: the call queued behind it goes ahead.
+    const cancel = new AbortController()
+    const cancelled = connection.client
+      .callTool({ name: 'snapshot', arguments: { tab } }, { signal: cancel.signal })
+      .catch((error: unknown) => error)
+    const queued = call(connection, 'console_messages', { tab })
+    cancel.abort()
+    await cancelled
+    const next = await within(3000, 'the call behind a cancelled one', queued)
+    expect(next.isError, next.text).toBe(false)
     // Navigating the busy tab itself leaves the page that does not let go for a fresh one.
     const away = await within(
       CALL_LIMIT_MS + PROMPT_MS,

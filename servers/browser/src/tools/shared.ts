@@ -91,21 +91,18 @@ export async function onTab<T extends { text: string }>(
     session.notice = undefined
   }
   const limit = options.limitMs ?? callLimit(context.deps.settings)
-  return tab.run(
-    async () => {
-      if (tab.dialog && !options.keepDialog) {
-        const open = await tab.answerDialog(tab.dialog.type === 'alert' || tab.dialog.type === 'beforeunload')
-        if (open)
-          notices.push(
-            `The ${open.type} dialog ${JSON.stringify(open.message)} was closed unanswered before this call.`,
-          )
-      }
-      const result = await work(tab, session)
-      return notices.length ? { ...result, text: `${notices.join('\n')}\n${result.text}` } : result
-    },
-    limit,
-    context.signal,
-  )
+  const call = async () => {
+    if (tab.dialog && !options.keepDialog) {
+      const open = await tab.answerDialog(tab.dialog.type === 'alert' || tab.dialog.type === 'beforeunload')
+      if (open)
+        notices.push(
+          `The ${open.type} dialog ${JSON.stringify(open.message)} was closed unanswered before this call.`,
+        )
+    }
+    const result = await work(tab, session)
+    return notices.length ? { ...result, text: `${notices.join('\n')}\n${result.text}` } : result
+  }
+  return tab.run(call, limit, context.signal)
 }
 
 /**
@@ -196,82 +193,78 @@ export async function perform(
   const { settings } = context.deps
   const actionTimeout = options.actionTimeout ?? settings.timeoutAction
   const limitMs = callLimit(settings, actionTimeout)
-  return onTab(
-    context,
-    tabId,
-    async (tab) => {
-      const page = tab.page
-      const generation = tab.generation
-      const before = tab.lastSnapshot
-      const requestsBefore = tab.navigationRequests
-      let navigating = false
-      const onRequest = (request: { isNavigationRequest(): boolean; frame(): unknown }) => {
-        if (request.isNavigationRequest() && request.frame() === page.mainFrame()) navigating = true
-      }
-      page.on('request', onRequest)
-      // Stopped when the action is reported, so no waiter outlives its call.
-      const stopWaiting = new AbortController()
-      const navigation = tab.waitForMainFrameLoad(settings.timeoutNavigation, stopWaiting.signal)
-      try {
-        const actionPromise = action(tab)
-        actionPromise.catch(() => undefined)
-        let timer: NodeJS.Timeout | undefined
-        const dialog = tab.nextDialog()
-        const outcome = await Promise.race([
-          actionPromise.then((note) => ({ kind: 'done' as const, note })),
-          dialog.promise.then((opened) => ({ kind: 'dialog' as const, dialog: opened })),
-          new Promise<{ kind: 'timeout' }>((resolve) => {
-            timer = setTimeout(() => resolve({ kind: 'timeout' }), actionTimeout)
-          }),
-        ]).finally(() => {
-          clearTimeout(timer)
-          dialog.cancel()
+  const act = async (tab: Tab) => {
+    const page = tab.page
+    const generation = tab.generation
+    const before = tab.lastSnapshot
+    const requestsBefore = tab.navigationRequests
+    let navigating = false
+    const onRequest = (request: { isNavigationRequest(): boolean; frame(): unknown }) => {
+      if (request.isNavigationRequest() && request.frame() === page.mainFrame()) navigating = true
+    }
+    page.on('request', onRequest)
+    // Stopped when the action is reported, so no waiter outlives its call.
+    const stopWaiting = new AbortController()
+    const navigation = tab.waitForMainFrameLoad(settings.timeoutNavigation, stopWaiting.signal)
+    try {
+      const actionPromise = action(tab)
+      actionPromise.catch(() => undefined)
+      let timer: NodeJS.Timeout | undefined
+      const dialog = tab.nextDialog()
+      const outcome = await Promise.race([
+        actionPromise.then((note) => ({ kind: 'done' as const, note })),
+        dialog.promise.then((opened) => ({ kind: 'dialog' as const, dialog: opened })),
+        new Promise<{ kind: 'timeout' }>((resolve) => {
+          timer = setTimeout(() => resolve({ kind: 'timeout' }), actionTimeout)
+        }),
+      ]).finally(() => {
+        clearTimeout(timer)
+        dialog.cancel()
+      })
+      if (outcome.kind === 'timeout')
+        throw new ToolError('timeout', `The action did not finish within ${actionTimeout} ms`, {
+          hint: 'The tab is still usable: take a snapshot to see its state.',
         })
-        if (outcome.kind === 'timeout')
-          throw new ToolError('timeout', `The action did not finish within ${actionTimeout} ms`, {
-            hint: 'The tab is still usable: take a snapshot to see its state.',
-          })
-        if (outcome.kind === 'dialog') {
-          return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(outcome.dialog)}` }
-        }
-        // One round trip through the page's event loop: handlers the action triggered have run, and a
-        // navigation they started has been announced. Then wait for that navigation.
-        await Promise.race([
-          tab.cdp
-            .send('Runtime.evaluate', {
-              expression: 'new Promise((resolve) => setTimeout(resolve))',
-              awaitPromise: true,
-            })
-            .catch(() => undefined),
-          delay(200, undefined),
-        ])
-        if ((navigating || tab.navigationRequests !== requestsBefore) && !tab.dialog) await navigation
-        if (tab.dialog) return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
-        const note = outcome.note ? `${outcome.note}\n` : ''
-        if (tab.generation !== generation || !before) {
-          const full = await pageResult(tab, settings)
-          return { ...full, text: `${note}${full.text}` }
-        }
-        const snapshot = await takeSnapshot(tab, { maxChars: settings.snapshotMaxChars }).catch(
-          (error: unknown) => {
-            if (error instanceof PageTooLargeError) return error
-            throw error
-          },
-        )
-        if (snapshot instanceof PageTooLargeError) {
-          const noSnapshot = withoutSnapshot(tab, snapshot)
-          return { ...noSnapshot, text: `${note}${noSnapshot.text}` }
-        }
-        tab.lastSnapshot = snapshot.lines
-        const diff = changedPart(before, snapshot.lines)
-        const info = pageInfo(tab)
-        const body = diff.changed ? untrusted(diff.text) : diff.text
-        return { data: info, text: `${note}Tab ${tab.id} (${info.url})\n${body}` }
-      } finally {
-        page.off('request', onRequest)
-        stopWaiting.abort()
+      if (outcome.kind === 'dialog') {
+        return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(outcome.dialog)}` }
       }
-    },
-    { limitMs },
-  )
+      // One round trip through the page's event loop: handlers the action triggered have run, and a
+      // navigation they started has been announced. Then wait for that navigation.
+      await Promise.race([
+        tab.cdp
+          .send('Runtime.evaluate', {
+            expression: 'new Promise((resolve) => setTimeout(resolve))',
+            awaitPromise: true,
+          })
+          .catch(() => undefined),
+        delay(200, undefined),
+      ])
+      if ((navigating || tab.navigationRequests !== requestsBefore) && !tab.dialog) await navigation
+      if (tab.dialog) return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
+      const note = outcome.note ? `${outcome.note}\n` : ''
+      if (tab.generation !== generation || !before) {
+        const full = await pageResult(tab, settings)
+        return { ...full, text: `${note}${full.text}` }
+      }
+      const snapshot = await takeSnapshot(tab, { maxChars: settings.snapshotMaxChars }).catch(
+        (error: unknown) => {
+          if (error instanceof PageTooLargeError) return error
+          throw error
+        },
+      )
+      if (snapshot instanceof PageTooLargeError) {
+        const noSnapshot = withoutSnapshot(tab, snapshot)
+        return { ...noSnapshot, text: `${note}${noSnapshot.text}` }
+      }
+      tab.lastSnapshot = snapshot.lines
+      const diff = changedPart(before, snapshot.lines)
+      const info = pageInfo(tab)
+      const body = diff.changed ? untrusted(diff.text) : diff.text
+      return { data: info, text: `${note}Tab ${tab.id} (${info.url})\n${body}` }
+    } finally {
+      page.off('request', onRequest)
+      stopWaiting.abort()
+    }
+  }
+  return onTab(context, tabId, act, { limitMs })
 }
