@@ -5,11 +5,13 @@ import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '
 import {
   type AuthInfo,
   createMcpHandler,
+  InMemoryServerEventBus,
   isLegacyRequest,
   type McpServer,
 } from '@modelcontextprotocol/server'
 import type { AuthGate, GateAnswer } from './auth/gate.js'
 import { createInstance, type Runtime } from './build-server.js'
+import { ListenWatches, prepareListen } from './change-streams.js'
 import { useStateSecret } from './client-access.js'
 import { isLoopback } from './config.js'
 import { BoundedEventStore } from './event-store.js'
@@ -190,11 +192,18 @@ export async function serveHttp<D, C>(
     config.redisUrl && !config.stateless
       ? await (await import('./scale/cluster.js')).Cluster.start(runtime, hooksFor('cluster'))
       : undefined
+  // Change events of 2026-07-28 listen streams: across replicas through Redis, else in process.
+  const bus = cluster?.bus ?? new InMemoryServerEventBus(onerror)
+  const watches = [...(spec.resources ?? []), ...(spec.resourceTemplates ?? [])].some(
+    (resource) => resource.subscribe,
+  )
+    ? new ListenWatches(runtime, (uri) => bus.publish({ kind: 'resource_updated', uri }))
+    : undefined
   const perRequest = createMcpHandler(factory, {
     legacy: config.stateless ? 'stateless' : 'reject',
     onerror,
     maxRequestBodySize: config.maxBodyBytes,
-    ...(cluster ? { bus: cluster.bus } : {}),
+    bus,
   })
   const perRequestNode = toNodeHandler(perRequest, { onerror, maxRequestBodySize: config.maxBodyBytes })
   // OAuth 2.1 resource server: loaded only when an issuer is configured.
@@ -425,13 +434,14 @@ export async function serveHttp<D, C>(
       await busy(current, () => current.transport.handleRequest(req, res, parsed))
       return
     }
+    const watchUntilClosed = (release: () => void) => res.once('close', release)
     if (config.stateless) {
-      await perRequestNode(req, res, parsed)
+      await perRequestNode(req, res, await prepareListen(watches, parsed, watchUntilClosed))
       return
     }
     const webRequest = await toWebRequest(req, parsed)
     if (!(await isLegacyRequest(webRequest, parsed))) {
-      await perRequestNode(req, res, parsed)
+      await perRequestNode(req, res, await prepareListen(watches, parsed, watchUntilClosed))
       return
     }
     const message = parsed as { method?: string; id?: string | number }
@@ -606,6 +616,7 @@ export async function serveHttp<D, C>(
       await Promise.allSettled([...sessions.values()].map((session) => session.server.close()))
       sessions.clear()
       await perRequest.close().catch(() => {})
+      watches?.close()
       await cluster?.close()
       httpServer.closeAllConnections()
       await closing

@@ -1,5 +1,6 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio'
 import { createInstance, type Runtime, selectTools, useSchemaCache } from './build-server.js'
+import { stdioChangeStreams } from './change-streams.js'
 import { ConfigError, type ParsedConfig, parseConfig } from './config.js'
 import type { ServerSpec } from './define.js'
 import { ToolError } from './errors.js'
@@ -195,11 +196,25 @@ export async function run<D, C>(
         },
       )
     } else {
-      const transport = new LineTransport({ onEnd: () => exitAfter('stdin closed', 0) })
-      stdio = serveStdio(() => createInstance(runtime, { forwardProcessLogs: true, connection: 'stdio' }), {
-        transport,
-        onerror: (error) => logger.debug('stdio error', { error: error.message }),
+      const streams = stdioChangeStreams(runtime)
+      const transport = new LineTransport({
+        onEnd: () => exitAfter('stdin closed', 0),
+        prepare: (message) => streams.prepare(message),
       })
+      const served = serveStdio(
+        (context) => {
+          const instance = createInstance(runtime, { forwardProcessLogs: true, connection: 'stdio' })
+          streams.attach(instance, context?.era)
+          return instance
+        },
+        { transport, onerror: (error) => logger.debug('stdio error', { error: error.message }) },
+      )
+      stdio = {
+        close: async () => {
+          streams.close()
+          await served.close()
+        },
+      }
       logger.debug('serving MCP over stdio', { tools: runtime.tools.length })
     }
   } catch (error) {

@@ -128,13 +128,13 @@ class Driver:
                 prompts_list_changed=step.get("promptsListChanged", False),
             ) as subscription:
                 honored = dump(subscription.honored)
-                then = await self.run_steps(step.get("then", []))
+                during = await self.run_steps(step.get("during", []))
                 started = time.monotonic()
                 async for event in subscription:
                     events.append({**event_json(event), "afterMs": round((time.monotonic() - started) * 1000)})
                     if len(events) >= step.get("count", 1):
                         break
-                return {"honored": honored, "then": then, "events": events}
+                return {"honored": honored, "during": during, "events": events}
         return {"timedOut": True, "events": events}
 
 

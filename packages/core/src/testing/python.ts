@@ -27,8 +27,8 @@ export type PythonTarget =
  * - `call_tool` (`name`, `arguments`), `read_resource` (`uri`), `get_prompt` (`name`, `arguments`), `ping`.
  * - `request` (`method`, `params`): any request, stamped as the client stamps its own.
  * - `set_logging_level` (`level`), `subscribe` (`uri`, the 2025 `resources/subscribe`).
- * - `listen` (`uris`, `count`, `timeout` s, `then`: steps run once the stream is acknowledged):
- *   a 2026-07-28 `subscriptions/listen`; answers `{ honored, then, events: [{ type, uri, afterMs }] }`
+ * - `listen` (`uris`, `count`, `timeout` s, `during`: steps run once the stream is acknowledged):
+ *   a 2026-07-28 `subscriptions/listen`; answers `{ honored, during, events: [{ type, uri, afterMs }] }`
  *   or `{ timedOut: true, events }`.
  * - `wait_notifications` (`method`, `count`, `timeout` s): the notifications seen so far of that method.
  * - `write_local` (`path`, `content`): the Python process writes a file (a change from outside the server).
