@@ -132,6 +132,43 @@ describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client
   })
 })
 
+describe('2026-07-28 change streams with the SDK v2 client', () => {
+  it.each(['stdio', 'http'] as const)(
+    'deliver notifications/resources/updated on a subscriptions/listen stream (%s)',
+    async (transport) => {
+      const { root } = await workspace()
+      const uri = `file://${root}/notes.md`
+      const updates: string[] = []
+      let wake: () => void = () => {}
+      const options = {
+        era: 'modern' as const,
+        onResourceUpdated: (params: Record<string, unknown>) => {
+          updates.push(String(params.uri))
+          wake()
+        },
+      }
+      let connection: Connection
+      if (transport === 'stdio') {
+        connection = await connectStdio({ command: process.execPath, args: [BIN, root], ...options })
+      } else {
+        const server = await spawnHttp(process.execPath, [BIN, root])
+        open.push(server)
+        connection = await connectHttp(server.url, options)
+      }
+      open.unshift(connection)
+      const stream = await connection.client.listen({ resourceSubscriptions: [uri, `file://${root}/../x`] })
+      expect(stream.honored).toEqual({ resourceSubscriptions: [uri] })
+      const arrived = new Promise<void>((resolve) => {
+        wake = resolve
+      })
+      await ok(connection, 'write_file', { path: 'notes.md', content: 'changed\n' })
+      await arrived
+      expect(updates).toEqual([uri])
+      await stream.close()
+    },
+  )
+})
+
 describe('HTTP sessions', () => {
   it('narrow each session by its own client roots, without leaking into the others', async () => {
     const { base, root, other } = await workspace()

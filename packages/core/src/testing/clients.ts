@@ -33,6 +33,14 @@ export interface TestClient {
   getPrompt(params: { name: string; arguments?: Record<string, string> }): Promise<Record<string, any>>
   complete(params: Record<string, unknown>): Promise<Record<string, any>>
   subscribeResource(params: { uri: string }): Promise<unknown>
+  /**
+   * v2 with `era: 'modern'` only: opens a 2026-07-28 `subscriptions/listen` stream; its change
+   * notifications reach the `on…` callbacks (e.g. `onResourceUpdated`). Resolves once acknowledged.
+   */
+  listen(filter: {
+    resourceSubscriptions?: string[]
+    toolsListChanged?: boolean
+  }): Promise<{ honored: Record<string, unknown>; close(): Promise<void> }>
   setLoggingLevel(level: string): Promise<unknown>
   ping(): Promise<unknown>
   getServerVersion(): { name: string; version: string } | undefined
@@ -121,6 +129,11 @@ function adapt(client: any, generation: 'v1' | 'v2', extraClose?: () => Promise<
     getPrompt: (params) => client.getPrompt(params),
     complete: (params) => client.complete(params),
     subscribeResource: (params) => client.subscribeResource(params),
+    async listen(filter) {
+      if (generation !== 'v2') throw new Error('subscriptions/listen needs the v2 client')
+      const subscription = await client.listen(filter)
+      return { honored: subscription.honoredFilter, close: () => subscription.close() }
+    },
     setLoggingLevel: (level) => client.setLoggingLevel(level),
     ping: () => client.ping(),
     getServerVersion: () => client.getServerVersion(),
