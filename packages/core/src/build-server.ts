@@ -19,7 +19,7 @@ export { describeIssues, selectTools, useSchemaCache } from './tool-schema.js'
 /**
  * Builds one `McpServer` for a connection (stdio, an HTTP session) or a single stateless
  * request. Tool calls are served by core's own `tools/list` and `tools/call` handlers so that
- * argument errors are JSON-RPC -32602, domain errors are tool results, and every call gets a
+ * argument and domain errors are tool results (SEP-1303), an unknown tool is JSON-RPC -32602, and every call gets a
  * timeout, a signal, progress and a log line.
  */
 export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOptions = {}): McpServer {

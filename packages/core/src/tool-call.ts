@@ -104,6 +104,36 @@ function unknownTool(runtime: Runtime<unknown, unknown>, name: string): Protocol
   )
 }
 
+/** Arguments that do not match a tool's input schema: which fields, and what was expected. */
+class InvalidArguments extends Error {
+  constructor(
+    readonly tool: string,
+    readonly text: string,
+    readonly issues: Array<{ path: string; message: string }>,
+  ) {
+    super(`Invalid arguments for tool ${tool}: ${text}`)
+  }
+
+  /**
+   * The tool result the caller gets (SEP-1303, MCP 2025-11-25 and later): a validation failure is
+   * a tool execution error the model can read and correct, not a protocol error a host may hide.
+   */
+  toResult(): Record<string, unknown> {
+    const error = new ToolError('invalid_argument', this.message, {
+      hint: `Call ${this.tool} again with arguments that match its input schema (see tools/list).`,
+    })
+    return {
+      content: [{ type: 'text', text: formatToolError(error) }],
+      isError: true,
+      _meta: { 'keel/error': { kind: 'invalid_argument', issues: this.issues } },
+    }
+  }
+}
+
+/**
+ * The tool and its parsed arguments. An unknown tool is a JSON-RPC error (-32602: the request
+ * names nothing that exists); arguments that fail the schema throw {@link InvalidArguments}.
+ */
 function validateCall(runtime: Runtime<unknown, unknown>, name: string, raw: unknown): ValidatedCall {
   const tool = runtime.tools.find((candidate) => candidate.name === name)
   if (!tool) throw unknownTool(runtime, name)
@@ -111,10 +141,7 @@ function validateCall(runtime: Runtime<unknown, unknown>, name: string, raw: unk
   const parsed = plan.schema.safeParse(raw ?? {})
   if (!parsed.success) {
     const { text, issues } = describeIssues(parsed.error)
-    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool ${name}: ${text}`, {
-      tool: name,
-      issues,
-    })
+    throw new InvalidArguments(name, text, issues)
   }
   return { tool, plan, args: parsed.data }
 }
@@ -334,7 +361,14 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
 
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const name = request.params.name
-    const call = validateCall(runtime as Runtime<unknown, unknown>, name, request.params.arguments)
+    let call: ValidatedCall
+    try {
+      call = validateCall(runtime as Runtime<unknown, unknown>, name, request.params.arguments)
+    } catch (error) {
+      if (!(error instanceof InvalidArguments)) throw error
+      runtime.logger.debug('tool call', { tool: name, durationMs: 0, outcome: 'error:invalid_argument' })
+      return error.toResult() as never
+    }
     assertWriteScope(runtime.config.auth, call.tool, (ctx as CallRequestContext).http)
     const modern = servesModernEra(server)
     if (tasks && !modern && call.tool.taskSupport === 'required') {
@@ -389,7 +423,18 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         'Invalid tools/call request: task must be { ttl?: number }',
       )
     }
-    const call = validateCall(runtime as Runtime<unknown, unknown>, params.name, params.arguments)
+    let call: ValidatedCall
+    try {
+      call = validateCall(runtime as Runtime<unknown, unknown>, params.name, params.arguments)
+    } catch (error) {
+      // A task-augmented call is answered with a task or a JSON-RPC error: the 2025-11-25 tasks
+      // draft has no result to carry a validation failure before the task exists.
+      if (!(error instanceof InvalidArguments)) throw error
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, error.message, {
+        tool: error.tool,
+        issues: error.issues,
+      })
+    }
     assertWriteScope(runtime.config.auth, call.tool, ctx.http)
     if (!call.tool.taskSupport) {
       throw new ProtocolError(

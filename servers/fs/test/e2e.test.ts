@@ -247,14 +247,16 @@ describe('the wire, raw', () => {
     expectOnlyJsonRpc(raw.lines)
   })
 
-  it('answers a bad tool argument with -32602 and keeps serving', async () => {
+  it('answers a bad tool argument with a tool error naming the field, and keeps serving', async () => {
     const { root } = await workspace()
     const raw = spawnRaw(process.execPath, [BIN, root])
     open.push({ close: async () => void (await raw.end()) })
     await raw.initialize()
     const wrong = await raw.request('tools/call', { name: 'read_text_file', arguments: { path: ['x'] } })
-    expect(wrong.error.code).toBe(-32602)
-    expect(wrong.error.message).toContain('path')
+    expect(wrong.result.isError).toBe(true)
+    expect(wrong.result.content[0].text).toMatch(
+      /^invalid_argument: Invalid arguments for tool read_text_file: path: .*expected string/,
+    )
     const right = await raw.request('tools/call', {
       name: 'read_text_file',
       arguments: { path: 'src/main.ts' },

@@ -136,6 +136,8 @@ function workSteps(root: string) {
     { op: 'list_resources' },
     { op: 'read_resource', uri: `file://${root}/notes.md` },
     { op: 'call_tool', name: 'read_text_file', arguments: { path: '../outside.txt' } },
+    { op: 'call_tool', name: 'read_text_file', arguments: { path: 5 } },
+    { op: 'call_tool', name: 'read_text_fil', arguments: { path: 'notes.md' } },
   ]
 }
 
@@ -152,4 +154,12 @@ function checkWork(run: PythonRun, root: string) {
   expect(ok(run, 7).contents[0].text).toContain('remember the milk')
   expect(ok(run, 8).isError).toBe(true)
   expect(text(ok(run, 8))).toContain('Allowed directories')
+  // SEP-1303: the model reads what was wrong with its arguments; an unknown tool stays a protocol error.
+  expect(ok(run, 9).isError).toBe(true)
+  expect(text(ok(run, 9))).toMatch(
+    /^invalid_argument: Invalid arguments for tool read_text_file: path: .*expected string/,
+  )
+  expect(run.results[10]).toMatchObject({
+    error: { code: -32602, message: expect.stringContaining('Unknown tool') },
+  })
 }
