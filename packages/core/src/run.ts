@@ -76,13 +76,7 @@ export async function prepare<D, C>(
   useSchemaCache(
     openSchemaCache(spec, config, secrets, (options.env ?? process.env).KEEL_COMPILE_CACHE_DEBUG === '1'),
   )
-  let tools: ReturnType<typeof selectTools<D, C>>
-  try {
-    tools = selectTools(spec, config)
-  } catch (error) {
-    if (error instanceof ToolError) throw new ConfigError(error.message)
-    throw error
-  }
+  const tools = selectTools(spec, config)
   const deps = await spec.createDeps({
     config: config as ParsedConfig<C>,
     logger,
@@ -127,7 +121,7 @@ export async function run<D, C>(
     const message =
       error instanceof ConfigError || error instanceof ToolError ? error.message : (error as Error)?.message
     process.stderr.write(`${bin}: ${redactor.redact(message ?? String(error))}\n`)
-    if (manage) process.exit(1)
+    if (manage) process.exit(error instanceof ConfigError ? error.exitCode : 1)
     throw error
   }
   const { config, logger } = runtime

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { ConfigError } from '../src/index.js'
 import {
   type Connection,
   connectInMemory,
@@ -256,11 +257,20 @@ describe('tool selection', () => {
     await expectRpcError(client.callTool({ name: 'increment', arguments: {} }), -32602)
   })
 
-  it('an unknown name in --tools is a configuration error', async () => {
-    await expect(connectInMemory(fixture, { argv: ['--tools', 'ecko'] })).rejects.toThrow(
-      /unknown tool "ecko"/,
-    )
-  })
+  it.each([['--tools'], ['--exclude-tools']])(
+    'an unknown name in %s is a usage error (exit 2) listing the known tools',
+    async (flag) => {
+      const refused = await connectInMemory(fixture, { argv: [flag, 'echo,ecko'] }).then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+      expect(refused).toBeInstanceOf(ConfigError)
+      expect((refused as ConfigError).exitCode).toBe(2)
+      expect((refused as ConfigError).message).toMatch(
+        new RegExp(`^Invalid ${flag}: unknown tool "ecko"; known: echo, increment, `),
+      )
+    },
+  )
 })
 
 describe('resources, prompts and completions', () => {

@@ -318,8 +318,35 @@ describe('the command line', () => {
     expect(help.code).toBe(0)
     expect(help.stdout).toContain('Usage: mcp-server-fs [directory...] [options]')
     expect(help.stdout).toContain('--read-only')
+    // fs has no toolsets: it says so instead of offering --toolsets.
+    expect(help.stdout).toContain('Toolsets: none (all tools are served)')
+    expect(help.stdout).not.toContain('--toolsets')
     const version = await runBin(['--version'])
     const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
     expect(version.stdout.trim()).toBe(pkg.version)
+  })
+
+  it.each([
+    [
+      '--toolsets',
+      'files',
+      /^mcp-server-fs: Invalid --toolsets: unknown toolset "files"; this server has no toolsets/,
+    ],
+    [
+      '--tools',
+      'read_file',
+      /^mcp-server-fs: Invalid --tools: unknown tool "read_file"; known: read_text_file, /,
+    ],
+    [
+      '--exclude-tools',
+      'write',
+      /^mcp-server-fs: Invalid --exclude-tools: unknown tool "write"; known: .*write_file/,
+    ],
+  ])('refuses %s %s at start with exit 2, naming what exists', async (flag, value, message) => {
+    const { root } = await workspace()
+    const { code, stdout, stderr } = await runBin([root, flag, value])
+    expect(code).toBe(2)
+    expect(stdout).toBe('')
+    expect(stderr).toMatch(message)
   })
 })
