@@ -98,7 +98,11 @@ describe('the process', () => {
 
   it.each([
     ['--toolsets', 'canvas', /^mcp-server-slack: Invalid --toolsets: unknown toolset "canvas"; known: all, /],
-    ['--tools', 'list_channel', /^mcp-server-slack: Invalid --tools: unknown tool "list_channel"; known: list_channels, /],
+    [
+      '--tools',
+      'list_channel',
+      /^mcp-server-slack: Invalid --tools: unknown tool "list_channel"; known: list_channels, /,
+    ],
     ['--exclude-tools', 'react', /^mcp-server-slack: Invalid --exclude-tools: unknown tool "react"; known: /],
   ])('refuses %s %s at start with exit 2, naming what exists', async (flag, value, message) => {
     const result = await runProcess(process.execPath, [BIN, flag, value], {
