@@ -38,7 +38,9 @@ const targets: Array<[string, () => Promise<PythonTarget>]> = [
 function ok(run: PythonRun, index: number): any {
   const result = run.results[index]
   if (!result || !('ok' in result))
-    throw new Error(`step ${index}: ${JSON.stringify(result)}; ${run.connectError ?? ''} ${run.stderr.slice(-1500)}`)
+    throw new Error(
+      `step ${index}: ${JSON.stringify(result)}; ${run.connectError ?? ''} ${run.stderr.slice(-1500)}`,
+    )
   return result.ok
 }
 
@@ -49,41 +51,44 @@ describe.each(targets)('the Python MCP SDK over %s', (_transport, target) => {
   it.each([
     ['auto', '2026-07-28'],
     ['legacy', '2025-11-25'],
-  ] as const)('in %s mode explores the schema, queries with parameters and is refused a write (%s)', async (mode, version) => {
-    const run = await runPythonClient({
-      target: await target(),
-      mode,
-      steps: [
-        { op: 'list_tools' },
-        { op: 'call_tool', name: 'list_tables', arguments: { schema: 'shop' } },
-        { op: 'call_tool', name: 'describe_table', arguments: { schema: 'shop', table: 'customers' } },
-        {
-          op: 'call_tool',
-          name: 'query',
-          arguments: { sql: 'SELECT email FROM shop.customers WHERE id = $1', params: [3] },
-        },
-        { op: 'call_tool', name: 'query', arguments: { sql: 'SELECT 1; COMMIT; DROP TABLE shop.orders' } },
-        { op: 'call_tool', name: 'query', arguments: { sql: 'SELECT 1', max_rows: 0 } },
-        { op: 'read_resource', uri: `postgres://${database}/shop/products` },
-      ],
-    })
-    expect(run.connectError).toBeUndefined()
-    expect(run.protocolVersion).toBe(version)
-    expect(ok(run, 0).tools.map((tool: { name: string }) => tool.name)).toEqual([
-      'list_schemas',
-      'list_tables',
-      'describe_table',
-      'query',
-      'explain_query',
-    ])
-    expect(text(ok(run, 1))).toContain('customers')
-    expect(ok(run, 2).structuredContent.primaryKey.columns).toEqual(['id'])
-    expect(ok(run, 3).structuredContent.rows).toEqual([['grace@example.com']])
-    expect(ok(run, 4).isError).toBe(true)
-    expect(ok(run, 5).isError).toBe(true)
-    expect(text(ok(run, 5))).toMatch(/^invalid_argument: Invalid arguments for tool query: max_rows: /)
-    expect(JSON.parse(ok(run, 6).contents[0].text).name).toBe('products')
-    // The connection string never reaches the client.
-    expect(JSON.stringify(run.results)).not.toContain(shared.url)
-  })
+  ] as const)(
+    'in %s mode explores the schema, queries with parameters and is refused a write (%s)',
+    async (mode, version) => {
+      const run = await runPythonClient({
+        target: await target(),
+        mode,
+        steps: [
+          { op: 'list_tools' },
+          { op: 'call_tool', name: 'list_tables', arguments: { schema: 'shop' } },
+          { op: 'call_tool', name: 'describe_table', arguments: { schema: 'shop', table: 'customers' } },
+          {
+            op: 'call_tool',
+            name: 'query',
+            arguments: { sql: 'SELECT email FROM shop.customers WHERE id = $1', params: [3] },
+          },
+          { op: 'call_tool', name: 'query', arguments: { sql: 'SELECT 1; COMMIT; DROP TABLE shop.orders' } },
+          { op: 'call_tool', name: 'query', arguments: { sql: 'SELECT 1', max_rows: 0 } },
+          { op: 'read_resource', uri: `postgres://${database}/shop/products` },
+        ],
+      })
+      expect(run.connectError).toBeUndefined()
+      expect(run.protocolVersion).toBe(version)
+      expect(ok(run, 0).tools.map((tool: { name: string }) => tool.name)).toEqual([
+        'list_schemas',
+        'list_tables',
+        'describe_table',
+        'query',
+        'explain_query',
+      ])
+      expect(text(ok(run, 1))).toContain('customers')
+      expect(ok(run, 2).structuredContent.primaryKey.columns).toEqual(['id'])
+      expect(ok(run, 3).structuredContent.rows).toEqual([['grace@example.com']])
+      expect(ok(run, 4).isError).toBe(true)
+      expect(ok(run, 5).isError).toBe(true)
+      expect(text(ok(run, 5))).toMatch(/^invalid_argument: Invalid arguments for tool query: max_rows: /)
+      expect(JSON.parse(ok(run, 6).contents[0].text).name).toBe('products')
+      // The connection string never reaches the client.
+      expect(JSON.stringify(run.results)).not.toContain(shared.url)
+    },
+  )
 })
