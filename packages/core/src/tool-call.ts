@@ -92,7 +92,8 @@ interface CallChannel<D> {
   progressToken: string | number | undefined
   /** Extra `_meta` for every notification of this call (a task's related-task key). */
   meta?: Record<string, unknown>
-  logThreshold: McpLogLevel | undefined
+  /** The lowest level forwarded to the caller; `none` forwards nothing; unset means warnings and errors. */
+  logThreshold: McpLogLevel | 'none' | undefined
   notify(notification: { method: string; params: Record<string, unknown> }): Promise<void>
   log(level: McpLogLevel, data: unknown, logger: string | undefined): Promise<void>
 }
@@ -190,7 +191,9 @@ async function executeCall<D, C>(
     (record: LogRecord) => {
       void channel.log(toMcpLevel(record.level), logData(record), record.logger).catch(() => {})
     },
-    (level) => mcpLevelAtLeast(toMcpLevel(level), channel.logThreshold ?? 'warning'),
+    (level) =>
+      channel.logThreshold !== 'none' &&
+      mcpLevelAtLeast(toMcpLevel(level), channel.logThreshold ?? 'warning'),
   )
   const progressToken = channel.progressToken
   let lastProgress = Number.NEGATIVE_INFINITY
@@ -330,6 +333,8 @@ interface CallRequestContext {
     id: string | number
     signal: AbortSignal
     _meta?: Record<string, unknown>
+    /** 2026-07-28: the reserved `_meta` keys of the request, lifted out by the SDK. */
+    envelope?: Record<string, unknown>
   }
 }
 
@@ -354,7 +359,13 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     progressToken: ctx.mcpReq._meta?.progressToken as string | number | undefined,
     logThreshold: logThresholdOf(ctx),
   })
-  const logThresholdOf = (ctx: CallRequestContext) => {
+  // 2026-07-28: a request opts in to log messages with its envelope's level (the SDK lifts it out
+  // of `_meta`); without one it gets none. 2025: `logging/setLevel`, else warnings and errors.
+  const logThresholdOf = (ctx: CallRequestContext): McpLogLevel | 'none' | undefined => {
+    if (servesModernEra(server)) {
+      const level = ctx.mcpReq.envelope?.[LOG_LEVEL_META_KEY]
+      return typeof level === 'string' ? (level as McpLogLevel) : 'none'
+    }
     const metaLevel = ctx.mcpReq._meta?.[LOG_LEVEL_META_KEY]
     return (typeof metaLevel === 'string' ? metaLevel : state.clientLevel) as McpLogLevel | undefined
   }

@@ -37,7 +37,8 @@ class Driver:
     async def on_message(self, message):
         root = getattr(message, "root", message)
         method = getattr(root, "method", None)
-        if isinstance(method, str) and method.startswith("notifications/"):
+        # Log messages reach logging_callback; the rest is recorded here.
+        if isinstance(method, str) and method.startswith("notifications/") and method != "notifications/message":
             params = getattr(root, "params", None)
             self.notifications.append({"method": method, "params": dump(params) if params is not None else None})
             self.notified.set()
