@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { Client, InMemoryTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
-import { createMcpHandler } from '@modelcontextprotocol/server'
+import { createMcpHandler, InMemoryServerEventBus } from '@modelcontextprotocol/server'
 import { z } from 'zod'
 import { createInstance, type Runtime } from '../build-server.js'
+import { ListenWatches, prepareListen } from '../change-streams.js'
 import type { ServerSpec } from '../define.js'
 import { createLogger } from '../logger.js'
 import { prepare } from '../run.js'
@@ -209,15 +210,28 @@ export async function connectInMemory<D, C>(
     await spec.dispose?.(runtime.deps)
   }
   if (options.era === 'modern') {
-    const handler = createMcpHandler(() => createInstance(runtime, { connection: 'request' }))
+    // As the HTTP front door does: listen streams have their resources watched (change-streams.ts).
+    const bus = new InMemoryServerEventBus()
+    const watches = new ListenWatches(runtime, (uri) => bus.publish({ kind: 'resource_updated', uri }))
+    const handler = createMcpHandler(() => createInstance(runtime, { connection: 'request' }), { bus })
+    const fetchInMemory = async (url: string | URL | Request, init?: RequestInit) => {
+      const request = new Request(url, init)
+      if (typeof init?.body !== 'string' || !init.body.includes('subscriptions/listen'))
+        return handler.fetch(request)
+      const prepared = await prepareListen(watches, JSON.parse(init.body), (release) =>
+        request.signal.addEventListener('abort', release, { once: true }),
+      )
+      return handler.fetch(new Request(request, { body: JSON.stringify(prepared) }))
+    }
     const client = v2Client(options)
     await client.connect(
       new StreamableHTTPClientTransport(new URL('http://in-memory.test/mcp'), {
-        fetch: (url: string | URL | Request, init?: RequestInit) => handler.fetch(new Request(url, init)),
+        fetch: fetchInMemory,
       } as never),
     )
     const adapted = adapt(client, 'v2', async () => {
       await handler.close()
+      watches.close()
       await disposeAll()
     })
     return { client: adapted, close: () => adapted.close(), runtime }
