@@ -3,6 +3,7 @@ import { createInstance, type Runtime, selectTools, useSchemaCache } from './bui
 import { ConfigError, type ParsedConfig, parseConfig } from './config.js'
 import type { ServerSpec } from './define.js'
 import { ToolError } from './errors.js'
+import { checkHandleTools } from './handles.js'
 import { boundHeapGrowth } from './heap.js'
 import type { HttpEndpoint } from './http.js'
 import { createLogger, type Logger } from './logger.js'
@@ -78,6 +79,7 @@ export async function prepare<D, C>(
   let tools: ReturnType<typeof selectTools<D, C>>
   try {
     tools = selectTools(spec, config)
+    checkHandleTools(spec, tools)
   } catch (error) {
     if (error instanceof ToolError) throw new ConfigError(error.message)
     throw error
