@@ -92,7 +92,7 @@ export async function browseFlow(connection: Connection, site: string, session?:
   const opened = await call(connection, 'new_tab', withSession({}))
   expect(opened.structured?.tab).toBe('t2')
   const tabs = await call(connection, 'list_tabs', withSession({}))
-  expect((tabs.structured?.tabs as unknown[]).length).toBe(2)
+  expect(tabs.structured?.tabs).toHaveLength(2)
   expect(tabs.text).toContain('/submitted?name=Ada')
   const selected = await call(connection, 'select_tab', withSession({ tab: 't1' }))
   expect(selected.isError, selected.text).toBe(false)

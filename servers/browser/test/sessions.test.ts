@@ -57,8 +57,8 @@ describe('2026-07-28 lone requests carry a session handle', () => {
       'storage: red',
     )
     await call(modern, 'new_tab', { session: one })
-    expect(((await call(modern, 'list_tabs', { session: one })).structured?.tabs as unknown[]).length).toBe(2)
-    expect(((await call(modern, 'list_tabs', { session: two })).structured?.tabs as unknown[]).length).toBe(1)
+    expect((await call(modern, 'list_tabs', { session: one })).structured?.tabs).toHaveLength(2)
+    expect((await call(modern, 'list_tabs', { session: two })).structured?.tabs).toHaveLength(1)
     await call(modern, 'close_session', { session: one })
     await call(modern, 'close_session', { session: two })
   })
