@@ -136,16 +136,19 @@ export class HandleRegistry {
           hint: `Pass the handle exactly as ${spec.opener} returned it, or leave ${kind} out.`,
         },
       )
-    if (!this.authentic(parsed))
-      throw new ToolError('invalid_argument', `The ${kind} handle was not issued by this server`, {
-        hint: `It was altered, made up, or issued before the server restarted without a shared --state-secret. ${again}`,
-      })
+    // Another process's handle (one that stopped, or a replica that is gone: a live replica's
+    // handles are relayed to it before they get here) cannot be checked without a shared key,
+    // and what it held is gone either way.
     if (parsed.replica !== this.replica)
       throw new ToolError(
         'unavailable',
-        `The ${kind} handle belongs to a server process that is no longer running (or cannot be reached from this one); what it held is gone`,
+        `The ${kind} handle belongs to a server process that is no longer running; what it held is gone`,
         { hint: again },
       )
+    if (!this.authentic(parsed))
+      throw new ToolError('invalid_argument', `The ${kind} handle was not issued by this server`, {
+        hint: `It was altered or made up. ${again}`,
+      })
     const entry = this.#entries.get(parsed.id)
     if (!entry)
       throw new ToolError(
@@ -350,4 +353,25 @@ export function checkHandleTools(spec: { handles?: Record<string, unknown> }, to
  */
 export function handleArgument(description: string) {
   return z.string().max(200).optional().describe(description)
+}
+
+/**
+ * The replica holding the state of the handle a 2026-07-28 `tools/call` carries, when that is
+ * another replica (with --redis-url, http.ts relays the call there); `undefined` otherwise.
+ */
+export function handleOwner(runtime: Runtime<unknown, unknown>, message: unknown): string | undefined {
+  const request = message as { method?: unknown; params?: { name?: unknown; arguments?: unknown } } | null
+  if (typeof request !== 'object' || request === null || request.method !== 'tools/call') return undefined
+  const name = request.params?.name
+  const args = request.params?.arguments as Record<string, unknown> | undefined
+  const tool = runtime.tools.find((candidate) => candidate.name === name)
+  const kind = tool?.handle?.kind
+  if (!kind || tool?.handle?.opens === 'always' || typeof args?.[kind] !== 'string') return undefined
+  const parsed = parseHandle(args[kind] as string)
+  if (!parsed || parsed.kind !== kind) return undefined
+  const registry = handlesOf(runtime)
+  if (parsed.replica === registry.replica) return undefined
+  // With a shared secret a made-up handle is refused here, never relayed.
+  if (runtime.config.stateSecret && !registry.authentic(parsed)) return undefined
+  return parsed.replica
 }

@@ -13,6 +13,7 @@ import { createInstance, type Runtime } from './build-server.js'
 import { useStateSecret } from './client-access.js'
 import { isLoopback } from './config.js'
 import { BoundedEventStore } from './event-store.js'
+import { handleOwner } from './handles.js'
 import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
 import type { Cluster, ClusterSession, SessionHooks } from './scale/cluster.js'
 
@@ -197,6 +198,9 @@ export async function serveHttp<D, C>(
     ...(cluster ? { bus: cluster.bus } : {}),
   })
   const perRequestNode = toNodeHandler(perRequest, { onerror, maxRequestBodySize: config.maxBodyBytes })
+  cluster?.handles.serveWith((request, authInfo, parsedBody) =>
+    perRequest.fetch(request, { ...(authInfo ? { authInfo } : {}), parsedBody }),
+  )
   // OAuth 2.1 resource server: loaded only when an issuer is configured.
   const issuer = config.auth.issuer
   const gate: AuthGate | undefined = issuer
@@ -431,6 +435,9 @@ export async function serveHttp<D, C>(
     }
     const webRequest = await toWebRequest(req, parsed)
     if (!(await isLegacyRequest(webRequest, parsed))) {
+      // A call carrying another replica's state handle is served by that replica.
+      const owner = cluster ? handleOwner(runtime as Runtime<unknown, unknown>, parsed) : undefined
+      if (cluster && owner && (await cluster.handles.relay(owner, req, res, parsed, verified))) return
       await perRequestNode(req, res, parsed)
       return
     }
