@@ -151,6 +151,8 @@ export interface HandleKindSpec<D> {
   closer?: string
   /** Handles one subject (the OAuth `sub`; without OAuth, everyone) keeps; past it the least recently used idle one ends. Default 32. */
   maxPerSubject?: number
+  /** Handles of this kind the process keeps, all subjects together; past it the least recently used idle one ends. Default 1024. */
+  maxTotal?: number
   /** The text line a result with a new handle starts with (default: the handle and "pass it on"). */
   mintedText?(token: string): string
   /** Frees the state kept under `key` (on close, idle expiry, eviction, or a connection's end). */

@@ -18,8 +18,10 @@ import { nodeCrypto } from './lazy-crypto.js'
 
 const TOKEN = /^([a-z][a-z0-9_]{0,31})\.([0-9a-f]{12})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{22})$/
 
-/** Default idle lifetime: the 2025-era session idle time (`--session-idle-ms`). */
+/** Handles of one kind one subject keeps (as many as 2025-era sessions one client keeps). */
 const DEFAULT_MAX_PER_SUBJECT = 32
+/** Handles of one kind a process keeps, all subjects together (as many as 2025-era sessions). */
+const DEFAULT_MAX_TOTAL = 1024
 
 /** A parsed handle (its MAC not yet checked). */
 export interface ParsedHandle {
@@ -99,19 +101,21 @@ export class HandleRegistry {
   /** Mints a new handle of `kind` for `subject`, making room under the subject's cap. */
   mint(kind: string, subject: string): Entry {
     const spec = this.#spec(kind)
-    const cap = spec.maxPerSubject ?? DEFAULT_MAX_PER_SUBJECT
-    const own = [...this.#entries.values()].filter(
-      (entry) => entry.kind === kind && entry.subject === subject,
-    )
-    if (own.length >= cap) {
-      // Abandoned handles never lock anyone out: the least recently used idle one gives way.
-      const victim = own.filter((entry) => entry.active === 0).sort((a, b) => a.lastSeen - b.lastSeen)[0]
+    const hint = `Wait for a call to finish, or end one you no longer need with ${spec.closer ?? spec.opener}.`
+    const caps: Array<[(entry: Entry) => boolean, number, string]> = [
+      [(entry) => entry.subject === subject, spec.maxPerSubject ?? DEFAULT_MAX_PER_SUBJECT, 'of this caller'],
+      [() => true, spec.maxTotal ?? DEFAULT_MAX_TOTAL, 'of this server'],
+    ]
+    // Abandoned handles never lock anyone out: the least recently used idle one gives way, first
+    // the caller's own (at its cap), then anyone's (at the process's cap).
+    for (const [which, cap, whose] of caps) {
+      const open = [...this.#entries.values()].filter((entry) => entry.kind === kind && which(entry))
+      if (open.length < cap) continue
+      const victim = open.filter((entry) => entry.active === 0).sort((a, b) => a.lastSeen - b.lastSeen)[0]
       if (!victim)
-        throw new ToolError('rate_limited', `All ${cap} open ${kind} handles of this caller are in use`, {
-          hint: `Wait for a call to finish, or end one you no longer need with ${spec.closer ?? spec.opener}.`,
-        })
-      this.runtime.logger.debug('a handle gave way: its subject is at the cap', { kind, cap })
-      this.#end(victim, 'evicted')
+        throw new ToolError('rate_limited', `All ${cap} open ${kind} handles ${whose} are in use`, { hint })
+      this.runtime.logger.debug('a handle gave way: at the cap', { kind, cap, whose })
+      void this.#end(victim, 'evicted')
     }
     const id = nodeCrypto().randomBytes(16).toString('base64url')
     const token = `${kind}.${this.replica}.${id}.${this.#mac(kind, this.replica, id)}`
@@ -185,9 +189,14 @@ export class HandleRegistry {
     if (this.#entries.get(entry.id) !== entry) return Promise.resolve()
     this.#entries.delete(entry.id)
     this.runtime.logger.debug('handle ended', { kind: entry.kind, why })
-    return Promise.resolve()
-      .then(() => this.#spec(entry.kind).close(keyOf(entry), this.runtime.deps))
-      .catch((error: unknown) => this.runtime.logger.warn('freeing a handle failed', { error }))
+    const failed = (error: unknown) => this.runtime.logger.warn('freeing a handle failed', { error })
+    try {
+      // Started at once: the state is on its way out before the next call can see it.
+      return Promise.resolve(this.#spec(entry.kind).close(keyOf(entry), this.runtime.deps)).catch(failed)
+    } catch (error) {
+      failed(error)
+      return Promise.resolve()
+    }
   }
 
   /** Ends the handles idle longer than the idle time. */

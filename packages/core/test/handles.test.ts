@@ -67,7 +67,7 @@ const closeCounter = tool({
   },
 })
 
-function spec(maxPerSubject?: number) {
+function spec(maxPerSubject?: number, maxTotal?: number) {
   return defineServer<Deps, Record<string, never>>({
     name: 'handles-fixture',
     version: '1.0.0',
@@ -78,6 +78,7 @@ function spec(maxPerSubject?: number) {
         opener: 'open_counter',
         closer: 'close_counter',
         ...(maxPerSubject ? { maxPerSubject } : {}),
+        ...(maxTotal ? { maxTotal } : {}),
         close: (key, deps) => {
           deps.counters.delete(key)
           deps.closed.push(key)
@@ -224,6 +225,28 @@ describe('subjects', () => {
       subject: 'alice',
     })
     expect(again?.key).toBe(opened.key)
+  })
+
+  it('keeps at most maxTotal handles across subjects, and refuses a new one when all are busy', async () => {
+    const runtime = await prepare(spec(8, 2), { argv: [], env: { LOG_LEVEL: 'silent' } })
+    const session = { id: undefined, onClose() {} }
+    const open = (subject: string) =>
+      bindHandle(runtime as never, openCounter as never, { args: {}, session, subject })!
+    const alice = open('alice')
+    alice.release()
+    const busy = open('alice')
+    const bob = open('bob')
+    expect(() =>
+      bindHandle(runtime as never, peek as never, {
+        args: { counter: alice.token },
+        session,
+        subject: 'alice',
+      }),
+    ).toThrow(/has ended/)
+    expect(runtime.deps.closed).toEqual([alice.key])
+    expect(() => open('carol')).toThrow(/All 2 open counter handles of this server are in use/)
+    bob.release()
+    busy.release()
   })
 
   it('verifies handles across processes that share --state-secret', async () => {
