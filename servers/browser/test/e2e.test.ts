@@ -66,6 +66,27 @@ describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s clien
   })
 })
 
+describe('the built bin over stdio with a 2026-07-28 client', () => {
+  it('keeps the connection’s own session: no handle is needed or returned', async () => {
+    const connection = await connectStdio({
+      command: process.execPath,
+      args: [BIN, '--allow-private-network'],
+      era: 'modern',
+    })
+    try {
+      const navigated = await connection.client.callTool({
+        name: 'navigate',
+        arguments: { url: `${fixtures.url}/form` },
+      })
+      expect(navigated.isError).toBeFalsy()
+      expect(navigated.structuredContent?.session).toBeUndefined()
+      await browseFlow(connection, fixtures.url)
+    } finally {
+      await connection.close()
+    }
+  })
+})
+
 describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client', (generation) => {
   it('gives every HTTP session its own browser context: cookies are never shared', async () => {
     const server = await spawnHttp(process.execPath, [BIN, '--allow-private-network'])
