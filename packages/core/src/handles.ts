@@ -365,22 +365,29 @@ export function handleArgument(description: string) {
 }
 
 /**
- * The replica holding the state of the handle a 2026-07-28 `tools/call` carries, when that is
- * another replica (with --redis-url, http.ts relays the call there); `undefined` otherwise.
+ * Where the state of a `tools/call` message lives, for routing between replicas: `{ owner }` when
+ * it carries a handle another replica minted; `connection` when it is a stateful call without a
+ * handle (bound to its connection's own state, wherever that is kept); `undefined` when this
+ * replica serves it either way (not stateful, opening new state, or this replica's handle).
  */
-export function handleOwner(runtime: Runtime<unknown, unknown>, message: unknown): string | undefined {
+export function stateRoute(
+  runtime: Runtime<unknown, unknown>,
+  message: unknown,
+): { owner: string } | 'connection' | undefined {
   const request = message as { method?: unknown; params?: { name?: unknown; arguments?: unknown } } | null
   if (typeof request !== 'object' || request === null || request.method !== 'tools/call') return undefined
   const name = request.params?.name
   const args = request.params?.arguments as Record<string, unknown> | undefined
   const tool = runtime.tools.find((candidate) => candidate.name === name)
   const kind = tool?.handle?.kind
-  if (!kind || tool?.handle?.opens === 'always' || typeof args?.[kind] !== 'string') return undefined
-  const parsed = parseHandle(args[kind] as string)
+  if (!kind || tool?.handle?.opens === 'always') return undefined
+  const token = args?.[kind]
+  if (token === undefined || token === '') return 'connection'
+  const parsed = typeof token === 'string' ? parseHandle(token) : undefined
   if (!parsed || parsed.kind !== kind) return undefined
   const registry = handlesOf(runtime)
   if (parsed.replica === registry.replica) return undefined
   // With a shared secret a made-up handle is refused here, never relayed.
   if (runtime.config.stateSecret && !registry.authentic(parsed)) return undefined
-  return parsed.replica
+  return { owner: parsed.replica }
 }

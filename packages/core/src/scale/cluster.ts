@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
+  type AuthInfo,
   type JSONRPCMessage,
   type McpServer,
   WebStandardStreamableHTTPServerTransport,
@@ -405,6 +406,40 @@ export class Cluster {
       number,
     ]
     return Number(listeners) > 0
+  }
+
+  /**
+   * The replica holding session `id`'s own state (what its stateful calls without a handle work
+   * on, e.g. its browser context): the first replica to serve such a call claims it, and a
+   * replica claims it again when the holder is gone (the state is gone with it).
+   */
+  async stateOwner(id: string): Promise<string> {
+    const key = this.#recordKey(id)
+    if (await this.#store(() => this.redis.hsetnx(key, 'state', this.replica))) return this.replica
+    const owner = await this.#store(() => this.redis.hget(key, 'state'))
+    if (!owner || owner === this.replica || (await this.#alive(owner))) return owner || this.replica
+    await this.#store(() => this.redis.hset(key, 'state', this.replica))
+    this.logger.info('took over the state of a session whose replica is gone', { session: id })
+    return this.replica
+  }
+
+  /** Serves a request of session `id` relayed here because this replica holds its state. */
+  async serveRelayed(
+    session: { id: string; principal?: string },
+    request: Request,
+    authInfo: AuthInfo | undefined,
+  ): Promise<Response> {
+    const restored = await this.restore(this.hooks, session.id, session.principal)
+    if (!restored)
+      return Response.json(
+        {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: -32001, message: 'Session not found: start a new session with initialize' },
+        },
+        { status: 404 },
+      )
+    return restored.transport.inner.handleRequest(request, authInfo ? { authInfo } : undefined)
   }
 
   /** Removes a session from Redis and tells the other replicas to drop it. */

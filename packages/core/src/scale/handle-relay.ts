@@ -18,6 +18,8 @@ interface RelayedCall {
   body: unknown
   headers: Record<string, string>
   auth?: AuthInfo
+  /** A 2025-era session's call: served through that session (restored on the owner) as `principal`'s. */
+  session?: { id: string; principal?: string }
 }
 
 /** The owner's answer, as its request handler gave it. */
@@ -28,11 +30,15 @@ interface RelayedAnswer {
   body: string
 }
 
-/** Serves one relayed request on the owner: the replica's own 2026-07-28 request handler. */
+/**
+ * Serves one relayed request on the owner: a lone request through the replica's own 2026-07-28
+ * request handler; a session's request through that session's transport.
+ */
 export type ServeRelayed = (
   request: Request,
   authInfo: AuthInfo | undefined,
   body: unknown,
+  session: { id: string; principal?: string } | undefined,
 ) => Promise<Response>
 
 // The request headers a relayed call keeps: the protocol's own and content negotiation. Never the
@@ -108,7 +114,7 @@ export class HandleRelay {
         headers: call.headers,
         body: JSON.stringify(call.body),
       })
-      const response = await this.#serve(request, call.auth, call.body)
+      const response = await this.#serve(request, call.auth, call.body, call.session)
       answer = {
         id: call.id,
         status: response.status,
@@ -129,6 +135,7 @@ export class HandleRelay {
     res: ServerResponse,
     body: unknown,
     auth: AuthInfo | undefined,
+    session?: { id: string; principal?: string },
   ): Promise<boolean> {
     const headers: Record<string, string> = {}
     for (const [name, value] of Object.entries(req.headers))
@@ -152,6 +159,7 @@ export class HandleRelay {
       body,
       headers,
       ...(auth ? { auth: relayedAuth(auth) } : {}),
+      ...(session ? { session } : {}),
     }
     const heard = await this.redis.publish(this.#calls(owner), JSON.stringify(call))
     if (!heard) {
