@@ -3,7 +3,7 @@ import { createInstance, type Runtime, selectTools, useSchemaCache } from './bui
 import { ConfigError, type ParsedConfig, parseConfig } from './config.js'
 import type { ServerSpec } from './define.js'
 import { ToolError } from './errors.js'
-import { checkHandleTools } from './handles.js'
+import { checkHandleTools, closeHandles } from './handles.js'
 import { boundHeapGrowth } from './heap.js'
 import type { HttpEndpoint } from './http.js'
 import { createLogger, type Logger } from './logger.js'
@@ -147,6 +147,7 @@ export async function run<D, C>(
       shutdownController.abort(new Error('server shutting down'))
       const stop = async () => {
         await Promise.allSettled([http?.close(), stdio?.close()])
+        closeHandles(runtime as Runtime<unknown, unknown>)
         await spec.dispose?.(runtime.deps)
       }
       let timer: NodeJS.Timeout | undefined
