@@ -229,10 +229,10 @@ function keyOf(entry: Entry): string {
 const registries = new WeakMap<Runtime<unknown, unknown>, HandleRegistry>()
 
 /** The process's handle registry, made on first use. */
-export function handlesOf(runtime: Runtime<unknown, unknown>, replica?: string): HandleRegistry {
+export function handlesOf(runtime: Runtime<unknown, unknown>): HandleRegistry {
   let registry = registries.get(runtime)
   if (!registry) {
-    registry = new HandleRegistry(runtime, replica ? { replica } : {})
+    registry = new HandleRegistry(runtime)
     registries.set(runtime, registry)
   }
   return registry

@@ -255,24 +255,18 @@ async function executeCall<D, C>(
       }
     }
     outcome = `error:${toolError.kind}`
-    return settleHandle(
-      binding,
-      {
-        content: [{ type: 'text', text: formatToolError(toolError) }],
-        isError: true,
-        ...(toolError.details
-          ? {
-              _meta: {
-                'keel/error': {
-                  kind: toolError.kind,
-                  ...(redactor.redactValue(toolError.details) as object),
-                },
-              },
-            }
-          : {}),
-      },
-      handleSpec as never,
-    )
+    const failure = {
+      content: [{ type: 'text', text: formatToolError(toolError) }],
+      isError: true,
+      ...(toolError.details
+        ? {
+            _meta: {
+              'keel/error': { kind: toolError.kind, ...(redactor.redactValue(toolError.details) as object) },
+            },
+          }
+        : {}),
+    }
+    return settleHandle(binding, failure, handleSpec as never)
   } finally {
     clearTimeout(timer)
     channel.signal.removeEventListener('abort', abortOnCancel)
