@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url'
 import { type SpawnedHttpServer, spawnHttp } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Fixtures, startFixtures } from './fixtures.js'
-import { execute, pythonMcp } from './python.js'
+import { execute, pythonMcp } from './python-venv.js'
 
 // A client no one here wrote: the Python MCP SDK (2.3.0) drives the built bin over Streamable
 // HTTP through a multi-step browser flow, in its default mode (2026-07-28: no session, the
