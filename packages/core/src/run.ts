@@ -79,11 +79,12 @@ export async function prepare<D, C>(
   let tools: ReturnType<typeof selectTools<D, C>>
   try {
     tools = selectTools(spec, config)
-    checkHandleTools(spec, tools)
   } catch (error) {
     if (error instanceof ToolError) throw new ConfigError(error.message)
     throw error
   }
+  // A stateful tool must take its handle kind's argument, or no handle could ever reach it.
+  checkHandleTools(spec, tools)
   const deps = await spec.createDeps({
     config: config as ParsedConfig<C>,
     logger,
