@@ -83,13 +83,13 @@ export async function prepare<D, C>(
     if (error instanceof ToolError) throw new ConfigError(error.message)
     throw error
   }
-  // A stateful tool must take its handle kind's argument, or no handle could ever reach it.
-  checkHandleTools(spec, tools)
   const deps = await spec.createDeps({
     config: config as ParsedConfig<C>,
     logger,
     addSecret: (value) => redactor.addSecret(value),
   })
+  // A stateful tool must take its handle kind's argument, or no handle could ever reach it.
+  checkHandleTools(spec, tools)
   return {
     spec,
     config,
