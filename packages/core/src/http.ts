@@ -409,6 +409,16 @@ export async function serveHttp<D, C>(
       sendAnswer(res, challenge)
       return
     }
+    // A lone 2026-07-28 call carrying another replica's state handle is served by that replica.
+    if (cluster && !sessionId) {
+      const route = stateRoute(runtime as Runtime<unknown, unknown>, parsed)
+      if (
+        typeof route === 'object' &&
+        !(await isLegacyRequest(await toWebRequest(req, parsed), parsed)) &&
+        (await cluster.handles.relay(route.owner, req, res, parsed, verified))
+      )
+        return
+    }
     if (session && cluster && sessionId) {
       const routed = await cluster.route(sessionId, parsed)
       if (!routed.exists) {
@@ -448,10 +458,6 @@ export async function serveHttp<D, C>(
     }
     const webRequest = await toWebRequest(req, parsed)
     if (!(await isLegacyRequest(webRequest, parsed))) {
-      // A call carrying another replica's state handle is served by that replica.
-      const route = cluster ? stateRoute(runtime as Runtime<unknown, unknown>, parsed) : undefined
-      const owner = typeof route === 'object' ? route.owner : undefined
-      if (cluster && owner && (await cluster.handles.relay(owner, req, res, parsed, verified))) return
       await perRequestNode(req, res, parsed)
       return
     }
