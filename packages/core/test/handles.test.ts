@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { bindHandle, handlesOf, parseHandle } from '../src/handles.js'
+import { bindHandle, handlesOf, parseHandle, stateRoute } from '../src/handles.js'
 import { defineServer, handleArgument, toolFactory, z } from '../src/index.js'
 import { prepare } from '../src/run.js'
 import { type Connection, connectInMemory } from '../src/testing/index.js'
@@ -258,5 +258,27 @@ describe('subjects', () => {
     const parsed = parseHandle(token)!
     expect(handlesOf(two as never).authentic(parsed)).toBe(true)
     expect(handlesOf(three as never).authentic(parsed)).toBe(false)
+  })
+
+  it('routes a call by the handle it carries: another replica, the connection, or here', async () => {
+    const secret = 'a-state-secret-shared-by-every-replica-0123456789'
+    const minter = await prepare(spec(), { argv: ['--state-secret', secret], env: { LOG_LEVEL: 'silent' } })
+    const here = await prepare(spec(), { argv: ['--state-secret', secret], env: { LOG_LEVEL: 'silent' } })
+    const token = handlesOf(minter as never).mint('counter', '').token
+    const message = (name: string, args: Record<string, unknown>) => ({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name, arguments: args },
+    })
+    const owner = handlesOf(minter as never).replica
+    expect(stateRoute(here as never, message('peek', { counter: token }))).toEqual({ owner })
+    expect(stateRoute(minter as never, message('peek', { counter: token }))).toBeUndefined()
+    expect(stateRoute(here as never, message('peek', {}))).toBe('connection')
+    expect(stateRoute(here as never, message('open_counter', {}))).toBeUndefined()
+    // A made-up handle naming another replica is refused here, never relayed, when a secret is shared.
+    const parsed = parseHandle(token)!
+    const forged = `counter.${parsed.replica}.${'B'.repeat(22)}.${parsed.mac}`
+    expect(stateRoute(here as never, message('peek', { counter: forged }))).toBeUndefined()
   })
 })
