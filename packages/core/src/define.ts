@@ -104,6 +104,11 @@ export interface ToolContext<D> {
   readonly client: ClientAccess
   /** The JSON-RPC id of this call. */
   readonly requestId: string | number
+  /**
+   * The state this call works on, for a tool that declares `handle` (see {@link ToolSpec.handle}):
+   * the handle passed, the connection's own state, or a handle minted for this call.
+   */
+  readonly handle?: HandleBinding
   /** The client connection this call belongs to (for per-client state such as a browser context). */
   readonly session: SessionAccess
   /**
@@ -111,11 +116,21 @@ export interface ToolContext<D> {
    * each caller's own credential (e.g. a GitHub token per request); never log it.
    */
   readonly auth: RequestAuth | undefined
+}
+
+/** The client connection a call belongs to. */
+export interface SessionAccess {
   /**
-   * The state this call works on, for a tool that declares `handle` (see {@link ToolSpec.handle}):
-   * the handle passed, the connection's own state, or a handle minted for this call.
+   * A stable id for the connection: `stdio` on stdio, the `Mcp-Session-Id` of a 2025-era HTTP
+   * session, and `undefined` for a request served on its own (2026-07-28 or `--stateless` HTTP),
+   * which belongs to no connection.
    */
-  readonly handle?: HandleBinding
+  readonly id: string | undefined
+  /**
+   * Runs `callback` once when the connection ends (session closed or reaped, stdin closed, the
+   * request answered for a request served on its own, or process shutdown). Errors are logged.
+   */
+  onClose(callback: () => void | Promise<void>): void
 }
 
 /**
@@ -168,21 +183,6 @@ export interface ToolHandleUse {
    * request without the argument it opens new state (`navigate`). Unset: it needs existing state.
    */
   opens?: 'always' | 'when-missing'
-}
-
-/** The client connection a call belongs to. */
-export interface SessionAccess {
-  /**
-   * A stable id for the connection: `stdio` on stdio, the `Mcp-Session-Id` of a 2025-era HTTP
-   * session, and `undefined` for a request served on its own (2026-07-28 or `--stateless` HTTP),
-   * which belongs to no connection.
-   */
-  readonly id: string | undefined
-  /**
-   * Runs `callback` once when the connection ends (session closed or reaped, stdin closed, the
-   * request answered for a request served on its own, or process shutdown). Errors are logged.
-   */
-  onClose(callback: () => void | Promise<void>): void
 }
 
 /** An icon (MCP 2025-11-25 `Icon`). */
