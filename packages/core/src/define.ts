@@ -164,10 +164,17 @@ export interface HandleKindSpec<D> {
   opener: string
   /** The tool that ends one, if any (named when the cap is reached). */
   closer?: string
-  /** Handles one subject (the OAuth `sub`; without OAuth, everyone) keeps; past it the least recently used idle one ends. Default 32. */
-  maxPerSubject?: number
-  /** Handles of this kind the process keeps, all subjects together; past it the least recently used idle one ends. Default 1024. */
-  maxTotal?: number
+  /**
+   * Handles one subject (the OAuth `sub`; without OAuth, everyone) keeps; past it the least
+   * recently used idle one ends. Default 32. A function reads it from the deps (a configured limit).
+   */
+  maxPerSubject?: number | ((deps: D) => number)
+  /**
+   * Handles of this kind the process keeps, all subjects together; past it the least recently used
+   * idle one ends. Default 1024. Set it at or below what the state can hold (e.g. browser contexts),
+   * so an abandoned handle gives way before the server refuses new state.
+   */
+  maxTotal?: number | ((deps: D) => number)
   /** The text line a result with a new handle starts with (default: the handle and "pass it on"). */
   mintedText?(token: string): string
   /** Frees the state kept under `key` (on close, idle expiry, eviction, or a connection's end). */

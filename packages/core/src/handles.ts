@@ -98,13 +98,21 @@ export class HandleRegistry {
     return spec as HandleKindSpec<unknown>
   }
 
+  #limit(value: number | ((deps: unknown) => number) | undefined, fallback: number): number {
+    return typeof value === 'function' ? value(this.runtime.deps) : (value ?? fallback)
+  }
+
   /** Mints a new handle of `kind` for `subject`, making room under the subject's cap. */
   mint(kind: string, subject: string): Entry {
     const spec = this.#spec(kind)
     const hint = `Wait for a call to finish, or end one you no longer need with ${spec.closer ?? spec.opener}.`
     const caps: Array<[(entry: Entry) => boolean, number, string]> = [
-      [(entry) => entry.subject === subject, spec.maxPerSubject ?? DEFAULT_MAX_PER_SUBJECT, 'of this caller'],
-      [() => true, spec.maxTotal ?? DEFAULT_MAX_TOTAL, 'of this server'],
+      [
+        (entry) => entry.subject === subject,
+        this.#limit(spec.maxPerSubject, DEFAULT_MAX_PER_SUBJECT),
+        'of this caller',
+      ],
+      [() => true, this.#limit(spec.maxTotal, DEFAULT_MAX_TOTAL), 'of this server'],
     ]
     // Abandoned handles never lock anyone out: the least recently used idle one gives way, first
     // the caller's own (at its cap), then anyone's (at the process's cap).

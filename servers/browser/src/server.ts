@@ -78,6 +78,10 @@ export function createServer(tuning: BrowserTuning = {}) {
         opener: 'open_session',
         closer: 'close_session',
         mintedText: (token) => `session: ${token} (pass session="${token}" on every later call)`,
+        // Handles give way (least recently used idle first) before the browser's context limit
+        // (--max-contexts) would refuse a new one.
+        maxTotal: (deps) => deps.host.settings.limits.contexts,
+        maxPerSubject: (deps) => deps.host.settings.limits.contexts,
         close: (key, deps) => deps.host.closeSession(key),
       },
     },

@@ -75,6 +75,29 @@ describe('2026-07-28 lone requests carry a session handle', () => {
   })
 })
 
+describe('the context limit', () => {
+  it('lets the least recently used idle session give way before --max-contexts would refuse a new one', async () => {
+    const small = await connectInMemory(testServer, {
+      era: 'modern',
+      argv: ['--allow-private-network', '--max-contexts', '2'],
+    })
+    try {
+      const sessions: string[] = []
+      // A client that never passes the handle on opens a session with each navigate.
+      for (let index = 0; index < 3; index++) {
+        const navigated = await call(small, 'navigate', { url: `${fixtures.url}/` })
+        expect(navigated.isError, navigated.text).toBe(false)
+        sessions.push(navigated.structured?.session as string)
+      }
+      const first = await call(small, 'list_tabs', { session: sessions[0] })
+      expect(first.text).toMatch(/^not_found: The session handle has ended/)
+      expect((await call(small, 'list_tabs', { session: sessions[2] })).structured?.tabs).toHaveLength(1)
+    } finally {
+      await small.close()
+    }
+  })
+})
+
 describe('history and waiting', () => {
   it('go_back and go_forward with no history are a clear tool error', async () => {
     const session = (await call(modern, 'open_session')).structured?.session as string
