@@ -15,6 +15,7 @@ import { ListenWatches, prepareListen } from './change-streams.js'
 import { useStateSecret } from './client-access.js'
 import { isLoopback } from './config.js'
 import { BoundedEventStore } from './event-store.js'
+import { stateRoute } from './handles.js'
 import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
 import type { Cluster, ClusterSession, SessionHooks } from './scale/cluster.js'
 
@@ -206,6 +207,11 @@ export async function serveHttp<D, C>(
     bus,
   })
   const perRequestNode = toNodeHandler(perRequest, { onerror, maxRequestBodySize: config.maxBodyBytes })
+  cluster?.handles.serveWith((request, authInfo, parsedBody, session) =>
+    session
+      ? cluster.serveRelayed(session, request, authInfo)
+      : perRequest.fetch(request, { ...(authInfo ? { authInfo } : {}), parsedBody }),
+  )
   // OAuth 2.1 resource server: loaded only when an issuer is configured.
   const issuer = config.auth.issuer
   const gate: AuthGate | undefined = issuer
@@ -412,6 +418,16 @@ export async function serveHttp<D, C>(
       sendAnswer(res, challenge)
       return
     }
+    // A lone 2026-07-28 call carrying another replica's state handle is served by that replica.
+    if (cluster && !sessionId) {
+      const route = stateRoute(runtime as Runtime<unknown, unknown>, parsed)
+      if (
+        typeof route === 'object' &&
+        !(await isLegacyRequest(await toWebRequest(req, parsed), parsed)) &&
+        (await cluster.handles.relay(route.owner, req, res, parsed, verified))
+      )
+        return
+    }
     if (session && cluster && sessionId) {
       const routed = await cluster.route(sessionId, parsed)
       if (!routed.exists) {
@@ -428,6 +444,17 @@ export async function serveHttp<D, C>(
         return
       }
       parsed = Array.isArray(parsed) ? routed.rest : routed.rest[0]
+      // A stateful call is served where its state lives: the replica its handle names, or the one
+      // holding this session's own state.
+      const route = stateRoute(runtime as Runtime<unknown, unknown>, parsed)
+      const owner = route === 'connection' ? await cluster.stateOwner(sessionId) : route?.owner
+      const principal = gate ? { principal: clientOf(req) } : {}
+      if (
+        owner &&
+        owner !== cluster.replica &&
+        (await cluster.handles.relay(owner, req, res, parsed, verified, { id: sessionId, ...principal }))
+      )
+        return
     }
     if (session) {
       const current = session

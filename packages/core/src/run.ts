@@ -4,6 +4,7 @@ import { stdioChangeStreams } from './change-streams.js'
 import { ConfigError, type ParsedConfig, parseConfig } from './config.js'
 import type { ServerSpec } from './define.js'
 import { ToolError } from './errors.js'
+import { checkHandleTools, closeHandles } from './handles.js'
 import { boundHeapGrowth } from './heap.js'
 import type { HttpEndpoint } from './http.js'
 import { createLogger, type Logger } from './logger.js'
@@ -82,6 +83,8 @@ export async function prepare<D, C>(
     logger,
     addSecret: (value) => redactor.addSecret(value),
   })
+  // A stateful tool must take its handle kind's argument, or no handle could ever reach it.
+  checkHandleTools(spec, tools)
   return {
     spec,
     config,
@@ -140,6 +143,7 @@ export async function run<D, C>(
       shutdownController.abort(new Error('server shutting down'))
       const stop = async () => {
         await Promise.allSettled([http?.close(), stdio?.close()])
+        closeHandles(runtime as Runtime<unknown, unknown>)
         await spec.dispose?.(runtime.deps)
       }
       let timer: NodeJS.Timeout | undefined

@@ -6,8 +6,9 @@ import {
 } from '@modelcontextprotocol/server'
 import { assertWriteScope, requestAuthOf } from './auth/context.js'
 import { InputNeeded, modernClientAccess, requestStateCodec, servesModernEra } from './client-access.js'
-import type { AnyTool, ClientAccess, ContentBlock, ToolContext } from './define.js'
+import type { AnyTool, ClientAccess, ContentBlock, HandleBinding, ToolContext } from './define.js'
 import { errorReference, formatToolError, isAbortError, ToolError } from './errors.js'
+import { bindHandle, settleHandle } from './handles.js'
 import { type InstanceParts, mapError, type Runtime } from './instance.js'
 import { truncateUtf8 } from './limits.js'
 import { type LogRecord, logData, type McpLogLevel, mcpLevelAtLeast, toMcpLevel } from './logger.js'
@@ -224,9 +225,18 @@ async function executeCall<D, C>(
     },
   }
   let outcome = 'ok'
+  // A stateful tool's call is bound to its state first (handles.ts); a bad handle is a tool error.
+  let binding: HandleBinding | undefined
+  const handleSpec = tool.handle ? runtime.spec.handles?.[tool.handle.kind] : undefined
   try {
+    binding = bindHandle(runtime as Runtime<unknown, unknown>, tool, {
+      args: call.args as Record<string, unknown>,
+      session: channel.session,
+      subject: channel.auth?.subject,
+    })
+    const context = binding ? { ...toolContext, handle: binding } : toolContext
     const output = await Promise.race([
-      Promise.resolve().then(() => tool.run(call.args as never, toolContext)),
+      Promise.resolve().then(() => tool.run(call.args as never, context)),
       stopped,
     ])
     let structured: Record<string, unknown> | undefined
@@ -244,10 +254,14 @@ async function executeCall<D, C>(
     ]
     const result: Record<string, unknown> = { content: capContent(content) }
     if (structured !== undefined) result.structuredContent = structured
-    return mcp.server.projectCallToolResult(result as never, plan.outputJson as never) as never
+    const projected = mcp.server.projectCallToolResult(result as never, plan.outputJson as never)
+    return (await settleHandle(binding, projected as never, handleSpec as never)) as never
   } catch (error) {
     if (error instanceof InputNeeded) {
       outcome = 'input_required'
+      // The tool runs again from the start on the client's retry: state it opened now is not kept.
+      binding?.release()
+      if (binding?.minted) await binding.close()
       const requestState = await requestStateCodec().mint({ answers: error.answers })
       return inputRequired({ inputRequests: error.requests, requestState }) as never
     }
@@ -271,7 +285,7 @@ async function executeCall<D, C>(
       }
     }
     outcome = `error:${toolError.kind}`
-    return {
+    const failure = {
       content: [{ type: 'text', text: formatToolError(toolError) }],
       isError: true,
       ...(toolError.details
@@ -282,6 +296,7 @@ async function executeCall<D, C>(
           }
         : {}),
     }
+    return settleHandle(binding, failure, handleSpec as never)
   } finally {
     clearTimeout(timer)
     channel.signal.removeEventListener('abort', abortOnCancel)
