@@ -161,10 +161,15 @@ export class Database {
    */
   async warmUp(options: CallOptions = {}): Promise<void> {
     await Promise.all([this.#getPool(), loadSqlParser()])
-    if (this.#closed) return
+    if (this.#closed || options.signal?.aborted) return
     // One gated call through the whole path, whose columns have the common types: their names are
     // then known, and the first real call costs what a later one does.
-    await this.query(warmUpQuery, [], { maxRows: 1, ...options })
+    // Not cancelled on shutdown: it ends by itself in milliseconds, sooner than a cancel would
+    // stop it (close() waits for it either way).
+    await this.query(warmUpQuery, [], {
+      maxRows: 1,
+      ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+    })
   }
 
   /**
