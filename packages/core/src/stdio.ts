@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream'
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server'
 import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
+import { observer, type RequestObservation } from './observe/hooks.js'
 
 /** Options of {@link LineTransport}. */
 export interface LineTransportOptions {
@@ -31,6 +32,8 @@ export class LineTransport implements Transport {
   #discarding = false
   #closed = false
   #ended = false
+  /** Requests being served, while an observer is installed: ended when their response is sent. */
+  readonly #observed = new Map<string | number, RequestObservation>()
 
   constructor(options: LineTransportOptions = {}) {
     this.#input = options.input ?? process.stdin
@@ -98,6 +101,23 @@ export class LineTransport implements Transport {
       this.#reply(errorResponse(check.id, check.code, check.message))
       return
     }
+    const watching = observer()
+    const request = message as { id?: string | number; method?: unknown; params?: unknown }
+    if (watching && typeof request.method === 'string' && request.id !== undefined) {
+      const observation = watching.request({
+        method: request.method,
+        id: request.id,
+        transport: 'stdio',
+        params: request.params,
+      })
+      this.#observed.set(request.id, observation)
+      observation.run(() => this.#deliver(message))
+      return
+    }
+    this.#deliver(message)
+  }
+
+  #deliver(message: unknown) {
     try {
       this.onmessage?.(message as JSONRPCMessage)
     } catch (error) {
@@ -140,6 +160,15 @@ export class LineTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
+    if (this.#observed.size) {
+      const answer = message as { id?: string | number; method?: unknown; error?: { code?: number } }
+      const observation =
+        answer.method === undefined && answer.id !== undefined ? this.#observed.get(answer.id) : undefined
+      if (observation) {
+        this.#observed.delete(answer.id as string | number)
+        observation.end(answer.error ? (answer.error.code ?? -32603) : undefined)
+      }
+    }
     return this.#write(message)
   }
 
