@@ -23,7 +23,7 @@ export interface ObserveConfig {
   auditLog: string | undefined
   /** Calls a client may make (token bucket), all tools. */
   rateLimit: Rate | undefined
-  /** Bucket size: calls a client may make at once after an idle spell (default: one second's worth, at least 1). */
+  /** `--rate-limit`'s bucket: calls a client may make at once after an idle spell (default: one second's worth, at least 1). */
   rateLimitBurst: number | undefined
   /** A separate, usually tighter, budget for tools that write. */
   writeRateLimit: Rate | undefined
@@ -160,6 +160,6 @@ export function observeConfigProblem(config: ObserveConfig, transport: string): 
   if (config.metrics && transport !== 'http')
     return '--metrics serves /metrics on the HTTP port; on stdio give --metrics-port <n>'
   if (config.rateLimitBurst !== undefined && !config.rateLimit && !config.writeRateLimit)
-    return '--rate-limit-burst needs --rate-limit or --write-rate-limit'
+    return '--rate-limit-burst sizes the --rate-limit budget: give --rate-limit too'
   return undefined
 }

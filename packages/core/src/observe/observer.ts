@@ -104,13 +104,21 @@ export class Observer implements ObserverHooks {
     this.#options = options
     const { config } = options
     this.inFlight.set({}, 0)
-    const burst = (rate: { count: number; perMs: number }) =>
-      config.rateLimitBurst ?? Math.max(1, Math.ceil((rate.count * 1000) / rate.perMs))
+    // A bucket holds one second's worth of calls (at least one); --rate-limit-burst sizes the
+    // general budget's.
+    const secondsWorth = (rate: { count: number; perMs: number }) =>
+      Math.max(1, Math.ceil((rate.count * 1000) / rate.perMs))
     const call = config.rateLimit
-      ? [{ budget: 'call', rate: config.rateLimit, burst: burst(config.rateLimit) }]
+      ? [
+          {
+            budget: 'call',
+            rate: config.rateLimit,
+            burst: config.rateLimitBurst ?? secondsWorth(config.rateLimit),
+          },
+        ]
       : []
     const write = config.writeRateLimit
-      ? [{ budget: 'write', rate: config.writeRateLimit, burst: burst(config.writeRateLimit) }]
+      ? [{ budget: 'write', rate: config.writeRateLimit, burst: secondsWorth(config.writeRateLimit) }]
       : []
     this.#buckets = { call, write: [...call, ...write] }
     if (config.auditLog) {
