@@ -21,11 +21,11 @@ type AnyValue = {
   doubleValue?: number
   boolValue?: boolean
 }
-const valueOf = (value: AnyValue) =>
+const plainValue = (value: AnyValue) =>
   value.stringValue ??
   (value.intValue !== undefined ? Number(value.intValue) : (value.doubleValue ?? value.boolValue ?? ''))
 const attributesOf = (list: Array<{ key: string; value: AnyValue }> = []) =>
-  Object.fromEntries(list.map(({ key, value }) => [key, valueOf(value)]))
+  Object.fromEntries(list.map(({ key, value }) => [key, plainValue(value)]))
 
 export interface OtlpReceiver {
   url: string
