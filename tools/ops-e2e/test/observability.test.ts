@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { type Connection, connectHttp, type SpawnedHttpServer, spawnHttp } from '@keel-mcp/core/testing'
@@ -247,5 +247,34 @@ describe('a scripted set of calls, and the telemetry it leaves', () => {
     const metrics = await fetch(new URL('/metrics', servers.fs?.url))
     expect(metrics.headers.get('content-type')).toContain('text/plain')
     expect(await metrics.text()).toContain('# TYPE mcp_tool_call_duration_seconds histogram')
+  })
+})
+
+describe('readiness follows the upstream', () => {
+  it('fs turns not ready (503, naming what is wrong) when its directory goes away, and ready again when it is back', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'keel-ready-'))
+    const server = await spawnHttp(process.execPath, [bin('fs'), directory], { timeoutMs: 60_000 })
+    try {
+      const readyz = async () => {
+        const response = await fetch(new URL('/readyz', server.url))
+        return {
+          status: response.status,
+          body: (await response.json()) as { status: string; checks: Record<string, string> },
+        }
+      }
+      expect(await readyz()).toEqual({ status: 200, body: { status: 'ready', checks: { fs: 'ok' } } })
+      await rm(directory, { recursive: true })
+      const gone = await readyz()
+      expect(gone.status).toBe(503)
+      expect(gone.body.status).toBe('not ready')
+      expect(gone.body.checks.fs).toContain('ENOENT')
+      // The process is still healthy: it answers, it is just not useful now.
+      expect((await fetch(new URL('/healthz', server.url))).status).toBe(200)
+      await mkdir(directory)
+      expect((await readyz()).status).toBe(200)
+    } finally {
+      await server.close()
+      await rm(directory, { recursive: true, force: true })
+    }
   })
 })
