@@ -10,6 +10,8 @@ import { BOT_ID, BOT_USER, type FakeChannel, type FakeMessage, FakeWorkspace } f
  * The real `@slack/web-api` client talks to it through `slackApiUrl`.
  */
 export const BOT_TOKEN = 'xoxb-fake-bot-token-1234567890-abcdefghij'
+/** A second workspace's bot token (the fake answers it like the first). */
+export const SECOND_BOT_TOKEN = 'xoxb-fake-second-workspace-5555555555-qwertyuiop'
 export const USER_TOKEN = 'xoxp-fake-user-token-0987654321-zyxwvutsrq'
 export { BOT_ID, BOT_USER, type FakeChannel, type FakeMessage, HUMAN_USER } from './fake-workspace.js'
 
@@ -104,7 +106,7 @@ export async function startFakeSlack(
   const channelOf = (id: unknown) => workspace.channel(id)
 
   const handle = (method: string, args: Record<string, unknown>, token: string | undefined) => {
-    if (token !== BOT_TOKEN && token !== USER_TOKEN)
+    if (token !== BOT_TOKEN && token !== USER_TOKEN && token !== SECOND_BOT_TOKEN)
       return { ok: false, error: token ? 'invalid_auth' : 'not_authed' }
     switch (method) {
       case 'auth.test':
