@@ -49,7 +49,7 @@ export const options: OptionSpecs<SlackOptions> = {
     type: 'string',
     placeholder: 'xoxp-…',
     secret: true,
-    description: 'User token: enables search_messages (Slack allows search with user tokens only).',
+    description: 'User token: enables search_messages, list_unreads and mark_read (they act as a person).',
     schema: z.string().min(1).max(500).optional(),
   },
   teamId: {
@@ -149,7 +149,7 @@ export const options: OptionSpecs<SlackOptions> = {
 
 export const helpFooter = `Environment:
   SLACK_BOT_TOKEN    xoxb-… bot token (scopes per tool: see the README)
-  SLACK_USER_TOKEN   xoxp-… user token, for search_messages only
+  SLACK_USER_TOKEN   xoxp-… user token, for search_messages, list_unreads and mark_read
   SLACK_API_URL      Web API root (tests, GovSlack)
   --workspace acme=ACME_BOT_TOKEN   a further workspace; its token is read from that env var
 
