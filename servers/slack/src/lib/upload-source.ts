@@ -1,5 +1,5 @@
 import { constants, type Stats } from 'node:fs'
-import { type FileHandle, open, readlink, realpath } from 'node:fs/promises'
+import { type FileHandle, open, readlink, realpath, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { SlackError } from './slack.js'
 
@@ -56,10 +56,17 @@ export async function readUploadFile(
     if (!stats.isFile()) throw refuse(`not a regular file: ${relative}`)
     if (stats.size > maxBytes)
       throw refuse(`${relative} is ${stats.size} bytes, over the ${maxBytes}-byte limit`)
-    if (viaProc) {
-      // What the kernel says the descriptor is must still lie inside the upload directory.
-      const actual = await readlink(`/proc/self/fd/${handle.fd}`)
-      if (!actual.startsWith(root + path.sep)) throw refuse(`${relative} is outside the upload directory`)
+    // What was opened must lie inside the upload directory: the kernel's own name for the
+    // descriptor on Linux; elsewhere (no /proc: each step was opened by path, so a middle link could
+    // have been followed) the real path, and the same inode behind it.
+    const actual = viaProc
+      ? await readlink(`/proc/self/fd/${handle.fd}`)
+      : await realpath(path.join(root, ...parts)).catch(() => '')
+    if (!actual.startsWith(root + path.sep)) throw refuse(`${relative} is outside the upload directory`)
+    if (!viaProc) {
+      const named = await stat(actual)
+      if (named.ino !== stats.ino || named.dev !== stats.dev)
+        throw refuse(`${relative} changed while being opened`)
     }
     const bytes = Buffer.alloc(stats.size)
     let filled = 0
