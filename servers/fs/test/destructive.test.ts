@@ -60,6 +60,18 @@ describe('delete_file and copy_file', () => {
     expect(refused).toContain('recursive')
   })
 
+  it('names at most 200 paths of a large dry run, and counts them all', async () => {
+    const root = await workspace()
+    await makeTree(root, {
+      many: Object.fromEntries(Array.from({ length: 250 }, (_, index) => [`f${index}.txt`, 'x'])),
+    })
+    const connection = await connect([root, '--toolsets', 'destructive'])
+    const result = await ok(connection, 'delete_file', { path: 'many', recursive: true, dry_run: true })
+    expect(result.structured.count).toBe(251)
+    expect(result.structured.paths).toHaveLength(200)
+    expect(result.text).toContain('… and 51 more')
+  })
+
   it('asks the user through elicitation before deleting, and deletes nothing when declined', async () => {
     const root = await workspace()
     const questions: string[] = []

@@ -51,6 +51,20 @@ describe('copyEntry', () => {
     expect(await readFile(path.join(root, 'b.txt'), 'utf8')).toBe('alpha')
   })
 
+  it('copies a file larger than its 1 MiB buffer byte for byte, keeping its mode', async () => {
+    const { root, guard } = await setup()
+    const big = Buffer.alloc(3 * 1024 * 1024 + 17)
+    for (let index = 0; index < big.length; index++) big[index] = (index * 31) % 251
+    await writeFile(path.join(root, 'big.bin'), big, { mode: 0o640 })
+    const plan = await copyEntry(
+      await guard.resolveSafe('big.bin'),
+      await guard.resolveSafe('big-copy.bin', { forWrite: true }),
+    )
+    expect(plan.bytes).toBe(big.length)
+    expect((await readFile(path.join(root, 'big-copy.bin'))).equals(big)).toBe(true)
+    expect((await lstat(path.join(root, 'big-copy.bin'))).mode & 0o777).toBe(0o640)
+  })
+
   it('copies a tree, recreating inside links and leaving out links that lead outside', async () => {
     const { root, guard } = await setup()
     const plan = await copyEntry(
