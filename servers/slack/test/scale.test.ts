@@ -2,10 +2,11 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { connectStdio } from '@keel-mcp/core/testing'
+import { connectInMemory, connectStdio } from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { BoundedCache, PAGES_PER_LOOKUP } from '../src/lib/directory.js'
 import { BOT_TOKEN, type FakeSlack, startFakeSlack } from './fake-slack.js'
+import { testServer } from './helpers.js'
 
 // Start-up and the first call by name must not depend on the workspace's size: the server never
 // loads a whole directory. Asserted as a mechanism (which Web API pages were fetched), not a
@@ -98,6 +99,25 @@ describe('a workspace of 250,000 users and 50,000 channels', () => {
     const again = await historyByName(large, '#channel-49999', env, ['--name-cache'])
     expect(again.result.isError).toBeFalsy()
     expect(listCalls(large)).toEqual([])
+  })
+})
+
+describe('a lookup past the pages of one call', () => {
+  it('says not found yet and to call again, and the next call resumes where the last one stopped', async () => {
+    const slack = await startFakeSlack({ users: 60_000 })
+    open.push(slack)
+    const connection = await connectInMemory(testServer, {
+      env: { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_API_URL: slack.url },
+    })
+    open.push(connection)
+    const first = await connection.client.callTool({ name: 'find_user', arguments: { name: 'user55000' } })
+    expect(first.isError).toBe(true)
+    expect(JSON.stringify(first.content)).toContain('call again to look further')
+    const pages = slack.calls.filter((entry) => entry.method === 'users.list').length
+    expect(pages).toBe(PAGES_PER_LOOKUP)
+    const second = await connection.client.callTool({ name: 'find_user', arguments: { name: 'user55000' } })
+    expect(second.isError).toBeFalsy()
+    expect(slack.calls.filter((entry) => entry.method === 'users.list').length).toBe(pages + 5)
   })
 })
 

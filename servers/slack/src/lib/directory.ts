@@ -236,6 +236,14 @@ export class Directory {
     return handles
   }
 
+  /**
+   * Whether the last scans reached the end of the workspace's lists: when not, a name not found
+   * may still be further on, and the next lookup resumes where this one stopped.
+   */
+  get scanned(): { users: boolean; channels: boolean } {
+    return { users: this.#userCursor === null, channels: this.#channelCursor === null }
+  }
+
   get sizes(): { users: number; channels: number } {
     return { users: this.#users.size, channels: this.#channels.size }
   }

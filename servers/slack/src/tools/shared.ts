@@ -87,7 +87,9 @@ export async function channelFor(
     : await deps.directory.findChannel(trimmed, signal)
   if (!channel) {
     throw new ToolError('not_found', `No channel ${trimmed} that the bot can see`, {
-      hint: 'Check the name with list_channels, or invite the bot to a private channel.',
+      hint: deps.directory.scanned.channels
+        ? 'Check the name with list_channels, or invite the bot to a private channel.'
+        : 'Not among the channels looked through so far (a large workspace is paged a part a call): call again to look further, or give the channel id.',
     })
   }
   const refusal = channelRefusal(channel, deps.policy, access)
