@@ -154,11 +154,16 @@ describe('delete_file and copy_file', () => {
 })
 
 describe('the built bin', () => {
-  it('copies and deletes a tree over stdio with --toolsets destructive', async () => {
+  it('copies and deletes a tree over stdio with --toolsets all, the delete confirmed by the user', async () => {
     const root = await workspace()
+    const questions: string[] = []
     const connection = await connectStdio({
       command: process.execPath,
       args: [BIN, root, '--toolsets', 'all'],
+      onElicit: (params) => {
+        questions.push(params.message)
+        return { action: 'accept', content: { confirm: true } }
+      },
     })
     try {
       await ok(connection, 'copy_file', { source: 'tree', destination: 'copy' })
@@ -166,6 +171,9 @@ describe('the built bin', () => {
       const result = await call(connection, 'delete_file', { path: 'copy', recursive: true })
       expect(result.structured).toMatchObject({ deleted: true, count: 4 })
       await expect(stat(path.join(root, 'copy'))).rejects.toMatchObject({ code: 'ENOENT' })
+      expect(questions).toEqual([
+        'Delete copy and everything in it (2 files, 1 directory)? This cannot be undone.',
+      ])
     } finally {
       await connection.close()
     }
