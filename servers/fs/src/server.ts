@@ -56,7 +56,12 @@ export const server = defineServer<FsDeps>({
       config.readOnly
         ? 'Read-only: no tool writes.'
         : 'edit_file for changes to part of a file, write_file for whole files.',
-    ].join(' '),
+      !config.readOnly && config.toolsets.some((name) => name === 'all' || name === 'destructive')
+        ? 'delete_file removes for good: dry_run first for a tree.'
+        : '',
+    ]
+      .filter(Boolean)
+      .join(' '),
   positionals,
   toolsets: {
     default: 'reading, searching, writing, editing, moving',

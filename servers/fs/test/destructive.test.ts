@@ -29,6 +29,8 @@ describe('the destructive toolset', () => {
     for (const tool of listed) expect(tool.annotations?.readOnlyHint ?? false).toBe(false)
     for (const tool of listed) expect(tool.annotations?.destructiveHint ?? true).toBe(true)
     expect(await names(['--toolsets', 'destructive'])).toEqual(['copy_file', 'delete_file'])
+    expect((await connect([root, '--toolsets', 'all'])).client.getInstructions()).toContain('dry_run first')
+    expect((await connect([root])).client.getInstructions()).not.toContain('delete_file')
     expect(await names(['--toolsets', 'all', '--read-only'])).not.toContain('copy_file')
     expect(await names(['--toolsets', 'all', '--read-only'])).not.toContain('delete_file')
   })
