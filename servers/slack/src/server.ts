@@ -3,6 +3,7 @@ import pkg from '../package.json' with { type: 'json' }
 import { helpFooter, options, type SlackOptions } from './config.js'
 import { toToolError } from './errors.js'
 import { icon } from './icon.js'
+import type { RateLimitOptions } from './lib/rate-limit.js'
 import { createCanvas, editCanvas, getCanvas } from './tools/canvases.js'
 import { findChannel, getChannelInfo, listChannels } from './tools/channels.js'
 import { getFile, listFiles, uploadFile } from './tools/files.js'
@@ -49,6 +50,7 @@ export const writeTools = [
 export interface SlackTuning {
   minRetryMs?: number
   retries?: number
+  rateLimit?: RateLimitOptions
 }
 
 /** The Slack server; `tuning` only changes how long retries take. */
@@ -140,6 +142,7 @@ export function createServer(tuning: SlackTuning = {}) {
         includeDms: config.options.includeDms,
       }
       const uploadDir = config.options.uploadDir
+      const allowBroadcast = config.options.allowBroadcast
       const bound = new Map<string, SlackDeps>()
       const select = (name: unknown): SlackDeps => {
         const key = typeof name === 'string' ? name : (workspaces.keys().next().value as string)
@@ -147,7 +150,7 @@ export function createServer(tuning: SlackTuning = {}) {
         if (!workspace) throw new ToolError('invalid_argument', `No workspace ${String(name)}`)
         let deps = bound.get(key)
         if (!deps) {
-          deps = { ...workspace, policy, uploadDir, select }
+          deps = { ...workspace, policy, allowBroadcast, uploadDir, select }
           bound.set(key, deps)
         }
         return deps

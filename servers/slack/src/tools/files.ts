@@ -159,7 +159,7 @@ export const uploadFile = defineTool({
     await deps.bot().apiCall('files.completeUploadExternal', {
       files: JSON.stringify([{ id: ticket.file_id, title: title ?? name }]),
       channel_id: found.id,
-      ...(comment ? { initial_comment: escapeBroadcasts(comment) } : {}),
+      ...(comment ? { initial_comment: deps.allowBroadcast ? comment : escapeBroadcasts(comment) } : {}),
     })
     return shaped({ file: String(ticket.file_id), channel: found.id })
   },

@@ -207,11 +207,15 @@ export const searchMessages = defineTool({
     const policyChecked: Array<SlackRecord> = []
     for (const match of matches) {
       const channelId = match.channel?.id
-      // Results from channels the server may not read are dropped, whatever search returns.
+      // Results from channels the server may not read are dropped, whatever search returns; a hit
+      // that does not say its channel cannot be judged, so it is dropped too (fail closed).
+      if (typeof channelId !== 'string' || !channelId) continue
       try {
-        if (channelId) await channelFor(deps, channelId, 'read', new AbortController().signal)
+        await channelFor(deps, channelId, 'read', signal)
         policyChecked.push(match)
-      } catch {}
+      } catch (error) {
+        if (signal.aborted) throw error
+      }
     }
     const compact = await compactMessages(deps, policyChecked)
     const results = compact.map((message, index) => ({

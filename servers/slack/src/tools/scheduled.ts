@@ -1,5 +1,5 @@
 import { ToolError, z } from '@keel-mcp/core'
-import { channelRefusal, escapeBroadcasts, type SlackRecord, timeOf } from '../lib/slack.js'
+import { channelRefusal, type SlackRecord, timeOf } from '../lib/slack.js'
 import {
   channelArgument,
   channelFor,
@@ -13,6 +13,7 @@ import {
   tsArgument,
   write,
 } from './shared.js'
+import { safeText } from './writes.js'
 
 /** Unix seconds from an ISO date or a number of seconds. */
 function postAt(value: string): number {
@@ -44,12 +45,9 @@ export const scheduleMessage = defineTool({
     const found = await channelFor(deps, channel, 'write', signal)
     const response = await deps.bot().apiCall('chat.scheduleMessage', {
       channel: found.id,
-      text: escapeBroadcasts(text),
+      // The same rules as post_message: broadcasts escaped unless the operator allowed them.
+      ...safeText(text, deps.allowBroadcast),
       post_at: when,
-      parse: 'none',
-      link_names: false,
-      unfurl_links: false,
-      unfurl_media: false,
       ...(thread_ts ? { thread_ts } : {}),
     })
     return shaped({

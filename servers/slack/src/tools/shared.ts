@@ -25,6 +25,8 @@ export interface WorkspaceDeps {
 /** What the Slack tools get as `deps`: the workspace a call names (see workspaces.ts) and the server's rules. */
 export interface SlackDeps extends WorkspaceDeps {
   policy: ChannelPolicyOptions
+  /** `--allow-broadcast`: the operator lets posts notify whole channels (`<!channel>`, `<!here>`, …). */
+  allowBroadcast: boolean
   /** The only directory upload_file reads from; undefined: no uploads. */
   uploadDir: string | undefined
   /** These deps for a named workspace (the first when undefined); see workspaces.ts. */
