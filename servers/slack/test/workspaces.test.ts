@@ -35,9 +35,9 @@ describe('several workspaces', () => {
   it('refuses an unknown workspace with the names it knows', async () => {
     const slack = await fake()
     const connection = await connect(slack, ['--workspace', `second=${SECOND}`])
-    await expect(
-      connection.client.callTool({ name: 'list_channels', arguments: { workspace: 'third' } }),
-    ).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('default, second') })
+    const refused = await call(connection, 'list_channels', { workspace: 'third' })
+    expect(refused.isError).toBe(true)
+    expect(refused.text).toMatch(/^invalid_argument: .*workspace: must be one of: default, second/)
   })
 
   it('refuses to start when a workspace names an unset env var', async () => {
