@@ -433,6 +433,14 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
   handles?: Record<string, HandleKindSpec<D>>
   /** Builds dependencies once per process. Keep it cheap: open pools and clients lazily. */
   createDeps(context: DepsContext<C>): D | Promise<D>
+  /**
+   * Optional: work the first call would otherwise pay for (connect a pool, load a parser). Called
+   * once per process, after the first client finished `initialize` (on `notifications/initialized`;
+   * on the 2026-07-28 era, which has none, with the first request), off the start-up path and never
+   * awaited by a request. A failure is logged at debug level and
+   * the first call simply does the work itself. `signal` aborts when the process shuts down.
+   */
+  warmUp?(deps: D, signal: AbortSignal): Promise<void> | void
   /** Releases what `createDeps` built (pools, browsers). Called once on shutdown, with a deadline. */
   dispose?(deps: D): Promise<void> | void
   /**
