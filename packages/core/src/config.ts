@@ -12,6 +12,12 @@ import {
   once,
 } from './auth-config.js'
 import { type LogLevel, parseLogLevel } from './logger.js'
+import {
+  OBSERVE_FLAGS,
+  OBSERVE_SETTINGS,
+  type ObserveConfig,
+  observeConfigProblem,
+} from './observe-config.js'
 
 /** One server-specific option: a flag and/or env vars, validated by a zod schema. */
 export interface OptionSpec<T> {
@@ -53,6 +59,8 @@ export interface CommonConfig {
   authToken: string | undefined
   /** OAuth 2.1 resource server (on when `auth.issuer` is set). */
   auth: AuthConfig
+  /** Metrics, tracing, audit log and rate limits (all off unless set). */
+  observe: ObserveConfig
   /** Streamable HTTP without sessions (for replicas behind a load balancer). */
   stateless: boolean
   /** Extra Host header names accepted on HTTP (besides localhost names when bound to loopback). */
@@ -86,9 +94,19 @@ export interface CommonConfig {
 /** The parsed configuration a server receives. */
 export type ParsedConfig<C> = CommonConfig & { options: C; positionals: string[] }
 
-/** A configuration problem: printed as one line, exit code 1. */
+/**
+ * A configuration problem: printed as one line. Exit code 1, or 2 for a usage error the command
+ * line alone shows (a toolset or tool name that does not exist).
+ */
 export class ConfigError extends Error {
   override name = 'ConfigError'
+
+  constructor(
+    message: string,
+    readonly exitCode: 1 | 2 = 1,
+  ) {
+    super(message)
+  }
 }
 
 const list = (value: string | string[] | undefined): string[] =>
@@ -417,8 +435,11 @@ export function parseConfig<C>(
   const serverOptions = (source.options ?? {}) as Record<string, OptionSpec<unknown>>
   const argOptions: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = {}
   const commonFlags = commonFlagsOf(source)
-  for (const flag of [...commonFlags, ...AUTH_FLAGS])
-    argOptions[flag.flag] = { type: flag.type, ...(flag.multiple ? { multiple: true } : {}) }
+  for (const flag of [...commonFlags, ...AUTH_FLAGS, ...OBSERVE_FLAGS])
+    argOptions[flag.flag] = {
+      type: flag.type,
+      ...('multiple' in flag && flag.multiple ? { multiple: true } : {}),
+    }
   for (const spec of Object.values(serverOptions)) {
     if (argOptions[spec.flag]) throw new Error(`option --${spec.flag} is defined twice`)
     argOptions[spec.flag] = {
@@ -471,6 +492,9 @@ export function parseConfig<C>(
   const authProblem = authConfigProblem(auth, common.authToken)
   if (authProblem) throw new ConfigError(authProblem)
   warnings.push(...authConfigWarnings(auth, common.transport, common.host))
+  const observe = parseObserve(values, env)
+  const observeProblem = observeConfigProblem(observe, common.transport)
+  if (observeProblem) throw new ConfigError(observeProblem)
   let logLevel: LogLevel = 'info'
   if (common.logLevel !== undefined) {
     const level = parseLogLevel(common.logLevel)
@@ -492,16 +516,7 @@ export function parseConfig<C>(
     warnings.push(
       '--redis-url with --auth-issuer but no --auth-resource: each replica names its own address as the resource; set --auth-resource to the URL clients reach (the load balancer), the same on every replica',
     )
-  const toolsets = common.toolsets
-  if (source.toolsets && toolsets.length) {
-    for (const name of toolsets) {
-      if (name !== 'all' && !(name in source.toolsets)) {
-        throw new ConfigError(
-          `Invalid --toolsets: unknown toolset "${name}"; known: all, ${Object.keys(source.toolsets).join(', ')}`,
-        )
-      }
-    }
-  }
+  checkToolsets(source.toolsets, common.toolsets)
 
   const options: Record<string, unknown> = {}
   for (const [key, spec] of Object.entries(serverOptions)) {
@@ -550,6 +565,7 @@ export function parseConfig<C>(
       ...rest,
       authToken: rest.authToken,
       auth,
+      observe,
       stateSecret,
       redisUrl: rest.redisUrl,
       logLevel,
@@ -590,6 +606,24 @@ function parseAuth(
   return parsed.data as unknown as AuthConfig
 }
 
+function parseObserve(
+  values: Record<string, string | boolean | string[] | undefined>,
+  env: NodeJS.ProcessEnv,
+): ObserveConfig {
+  const raw: Record<string, unknown> = {}
+  for (const flag of OBSERVE_FLAGS) {
+    const fromArgv = values[flag.flag]
+    const fromEnv = fromArgv === undefined ? readEnv(env, flag.env)?.value : undefined
+    raw[flag.key] = flag.type === 'boolean' ? (fromArgv ?? truthy(fromEnv)) : (fromArgv ?? fromEnv)
+  }
+  const parsed = validateSettings(OBSERVE_SETTINGS, raw)
+  if (!parsed.success) {
+    const flag = OBSERVE_FLAGS.find((candidate) => candidate.key === parsed.key)
+    throw new ConfigError(`Invalid --${flag?.flag} (env ${flag?.env.join('/')}): ${parsed.message}`)
+  }
+  return parsed.data as unknown as ObserveConfig
+}
+
 /** The state secret from the flag or env var, or read from a file (one trailing newline dropped). */
 function readStateSecret(value: string | undefined, file: string | undefined): string | undefined {
   if (value !== undefined && file !== undefined)
@@ -628,6 +662,25 @@ function flagLine(
   return left.length >= 30 ? `${left}\n${' '.repeat(30)}${right}` : `${left.padEnd(30)}${right}`
 }
 
+/**
+ * Refuses toolset names the server does not have (exit 2): a typo would otherwise start a server
+ * with no tools and say nothing. `all` is accepted everywhere, also where there are no toolsets.
+ */
+function checkToolsets(known: Record<string, string> | undefined, asked: string[]): void {
+  const unknown = asked.filter((name) => name !== 'all' && !(known && name in known))
+  if (!unknown.length) return
+  const names = unknown.map((name) => `"${name}"`).join(', ')
+  if (!known)
+    throw new ConfigError(
+      `Invalid --toolsets: unknown toolset ${names}; this server has no toolsets (all its tools are served): choose tools with --tools or --exclude-tools`,
+      2,
+    )
+  throw new ConfigError(
+    `Invalid --toolsets: unknown toolset ${names}; known: all, ${Object.keys(known).join(', ')}`,
+    2,
+  )
+}
+
 /** The `--help` text of a server. */
 export function helpText<C>(source: ConfigSource<C>): string {
   const bin = source.bin ?? `mcp-server-${source.name}`
@@ -644,14 +697,22 @@ export function helpText<C>(source: ConfigSource<C>): string {
     lines.push('', 'Toolsets:')
     for (const [name, description] of Object.entries(source.toolsets))
       lines.push(`  ${name.padEnd(28)}${description}`)
+  } else {
+    lines.push('', 'Toolsets: none (all tools are served); choose tools with --tools and --exclude-tools.')
   }
   lines.push('', 'Common options:')
-  for (const flag of commonFlagsOf(source))
+  for (const flag of commonFlagsOf(source)) {
+    // A server without toolsets does not offer --toolsets as if it had some.
+    if (flag.key === 'toolsets' && !source.toolsets) continue
     lines.push(flagLine(flag.flag, flag.type, flag.placeholder, flag.env, flag.description))
+  }
   lines.push('', 'OAuth 2.1 resource server (HTTP):')
   for (const flag of AUTH_FLAGS)
     lines.push(flagLine(flag.flag, flag.type, flag.placeholder, flag.env, flag.description))
-  lines.push('', 'HTTP serves MCP at /mcp and a health check at /healthz.')
+  lines.push('', 'Operations (off unless set):')
+  for (const flag of OBSERVE_FLAGS)
+    lines.push(flagLine(flag.flag, flag.type, flag.placeholder, flag.env, flag.description))
+  lines.push('', 'HTTP serves MCP at /mcp, a health check at /healthz and readiness at /readyz.')
   if (source.helpFooter) lines.push('', source.helpFooter)
   return `${lines.join('\n')}\n`
 }

@@ -5,15 +5,20 @@ import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '
 import {
   type AuthInfo,
   createMcpHandler,
+  InMemoryServerEventBus,
   isLegacyRequest,
   type McpServer,
 } from '@modelcontextprotocol/server'
 import type { AuthGate, GateAnswer } from './auth/gate.js'
 import { createInstance, type Runtime } from './build-server.js'
+import { ListenWatches, prepareListen } from './change-streams.js'
 import { useStateSecret } from './client-access.js'
 import { isLoopback } from './config.js'
 import { BoundedEventStore } from './event-store.js'
+import { stateRoute } from './handles.js'
 import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
+import { observer } from './observe/hooks.js'
+import { answerReadiness, type ReadinessCheck } from './readiness.js'
 import type { Cluster, ClusterSession, SessionHooks } from './scale/cluster.js'
 
 /** A running HTTP endpoint. */
@@ -190,13 +195,25 @@ export async function serveHttp<D, C>(
     config.redisUrl && !config.stateless
       ? await (await import('./scale/cluster.js')).Cluster.start(runtime, hooksFor('cluster'))
       : undefined
+  // Change events of 2026-07-28 listen streams: across replicas through Redis, else in process.
+  const bus = cluster?.bus ?? new InMemoryServerEventBus(onerror)
+  const watches = [...(spec.resources ?? []), ...(spec.resourceTemplates ?? [])].some(
+    (resource) => resource.subscribe,
+  )
+    ? new ListenWatches(runtime, (uri) => bus.publish({ kind: 'resource_updated', uri }))
+    : undefined
   const perRequest = createMcpHandler(factory, {
     legacy: config.stateless ? 'stateless' : 'reject',
     onerror,
     maxRequestBodySize: config.maxBodyBytes,
-    ...(cluster ? { bus: cluster.bus } : {}),
+    bus,
   })
   const perRequestNode = toNodeHandler(perRequest, { onerror, maxRequestBodySize: config.maxBodyBytes })
+  cluster?.handles.serveWith((request, authInfo, parsedBody, session) =>
+    session
+      ? cluster.serveRelayed(session, request, authInfo)
+      : perRequest.fetch(request, { ...(authInfo ? { authInfo } : {}), parsedBody }),
+  )
   // OAuth 2.1 resource server: loaded only when an issuer is configured.
   const issuer = config.auth.issuer
   const gate: AuthGate | undefined = issuer
@@ -208,6 +225,17 @@ export async function serveHttp<D, C>(
         jwksCooldownMs,
       })
     : undefined
+
+  // /readyz: the server's own upstream (spec.ready) and, with replicas, Redis.
+  const readiness: Record<string, ReadinessCheck> = {
+    ...(spec.ready ? { [spec.name]: () => spec.ready?.(runtime.deps) as Promise<unknown> } : {}),
+    ...(cluster ? { redis: () => cluster.ping() } : {}),
+  }
+  runtime.operations?.observer.gauge(
+    'mcp_sessions',
+    'Open 2025-era HTTP sessions on this replica.',
+    () => sessions.size,
+  )
 
   const sweep = setInterval(
     () => {
@@ -403,6 +431,65 @@ export async function serveHttp<D, C>(
       sendAnswer(res, challenge)
       return
     }
+    const watching = observer()
+    if (watching) {
+      const message = parsed as { id?: string | number; method?: unknown; params?: { name?: unknown } }
+      if (watching.admit && message.method === 'tools/call') {
+        const tool = runtime.tools.find((candidate) => candidate.name === message.params?.name)
+        // The client whose budget pays: the OAuth subject, else the 2025 session, else the token or address.
+        const payer = gate && verified ? clientOf(req) : (sessionId ?? clientOf(req))
+        const admission = tool
+          ? await watching.admit(payer, tool.annotations.readOnlyHint === true)
+          : { allowed: true, retryAfterMs: 0 }
+        if (!admission.allowed) {
+          const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000))
+          sendJson(
+            res,
+            429,
+            errorResponse(
+              message.id ?? null,
+              -32000,
+              `Too many calls: the ${admission.budget ?? 'call'} rate limit allows more in ${seconds} s`,
+            ),
+            { 'retry-after': String(seconds) },
+          )
+          return
+        }
+      }
+      if (typeof message.method === 'string' && message.id !== undefined) {
+        const observation = watching.request({
+          method: message.method,
+          id: message.id,
+          transport: 'http',
+          params: message.params,
+        })
+        res.once('close', () => observation.end(res.statusCode >= 400 ? res.statusCode : undefined))
+        await observation.run(() => dispatch(req, res, parsed, session, sessionId))
+        return
+      }
+    }
+    await dispatch(req, res, parsed, session, sessionId)
+  }
+
+  /** Serves a checked POST: routed to its session, served on its own, or opening a session. */
+  async function dispatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    parsed: unknown,
+    session: Session | undefined,
+    sessionId: string | undefined,
+  ) {
+    const verified = (req as IncomingMessage & { auth?: AuthInfo }).auth
+    // A lone 2026-07-28 call carrying another replica's state handle is served by that replica.
+    if (cluster && !sessionId) {
+      const route = stateRoute(runtime as Runtime<unknown, unknown>, parsed)
+      if (
+        typeof route === 'object' &&
+        !(await isLegacyRequest(await toWebRequest(req, parsed), parsed)) &&
+        (await cluster.handles.relay(route.owner, req, res, parsed, verified))
+      )
+        return
+    }
     if (session && cluster && sessionId) {
       const routed = await cluster.route(sessionId, parsed)
       if (!routed.exists) {
@@ -419,19 +506,31 @@ export async function serveHttp<D, C>(
         return
       }
       parsed = Array.isArray(parsed) ? routed.rest : routed.rest[0]
+      // A stateful call is served where its state lives: the replica its handle names, or the one
+      // holding this session's own state.
+      const route = stateRoute(runtime as Runtime<unknown, unknown>, parsed)
+      const owner = route === 'connection' ? await cluster.stateOwner(sessionId) : route?.owner
+      const principal = gate ? { principal: clientOf(req) } : {}
+      if (
+        owner &&
+        owner !== cluster.replica &&
+        (await cluster.handles.relay(owner, req, res, parsed, verified, { id: sessionId, ...principal }))
+      )
+        return
     }
     if (session) {
       const current = session
       await busy(current, () => current.transport.handleRequest(req, res, parsed))
       return
     }
+    const watchUntilClosed = (release: () => void) => res.once('close', release)
     if (config.stateless) {
-      await perRequestNode(req, res, parsed)
+      await perRequestNode(req, res, await prepareListen(watches, parsed, watchUntilClosed))
       return
     }
     const webRequest = await toWebRequest(req, parsed)
     if (!(await isLegacyRequest(webRequest, parsed))) {
-      await perRequestNode(req, res, parsed)
+      await perRequestNode(req, res, await prepareListen(watches, parsed, watchUntilClosed))
       return
     }
     const message = parsed as { method?: string; id?: string | number }
@@ -487,6 +586,20 @@ export async function serveHttp<D, C>(
   // second), so trickling sockets are closed in seconds; responses (SSE streams) are not limited.
   const httpServer: Server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost')
+    if (url.pathname === '/readyz') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        sendJson(res, 405, { error: 'Method not allowed' }, { allow: 'GET, HEAD' })
+        return
+      }
+      void answerReadiness(res, readiness).catch(() => {
+        if (!res.headersSent) sendJson(res, 503, { status: 'not ready' })
+      })
+      return
+    }
+    if (url.pathname === '/metrics' && config.observe.metrics && runtime.operations) {
+      runtime.operations.serve(req, res)
+      return
+    }
     if (url.pathname === '/healthz') {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         sendJson(res, 405, { error: 'Method not allowed' }, { allow: 'GET, HEAD' })
@@ -606,6 +719,7 @@ export async function serveHttp<D, C>(
       await Promise.allSettled([...sessions.values()].map((session) => session.server.close()))
       sessions.clear()
       await perRequest.close().catch(() => {})
+      watches?.close()
       await cluster?.close()
       httpServer.closeAllConnections()
       await closing

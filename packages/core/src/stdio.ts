@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream'
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server'
 import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
+import { observer, type RequestObservation } from './observe/hooks.js'
 
 /** Options of {@link LineTransport}. */
 export interface LineTransportOptions {
@@ -10,6 +11,11 @@ export interface LineTransportOptions {
   maxLineBytes?: number
   /** Called once when the input ends (the client closed stdin) or fails. */
   onEnd?: () => void
+  /**
+   * Sees every inbound message before the server does; when it returns a promise, that message
+   * is delivered as the promise's value, and the ones after it wait their turn (order is kept).
+   */
+  prepare?: (message: JSONRPCMessage) => Promise<unknown> | undefined
 }
 
 /**
@@ -26,17 +32,23 @@ export class LineTransport implements Transport {
   readonly #output: Writable
   readonly #maxLineBytes: number
   readonly #onEnd: (() => void) | undefined
+  readonly #prepare: LineTransportOptions['prepare']
+  /** Set while a prepared message is on its way: later messages queue behind it. */
+  #queue: Promise<void> | undefined
   #chunks: Buffer[] = []
   #pending = 0
   #discarding = false
   #closed = false
   #ended = false
+  /** Requests being served, while an observer is installed: ended when their response is sent. */
+  readonly #observed = new Map<string | number, RequestObservation>()
 
   constructor(options: LineTransportOptions = {}) {
     this.#input = options.input ?? process.stdin
     this.#output = options.output ?? process.stdout
     this.#maxLineBytes = options.maxLineBytes ?? 32 * 1024 * 1024
     this.#onEnd = options.onEnd
+    this.#prepare = options.prepare
   }
 
   async start(): Promise<void> {
@@ -98,8 +110,56 @@ export class LineTransport implements Transport {
       this.#reply(errorResponse(check.id, check.code, check.message))
       return
     }
+    const watching = observer()
+    const request = message as { id?: string | number; method?: unknown; params?: unknown }
+    if (watching && typeof request.method === 'string' && request.id !== undefined) {
+      const observation = watching.request({
+        method: request.method,
+        id: request.id,
+        transport: 'stdio',
+        params: request.params,
+      })
+      this.#observed.set(request.id, observation)
+      observation.run(() => this.#deliver(message as JSONRPCMessage))
+      return
+    }
+    this.#deliver(message as JSONRPCMessage)
+  }
+
+  #deliver(message: JSONRPCMessage) {
+    if (this.#queue) {
+      const queue: Promise<void> = this.#queue.then(() => this.#dispatch(message))
+      this.#queue = queue.finally(() => {
+        if (this.#queue === queue) this.#queue = undefined
+      })
+      return
+    }
+    const prepared = this.#prepare?.(message)
+    if (!prepared) {
+      this.#emit(message)
+      return
+    }
+    const queue: Promise<void> = prepared.then(
+      (ready) => this.#emit(ready as JSONRPCMessage),
+      (error: Error) => {
+        this.onerror?.(error)
+        this.#emit(message)
+      },
+    )
+    this.#queue = queue.finally(() => {
+      if (this.#queue === queue) this.#queue = undefined
+    })
+  }
+
+  /** A message whose turn has come: prepared (awaited) in order, then delivered. */
+  async #dispatch(message: JSONRPCMessage): Promise<void> {
+    const prepared = this.#prepare?.(message)
+    this.#emit(prepared ? ((await prepared.catch(() => message)) as JSONRPCMessage) : message)
+  }
+
+  #emit(message: JSONRPCMessage) {
     try {
-      this.onmessage?.(message as JSONRPCMessage)
+      this.onmessage?.(message)
     } catch (error) {
       this.onerror?.(error as Error)
     }
@@ -140,6 +200,15 @@ export class LineTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
+    if (this.#observed.size) {
+      const answer = message as { id?: string | number; method?: unknown; error?: { code?: number } }
+      const observation =
+        answer.method === undefined && answer.id !== undefined ? this.#observed.get(answer.id) : undefined
+      if (observation) {
+        this.#observed.delete(answer.id as string | number)
+        observation.end(answer.error ? (answer.error.code ?? -32603) : undefined)
+      }
+    }
     return this.#write(message)
   }
 

@@ -61,6 +61,15 @@ export const server = defineServer<FsDeps>({
   resourceTemplates: [fileResource],
   createDeps: ({ config, logger }) => createFsDeps(config.positionals, logger),
   dispose: (deps) => deps.watchers.close(),
+  // Ready while every configured directory is still a directory this process can read.
+  async ready(deps) {
+    const { access, stat } = await import('node:fs/promises')
+    const { constants } = await import('node:fs')
+    for (const root of deps.directories.base.roots) {
+      if (!(await stat(root)).isDirectory()) throw new Error(`${root} is no longer a directory`)
+      await access(root, constants.R_OK | constants.X_OK)
+    }
+  },
   mapError,
   async onRootsChanged({ deps, client, log }) {
     deps.directories.clear()
