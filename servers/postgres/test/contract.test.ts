@@ -29,11 +29,13 @@ describe('contract', () => {
   // The issue's goal is 155 tokens a tool. Five tools, each with an output schema (describe_table's
   // has 13 keys), are ≈ 161 a tool before any description; with the descriptions that say when to
   // use which, they list ≈ 202 (from 483, then 230). The five DBA tools (and `database` on every
-  // tool) keep the average at ≈ 206. This guards the figure reached.
-  it('keeps the full catalogue within 210 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
+  // tool) keep the average at ≈ 206; the portable form of the parameter list (anyOf branches of
+  // one type each, for clients that take no type arrays) brings it to ≈ 211. This guards the figure
+  // reached.
+  it('keeps the full catalogue within 212 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
     const { tools } = await (await client()).listTools()
     expect(tools).toHaveLength(10)
-    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(210)
+    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(212)
   })
 
   it('marks every tool read-only and closed-world', async () => {
