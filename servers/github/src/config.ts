@@ -48,4 +48,6 @@ export const helpFooter = `Environment:
   GITHUB_TOKEN (or GITHUB_PERSONAL_ACCESS_TOKEN)   the token; see the README for scopes per toolset
   GITHUB_API_URL                                   GitHub Enterprise Server / ghe.com API root
 
-Toolsets: default (a lean set), context, repos, issues, pull_requests, actions, users, or all. --read-only removes every writing tool, whatever else was asked.`
+Toolsets: default (a lean set), context, repos, issues, pull_requests, actions, users, labels,
+  notifications, git, stargazers, orgs, gists, security_advisories, code_security, dependabot,
+  secret_protection, discussions, projects, or all. --read-only removes every writing tool, whatever else was asked.`

@@ -12,7 +12,37 @@ import {
   tokenKey,
 } from './lib/index.js'
 import { getJobLogs, getWorkflowRun, listWorkflowRuns } from './tools/actions.js'
-import { getMe } from './tools/context.js'
+import {
+  cancelWorkflowRun,
+  downloadWorkflowRunArtifact,
+  listWorkflowRunArtifacts,
+  listWorkflows,
+  rerunWorkflowRun,
+  runWorkflow,
+} from './tools/actions-more.js'
+import {
+  getGlobalSecurityAdvisory,
+  listGlobalSecurityAdvisories,
+  listOrgRepositorySecurityAdvisories,
+  listRepositorySecurityAdvisories,
+} from './tools/advisories.js'
+import {
+  getCodeScanningAlert,
+  getDependabotAlert,
+  getSecretScanningAlert,
+  listCodeScanningAlerts,
+  listDependabotAlerts,
+  listSecretScanningAlerts,
+} from './tools/alerts.js'
+import { getMe, getTeamMembers, getTeams } from './tools/context.js'
+import {
+  getDiscussion,
+  getDiscussionComments,
+  listDiscussionCategories,
+  listDiscussions,
+} from './tools/discussions.js'
+import { createGist, getGist, listGists, updateGist } from './tools/gists.js'
+import { getRepositoryTree } from './tools/git.js'
 import {
   addIssueComment,
   createIssue,
@@ -23,6 +53,38 @@ import {
   updateIssue,
 } from './tools/issues.js'
 import {
+  addIssueLabels,
+  addSubIssue,
+  listIssueTypes,
+  listSubIssues,
+  removeIssueLabel,
+  removeSubIssue,
+  reprioritizeSubIssue,
+} from './tools/issues-more.js'
+import { createLabel, deleteLabel, getLabel, listLabels, updateLabel } from './tools/labels.js'
+import {
+  getNotification,
+  listNotifications,
+  manageNotificationSubscription,
+  manageRepositorySubscription,
+  markNotificationsRead,
+} from './tools/notifications.js'
+import { getOrganization, searchOrgs } from './tools/orgs.js'
+import {
+  addProjectItem,
+  deleteProjectItem,
+  getProject,
+  listProjectItems,
+  listProjects,
+  updateProjectItem,
+} from './tools/projects.js'
+import {
+  getPullRequestCheckRuns,
+  listPullRequestCommits,
+  searchPullRequests,
+  updatePullRequest,
+} from './tools/pull-requests-more.js'
+import {
   getPullRequest,
   getPullRequestComments,
   getPullRequestDiff,
@@ -32,11 +94,27 @@ import {
   listPullRequests,
 } from './tools/pull-requests-read.js'
 import {
+  addPendingReviewComment,
+  createPendingReview,
+  deletePendingReview,
+  getPullRequestReviewThreads,
+  replyToReviewComment,
+  submitPendingReview,
+} from './tools/pull-requests-review.js'
+import {
   createPullRequest,
   createPullRequestReview,
   mergePullRequest,
   updatePullRequestBranch,
 } from './tools/pull-requests-write.js'
+import {
+  deleteFile,
+  getLatestRelease,
+  getReleaseByTag,
+  getTag,
+  listCollaborators,
+  searchCommits,
+} from './tools/repos-more.js'
 import {
   getCommit,
   getFileContents,
@@ -56,10 +134,13 @@ import {
   pushFiles,
 } from './tools/repos-write.js'
 import type { GithubDeps } from './tools/shared.js'
+import { listStarredRepositories, starRepository, unstarRepository } from './tools/stargazers.js'
 import { searchUsers } from './tools/users.js'
 
 export const tools = [
   getMe,
+  getTeams,
+  getTeamMembers,
   searchRepositories,
   getRepository,
   getFileContents,
@@ -74,6 +155,12 @@ export const tools = [
   searchCode,
   listTags,
   listReleases,
+  deleteFile,
+  getLatestRelease,
+  getReleaseByTag,
+  getTag,
+  listCollaborators,
+  searchCommits,
   listIssues,
   getIssue,
   searchIssues,
@@ -81,6 +168,13 @@ export const tools = [
   updateIssue,
   addIssueComment,
   listIssueComments,
+  listSubIssues,
+  addSubIssue,
+  removeSubIssue,
+  reprioritizeSubIssue,
+  listIssueTypes,
+  addIssueLabels,
+  removeIssueLabel,
   listPullRequests,
   getPullRequest,
   getPullRequestFiles,
@@ -92,10 +186,66 @@ export const tools = [
   createPullRequestReview,
   mergePullRequest,
   updatePullRequestBranch,
+  searchPullRequests,
+  getPullRequestCheckRuns,
+  listPullRequestCommits,
+  updatePullRequest,
+  getPullRequestReviewThreads,
+  replyToReviewComment,
+  createPendingReview,
+  addPendingReviewComment,
+  submitPendingReview,
+  deletePendingReview,
   listWorkflowRuns,
   getWorkflowRun,
   getJobLogs,
+  listWorkflows,
+  runWorkflow,
+  rerunWorkflowRun,
+  cancelWorkflowRun,
+  listWorkflowRunArtifacts,
+  downloadWorkflowRunArtifact,
   searchUsers,
+  listLabels,
+  getLabel,
+  createLabel,
+  updateLabel,
+  deleteLabel,
+  listNotifications,
+  getNotification,
+  markNotificationsRead,
+  manageNotificationSubscription,
+  manageRepositorySubscription,
+  getRepositoryTree,
+  listStarredRepositories,
+  starRepository,
+  unstarRepository,
+  searchOrgs,
+  getOrganization,
+  listGists,
+  getGist,
+  createGist,
+  updateGist,
+  listGlobalSecurityAdvisories,
+  getGlobalSecurityAdvisory,
+  listRepositorySecurityAdvisories,
+  listOrgRepositorySecurityAdvisories,
+  listCodeScanningAlerts,
+  getCodeScanningAlert,
+  listDependabotAlerts,
+  getDependabotAlert,
+  listSecretScanningAlerts,
+  getSecretScanningAlert,
+  listDiscussions,
+  getDiscussion,
+  getDiscussionComments,
+  listDiscussionCategories,
+  listProjects,
+  getProject,
+  listProjectItems,
+  addProjectItem,
+  updateProjectItem,
+  deleteProjectItem,
 ]
 
 /**
@@ -121,12 +271,26 @@ export const DEFAULT_TOOLS = new Set([
 
 export const toolsets = {
   default: 'the lean set a coding assistant needs (listed when --toolsets is not given)',
-  context: 'get_me',
-  repos: 'files, branches, commits, push, repositories, code search, tags, releases',
-  issues: 'list, read, search, create, update and comment on issues',
-  pull_requests: 'list, read, diff, checks, review, create, merge and update PRs',
-  actions: 'workflow runs and failed-job logs',
+  context: 'who you are, your teams and their members',
+  repos:
+    'files, branches, commits, push, repositories, code and commit search, tags, releases, collaborators',
+  issues: 'list, read, search, create, update and comment on issues; sub-issues, types, labels',
+  pull_requests:
+    'list, read, search, diff, checks, review (threads, pending reviews), create, merge and update PRs',
+  actions: 'workflows and runs: list, trigger, re-run, cancel; failed-job logs; artifacts',
   users: 'user search',
+  labels: "a repository's labels",
+  notifications: 'list, read, mark and subscribe to notifications',
+  git: 'repository trees',
+  stargazers: 'starred repositories, star and unstar',
+  orgs: 'organisations',
+  gists: 'gists',
+  security_advisories: 'global, repository and organisation security advisories',
+  code_security: 'code scanning alerts',
+  dependabot: 'Dependabot alerts',
+  secret_protection: 'secret scanning alerts (never the secrets)',
+  discussions: 'repository discussions (GraphQL)',
+  projects: 'Projects v2: list, read, add, set fields, remove (GraphQL)',
 }
 
 export const defaultToolsets = ['default']

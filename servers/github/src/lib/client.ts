@@ -158,7 +158,8 @@ async function readBody(response: BodyResponse): Promise<void> {
     return
   }
   response.data = await new Response(body).text()
-  if (!/json/.test(type)) return
+  // A redirect read as such (`redirect: 'manual'`, artifact downloads) carries a Location, no body.
+  if (!/json/.test(type) || (response.status >= 300 && response.status < 400)) return
   try {
     response.data = JSON.parse(response.data as string)
   } catch {

@@ -73,6 +73,8 @@ export function classifyGitHubError(error: unknown): ClassifiedError | undefined
       message: error.message,
       hint: 'GitHub sent a broken answer; try again later.',
     }
+  const graphqlError = classifyGraphqlError(error)
+  if (graphqlError) return graphqlError
   if (!isHttpError(error)) return undefined
   const status = error.status
   const message = githubMessage(error)
@@ -144,4 +146,46 @@ export function classifyGitHubError(error: unknown): ClassifiedError | undefined
         : `GitHub request failed (HTTP ${status})`,
     hint: 'Try again later; see https://www.githubstatus.com for incidents.',
   }
+}
+
+/**
+ * GraphQL answers HTTP 200 with an `errors` list (`@octokit/graphql`'s GraphqlResponseError):
+ * mapped by the first error's type the way REST maps its status.
+ */
+function classifyGraphqlError(error: unknown): ClassifiedError | undefined {
+  if (!(error instanceof Error) || error.name !== 'GraphqlResponseError') return undefined
+  const errors = (error as { errors?: unknown }).errors
+  const list = Array.isArray(errors) ? (errors as Array<{ type?: unknown; message?: unknown }>) : []
+  const first = list[0]
+  const type = typeof first?.type === 'string' ? first.type : ''
+  const message =
+    short(
+      list
+        .map((item) => String(item.message ?? ''))
+        .filter(Boolean)
+        .slice(0, 3)
+        .join('; '),
+    ) || 'GitHub refused the GraphQL request'
+  if (type === 'NOT_FOUND') {
+    return {
+      kind: 'not_found',
+      message: `Not found: ${message}`,
+      hint: 'Check owner, repository, number and ids; a private resource is also "not found" when the token cannot see it.',
+    }
+  }
+  if (type === 'FORBIDDEN' || type === 'INSUFFICIENT_SCOPES') {
+    return {
+      kind: 'permission_denied',
+      message: `Forbidden: ${message}`,
+      hint: 'The token lacks access (Projects need the project or read:project scope; discussions need repository read access).',
+    }
+  }
+  if (type === 'RATE_LIMITED') {
+    return {
+      kind: 'rate_limited',
+      message: 'GitHub GraphQL rate limit exhausted',
+      hint: 'Wait for the reset (an hour at most).',
+    }
+  }
+  return { kind: 'invalid_argument', message }
 }
