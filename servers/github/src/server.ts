@@ -11,6 +11,8 @@ import {
   PushAccess,
   tokenKey,
 } from './lib/index.js'
+import { prompts } from './prompts.js'
+import { resourceTemplates } from './resources.js'
 import { getJobLogs, getWorkflowRun, listWorkflowRuns } from './tools/actions.js'
 import {
   cancelWorkflowRun,
@@ -78,6 +80,7 @@ import {
   listProjects,
   updateProjectItem,
 } from './tools/projects.js'
+import { getPullRequestDiff } from './tools/pull-requests-diff.js'
 import {
   getPullRequestCheckRuns,
   listPullRequestCommits,
@@ -87,7 +90,6 @@ import {
 import {
   getPullRequest,
   getPullRequestComments,
-  getPullRequestDiff,
   getPullRequestFiles,
   getPullRequestReviews,
   getPullRequestStatus,
@@ -329,6 +331,8 @@ export function createServer(tuning: ClientTuning = {}) {
     toolsets,
     defaultToolsets,
     tools: toolsFor,
+    resourceTemplates,
+    prompts,
     // Cheap on purpose: nothing loads and nothing connects until the first call.
     createDeps({ config, logger, addSecret }) {
       let apiUrl: URL

@@ -7,6 +7,7 @@ export {
   TokenHostError,
   tokenKey,
 } from './client.js'
+export { type DiffFile, type DiffPage, type DiffPosition, pageDiff, parseDiff } from './diff.js'
 export { type ClassifiedError, classifyGitHubError } from './errors.js'
 export { type FileSlice, isBinary, sliceFile } from './file-content.js'
 export { PushAccess, WITHHELD } from './lockdown.js'
