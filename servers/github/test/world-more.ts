@@ -495,7 +495,7 @@ export function moreWorld(fake: FakeGitHub): void {
       'hello.py': {
         filename: 'hello.py',
         language: 'Python',
-        size: 13,
+        size: 12,
         truncated: false,
         content: 'print("hi")\n',
       },
@@ -503,8 +503,30 @@ export function moreWorld(fake: FakeGitHub): void {
   }
   fake.on('GET', '/gists', page([gist]))
   fake.on('GET', `/gists/${gist.id}`, json(gist))
-  fake.on('POST', '/gists', json(gist, 201))
-  fake.on('PATCH', `/gists/${gist.id}`, json(gist))
+  // GitHub answers a gist write with each stored file's size.
+  const saved = (request: FakeRequest, status: number) => {
+    const sent = (request.body as { files?: Record<string, { content: string } | null> }).files ?? {}
+    const files = Object.fromEntries(
+      Object.entries(sent).flatMap(([name, file]) =>
+        file
+          ? [
+              [
+                name,
+                {
+                  filename: name,
+                  size: Buffer.byteLength(file.content),
+                  truncated: false,
+                  content: file.content,
+                },
+              ],
+            ]
+          : [],
+      ),
+    )
+    return json({ ...gist, files: { ...gist.files, ...files } }, status)
+  }
+  fake.on('POST', '/gists', (request) => saved(request, 201))
+  fake.on('PATCH', `/gists/${gist.id}`, (request) => saved(request, 200))
   fake.on('GET', '/advisories', page([advisory('GHSA-jf85-cpcp-j695')]))
   fake.on('GET', '/advisories/GHSA-jf85-cpcp-j695', json(advisory('GHSA-jf85-cpcp-j695')))
   fake.on('GET', `${REPO}/security-advisories`, page([advisory('GHSA-2222-3333-4444')]))

@@ -1,4 +1,4 @@
-import type { FakeGitHub } from './fake-github.js'
+import { type FakeGitHub, storeBlob, storeFile } from './fake-github.js'
 import { checkRun, comment, commit, issue, job, pull, run, user } from './fixtures.js'
 import { json } from './helpers.js'
 
@@ -73,18 +73,14 @@ export function world(fake: FakeGitHub): void {
       files: [{ filename: 'a.ts', status: 'added', additions: 1, deletions: 0, patch: '+a' }],
     }),
   )
-  fake.on(
-    'PUT',
-    `${REPO}/contents/notes.txt`,
-    json({ commit: { sha: 'c2' }, content: { sha: 'b2', html_url: `${WEB}/blob/main/notes.txt` } }, 201),
-  )
+  fake.on('PUT', `${REPO}/contents/notes.txt`, storeFile('c2', `${WEB}/blob/main/notes.txt`))
   fake.on(
     'GET',
     `${REPO}/git/ref/heads/feature`,
     json({ ref: 'refs/heads/feature', object: { sha: 'head1' } }),
   )
   fake.on('GET', `${REPO}/git/commits/head1`, json({ sha: 'head1', tree: { sha: 'tree1' } }))
-  fake.on('POST', `${REPO}/git/blobs`, json({ sha: 'blob1' }, 201))
+  fake.on('POST', `${REPO}/git/blobs`, storeBlob)
   fake.on('POST', `${REPO}/git/trees`, json({ sha: 'tree2' }, 201))
   fake.on('POST', `${REPO}/git/commits`, json({ sha: 'commit2' }, 201))
   fake.on(

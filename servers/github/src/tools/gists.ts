@@ -1,4 +1,4 @@
-import { z } from '@keel-mcp/core'
+import { ToolError, z } from '@keel-mcp/core'
 import { clean } from '../lib/index.js'
 import {
   cap,
@@ -104,6 +104,32 @@ export const getGist = defineTool({
   },
 })
 
+/**
+ * No silent truncation: gists answer with each file's stored size; a size other than the bytes
+ * sent is an error naming the file, not a success.
+ */
+function checkGistSizes(
+  sent: Record<string, string>,
+  stored: Record<string, { size?: number } | null> | undefined,
+  id: string,
+) {
+  const wrong = Object.entries(sent).flatMap(([name, content]) => {
+    if (content === '') return []
+    const bytes = Buffer.byteLength(content, 'utf8')
+    const size = stored?.[name]?.size
+    return size === bytes ? [] : [`${name}: ${bytes} bytes sent, ${size ?? 'none'} stored`]
+  })
+  if (wrong.length) {
+    throw new ToolError(
+      'conflict',
+      `Gist ${id} was saved differently from what was sent: ${wrong.join('; ')}`,
+      {
+        hint: 'Read it back with get_gist and write the files again.',
+      },
+    )
+  }
+}
+
 const files = z
   .record(z.string().min(1), z.string())
   .refine((value) => Object.keys(value).length > 0 && Object.keys(value).length <= 100, '1–100 files')
@@ -129,6 +155,7 @@ export const createGist = defineTool({
       ...(description === undefined ? {} : { description }),
       ...signalOf(signal),
     })
+    checkGistSizes(files, data.files, data.id ?? '')
     return written({ id: data.id ?? '', url: data.html_url ?? '' })
   },
 })
@@ -159,6 +186,7 @@ export const updateGist = defineTool({
       ...(description === undefined ? {} : { description }),
       ...signalOf(signal),
     })
+    if (files) checkGistSizes(files, data.files, gist_id)
     return written({ id: data.id ?? gist_id, url: data.html_url ?? '' })
   },
 })
