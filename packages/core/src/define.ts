@@ -315,6 +315,11 @@ export interface DepsContext<C> {
   logger: Logger
   /** Registers a secret so it is redacted from every log line and error. */
   addSecret(value: string | undefined): void
+  /**
+   * The environment the configuration was read from, for values an option names at run time
+   * (`--account work=GITHUB_TOKEN_WORK`). Register any secret read from it with `addSecret`.
+   */
+  env: NodeJS.ProcessEnv
 }
 
 /**

@@ -86,6 +86,7 @@ export async function prepare<D, C>(
     config: config as ParsedConfig<C>,
     logger,
     addSecret: (value) => redactor.addSecret(value),
+    env: options.env ?? process.env,
   })
   return {
     spec,

@@ -6,6 +6,8 @@ export interface GithubOptions {
   apiUrl: string
   tokenFromRequest: boolean
   lockdown: boolean
+  accounts: string[]
+  accountFor: string[]
 }
 
 export const options: OptionSpecs<GithubOptions> = {
@@ -34,6 +36,26 @@ export const options: OptionSpecs<GithubOptions> = {
     description:
       "HTTP only: each request's bearer token is the caller's GitHub token, used for that request only.",
     schema: z.boolean().default(false),
+  },
+  accounts: {
+    flag: 'account',
+    env: 'GITHUB_ACCOUNTS',
+    type: 'string',
+    multiple: true,
+    placeholder: 'name=ENV_VAR',
+    description:
+      'Another account, its token read from ENV_VAR (repeatable); route owners to it with --account-for.',
+    schema: z.array(z.string()).default([]),
+  },
+  accountFor: {
+    flag: 'account-for',
+    env: 'GITHUB_ACCOUNT_FOR',
+    type: 'string',
+    multiple: true,
+    placeholder: 'owner=name',
+    description:
+      "Use account NAME for OWNER's repositories and org (repeatable); other owners use GITHUB_TOKEN.",
+    schema: z.array(z.string()).default([]),
   },
   lockdown: {
     flag: 'lockdown',

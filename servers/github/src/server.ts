@@ -1,5 +1,6 @@
 import { ConfigError, defineServer, svgIcon, ToolError } from '@keel-mcp/core'
 import pkg from '../package.json' with { type: 'json' }
+import { accountClients } from './accounts.js'
 import { type GithubOptions, helpFooter, options } from './config.js'
 import { toToolError } from './errors.js'
 import { icon } from './icon.js'
@@ -334,7 +335,7 @@ export function createServer(tuning: ClientTuning = {}) {
     resourceTemplates,
     prompts,
     // Cheap on purpose: nothing loads and nothing connects until the first call.
-    createDeps({ config, logger, addSecret }) {
+    createDeps({ config, logger, addSecret, env }) {
       let apiUrl: URL
       try {
         apiUrl = normaliseApiUrl(config.options.apiUrl)
@@ -374,11 +375,19 @@ export function createServer(tuning: ClientTuning = {}) {
         log: (message, fields) => logger.debug(message, fields),
         ...tuning,
       })
+      const serverClient = accountClients(config.options, {
+        fromRequest,
+        token,
+        env,
+        addSecret,
+        clients,
+        logger,
+      })
       return {
         lockdown: config.options.lockdown,
         push: new PushAccess(),
         async client(auth) {
-          if (!fromRequest) return { octokit: await clients.get(token), scope: 'server' }
+          if (!fromRequest) return { octokit: await serverClient(), scope: 'server' }
           if (!auth?.token) {
             throw new ToolError(
               'unauthenticated',

@@ -1,3 +1,4 @@
+import { AccountRoutingError } from './accounts.js'
 import { MalformedResponseError, TokenHostError } from './client.js'
 import { sanitize } from './sanitize.js'
 
@@ -67,6 +68,7 @@ const header = (error: HttpLike, name: string): string | undefined => {
 /** Turns an Octokit `RequestError` (or our own host guard) into what the model reads. */
 export function classifyGitHubError(error: unknown): ClassifiedError | undefined {
   if (error instanceof TokenHostError) return { kind: 'permission_denied', message: error.message }
+  if (error instanceof AccountRoutingError) return { kind: 'invalid_argument', message: error.message }
   if (error instanceof MalformedResponseError)
     return {
       kind: 'unavailable',

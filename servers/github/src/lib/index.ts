@@ -1,3 +1,11 @@
+export {
+  AccountRoutingError,
+  type AccountSpec,
+  ownerOfRequest,
+  parseAccounts,
+  parseRoutes,
+  routeByOwner,
+} from './accounts.js'
 export { baseUrlOf, isLoopback, normaliseApiUrl } from './api-url.js'
 export {
   type ClientOptions,
