@@ -60,7 +60,12 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     },
   )
   const server = mcp.server
-  const state: InstanceState = { clientLevel: undefined, roots: undefined, subscriptions: new Map() }
+  const state: InstanceState = {
+    clientLevel: undefined,
+    roots: undefined,
+    subscriptions: new Map(),
+    enabledTools: new Set(),
+  }
   const closers: Array<() => void | Promise<void>> = []
   const closedBefore = server.onclose
   server.onclose = () => {
@@ -140,9 +145,10 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
   registerResources(parts)
   registerPrompts(parts)
   // The SDK promises list-changed notifications when resources or prompts are registered; Keel's
-  // lists are fixed for the life of the process, so it promises none.
+  // lists are fixed for the life of the process, so it promises none, except for tools on a
+  // server whose tools enable others (tool search).
   server.registerCapabilities({
-    tools: { listChanged: false },
+    tools: { listChanged: spec.dynamicTools === true },
     ...(resources.length || templates.length ? { resources: { listChanged: false } } : {}),
     ...(prompts.length ? { prompts: { listChanged: false } } : {}),
   })

@@ -14,6 +14,11 @@ export interface Runtime<D, C> {
   logger: Logger
   /** The tools left after toolsets, read-only and allow/deny filtering. */
   tools: AnyTool<D>[]
+  /**
+   * What `enableTools` may add (`dynamicTools` servers): every tool of the server after
+   * `--read-only` and `--exclude-tools`, whatever the toolsets. Default: `tools`.
+   */
+  available?: AnyTool<D>[]
   /** Aborted when the process shuts down: running calls stop. */
   shutdownSignal: AbortSignal
 }
@@ -36,6 +41,8 @@ export interface InstanceState {
   clientLevel: McpLogLevel | undefined
   roots: Promise<ClientRoot[] | undefined> | undefined
   subscriptions: Map<string, () => void>
+  /** Tools this connection enabled at run time, beyond `runtime.tools`. */
+  enabledTools: Set<string>
 }
 
 /** What the tool, resource and prompt registrations of one instance share. */

@@ -94,6 +94,7 @@ export async function prepare<D, C>(
     deps,
     logger,
     tools,
+    ...(spec.dynamicTools ? { available: selectTools(spec, { ...config, toolsets: ['all'] }) } : {}),
     shutdownSignal: options.shutdownSignal ?? new AbortController().signal,
   }
 }

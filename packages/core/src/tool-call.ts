@@ -97,16 +97,26 @@ interface CallChannel<D> {
   log(level: McpLogLevel, data: unknown, logger: string | undefined): Promise<void>
 }
 
-function unknownTool(runtime: Runtime<unknown, unknown>, name: string): ProtocolError {
+/** The tools one connection lists: the configured ones, then those it enabled (by name). */
+export function listedTools<D, C>(runtime: Runtime<D, C>, enabled: ReadonlySet<string>): AnyTool<D>[] {
+  if (!enabled.size || !runtime.available) return runtime.tools
+  const configured = new Set(runtime.tools.map((tool) => tool.name))
+  return [
+    ...runtime.tools,
+    ...runtime.available.filter((tool) => enabled.has(tool.name) && !configured.has(tool.name)),
+  ]
+}
+
+function unknownTool(tools: AnyTool[], name: string): ProtocolError {
   return new ProtocolError(
     ProtocolErrorCode.InvalidParams,
-    `Unknown tool "${name}". Available tools: ${runtime.tools.map((candidate) => candidate.name).join(', ')}`,
+    `Unknown tool "${name}". Available tools: ${tools.map((candidate) => candidate.name).join(', ')}`,
   )
 }
 
-function validateCall(runtime: Runtime<unknown, unknown>, name: string, raw: unknown): ValidatedCall {
-  const tool = runtime.tools.find((candidate) => candidate.name === name)
-  if (!tool) throw unknownTool(runtime, name)
+function validateCall(tools: AnyTool[], name: string, raw: unknown): ValidatedCall {
+  const tool = tools.find((candidate) => candidate.name === name)
+  if (!tool) throw unknownTool(tools, name)
   const plan = planFor(tool)
   const parsed = plan.schema.safeParse(raw ?? {})
   if (!parsed.success) {
@@ -175,6 +185,17 @@ async function executeCall<D, C>(
     requestId: channel.requestId,
     session: channel.session,
     auth: channel.auth,
+    async enableTools(names) {
+      const listed = new Set(listedTools(runtime, parts.state.enabledTools).map((tool) => tool.name))
+      const enabled = (runtime.available ?? runtime.tools)
+        .filter((tool) => names.includes(tool.name) && !listed.has(tool.name))
+        .map((tool) => tool.name)
+      // A request served on its own has no connection to remember the change for.
+      if (!runtime.spec.dynamicTools || channel.session.id === undefined) return { enabled, lasting: false }
+      for (const tool of enabled) parts.state.enabledTools.add(tool)
+      if (enabled.length && mcp.isConnected()) await mcp.sendToolListChanged()
+      return { enabled, lasting: true }
+    },
     async progress(progress, total, message) {
       // Progress must increase for one token; late or repeated values are dropped, not sent.
       if (progressToken === undefined || progress <= lastProgress || controller.signal.aborted) return
@@ -316,7 +337,9 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     // Task support is 2025-11-25 vocabulary: listed only where this connection offers tasks.
     const withTasks = tasks !== undefined && !servesModernEra(server)
     return {
-      tools: runtime.tools.map((tool) => (withTasks ? planFor(tool).listedWithTasks : planFor(tool).listed)),
+      tools: listedTools(runtime, state.enabledTools).map((tool) =>
+        withTasks ? planFor(tool).listedWithTasks : planFor(tool).listed,
+      ),
     } as never
   })
   const channelFor = (ctx: CallRequestContext, client: ClientAccess) => ({
@@ -334,7 +357,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
 
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const name = request.params.name
-    const call = validateCall(runtime as Runtime<unknown, unknown>, name, request.params.arguments)
+    const call = validateCall(listedTools(runtime, state.enabledTools), name, request.params.arguments)
     assertWriteScope(runtime.config.auth, call.tool, (ctx as CallRequestContext).http)
     const modern = servesModernEra(server)
     if (tasks && !modern && call.tool.taskSupport === 'required') {
@@ -389,7 +412,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         'Invalid tools/call request: task must be { ttl?: number }',
       )
     }
-    const call = validateCall(runtime as Runtime<unknown, unknown>, params.name, params.arguments)
+    const call = validateCall(listedTools(runtime, state.enabledTools), params.name, params.arguments)
     assertWriteScope(runtime.config.auth, call.tool, ctx.http)
     if (!call.tool.taskSupport) {
       throw new ProtocolError(

@@ -28,6 +28,7 @@ const TOOLSETS = [
   'secret_protection',
   'discussions',
   'projects',
+  'dynamic',
 ]
 const readme = join(process.cwd(), 'README.md')
 

@@ -72,4 +72,4 @@ export const helpFooter = `Environment:
 
 Toolsets: default (a lean set), context, repos, issues, pull_requests, actions, users, labels,
   notifications, git, stargazers, orgs, gists, security_advisories, code_security, dependabot,
-  secret_protection, discussions, projects, or all. --read-only removes every writing tool, whatever else was asked.`
+  secret_protection, discussions, projects, dynamic (find_tools), or all. --read-only removes every writing tool, whatever else was asked.`

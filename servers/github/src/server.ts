@@ -1,4 +1,4 @@
-import { ConfigError, defineServer, svgIcon, ToolError } from '@keel-mcp/core'
+import { type AnyTool, ConfigError, defineServer, svgIcon, ToolError } from '@keel-mcp/core'
 import pkg from '../package.json' with { type: 'json' }
 import { accountClients } from './accounts.js'
 import { type GithubOptions, helpFooter, options } from './config.js'
@@ -44,6 +44,7 @@ import {
   listDiscussionCategories,
   listDiscussions,
 } from './tools/discussions.js'
+import { findToolsFor } from './tools/find-tools.js'
 import { createGist, getGist, listGists, updateGist } from './tools/gists.js'
 import { getRepositoryTree } from './tools/git.js'
 import {
@@ -140,7 +141,7 @@ import type { GithubDeps } from './tools/shared.js'
 import { listStarredRepositories, starRepository, unstarRepository } from './tools/stargazers.js'
 import { searchUsers } from './tools/users.js'
 
-export const tools = [
+export const tools: AnyTool<GithubDeps>[] = [
   getMe,
   getTeams,
   getTeamMembers,
@@ -294,7 +295,10 @@ export const toolsets = {
   secret_protection: 'secret scanning alerts (never the secrets)',
   discussions: 'repository discussions (GraphQL)',
   projects: 'Projects v2: list, read, add, set fields, remove (GraphQL)',
+  dynamic: 'find_tools: search every tool and enable a toolset on this connection',
 }
+
+tools.push(findToolsFor(() => tools, toolsets))
 
 export const defaultToolsets = ['default']
 
@@ -332,6 +336,7 @@ export function createServer(tuning: ClientTuning = {}) {
     toolsets,
     defaultToolsets,
     tools: toolsFor,
+    dynamicTools: true,
     resourceTemplates,
     prompts,
     // Cheap on purpose: nothing loads and nothing connects until the first call.
@@ -385,6 +390,7 @@ export function createServer(tuning: ClientTuning = {}) {
       })
       return {
         lockdown: config.options.lockdown,
+        readOnly: config.readOnly,
         push: new PushAccess(),
         async client(auth) {
           if (!fromRequest) return { octokit: await serverClient(), scope: 'server' }

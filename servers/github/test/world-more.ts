@@ -622,4 +622,5 @@ export const moreCalls: Array<[string, Record<string, unknown>]> = [
     { project_id: 'PVT_1', item_id: 'PVTI_1', field_id: 'PVTSSF_1', option_id: 'opt1' },
   ],
   ['delete_project_item', { project_id: 'PVT_1', item_id: 'PVTI_1' }],
+  ['find_tools', { query: 'dependabot', enable_toolset: 'dependabot' }],
 ]

@@ -7,6 +7,8 @@ export interface GithubDeps {
   client(auth: RequestAuth | undefined): Promise<{ octokit: Octokit; scope: string }>
   /** `--lockdown`: withhold text by users without push access. */
   lockdown: boolean
+  /** `--read-only`: writing tools are neither listed nor found. */
+  readOnly: boolean
   push: PushAccess
 }
 

@@ -1,0 +1,108 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { defineServer, defineTool } from '../src/index.js'
+import { type Connection, connectInMemory, type InMemoryOptions } from '../src/testing/index.js'
+
+const open: Connection[] = []
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((connection) => connection.close()))
+})
+
+const read = { readOnlyHint: true, openWorldHint: false } as const
+const enable = defineTool({
+  name: 'enable_more',
+  title: 'Enable more',
+  description: 'Enables the more toolset.',
+  toolset: 'base',
+  input: { names: z.array(z.string()).describe('Tools') },
+  output: { enabled: z.array(z.string()), lasting: z.boolean() },
+  annotations: read,
+  async run({ names }, context) {
+    return { data: await context.enableTools(names) }
+  },
+})
+const extra = defineTool({
+  name: 'extra',
+  title: 'Extra',
+  description: 'A tool of the more toolset.',
+  toolset: 'more',
+  input: {},
+  annotations: read,
+  run: () => ({ text: 'extra ran' }),
+})
+const writer = defineTool({
+  name: 'write_more',
+  title: 'Write more',
+  description: 'A writer of the more toolset.',
+  toolset: 'more',
+  input: {},
+  annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+  run: () => ({ text: 'wrote' }),
+})
+
+const server = defineServer({
+  name: 'dynamic',
+  version: '1.0.0',
+  description: 'Dynamic tools',
+  toolsets: { base: 'enabler', more: 'more tools' },
+  defaultToolsets: ['base'],
+  dynamicTools: true,
+  tools: [enable, extra, writer],
+  createDeps: () => ({}),
+})
+
+async function connect(options: InMemoryOptions<unknown> = {}) {
+  const connection = await connectInMemory(server, { env: {}, ...options })
+  open.push(connection)
+  return connection
+}
+
+const names = async (connection: Connection) =>
+  (await connection.client.listTools()).tools.map((tool) => String(tool.name))
+
+describe('tools enabled at run time (dynamicTools)', () => {
+  it('adds tools to the connection, promises and sends tools/list_changed', async () => {
+    let changes = 0
+    const connection = await connect({ onToolListChanged: () => changes++ })
+    expect(connection.client.getServerCapabilities()?.tools).toEqual({ listChanged: true })
+    expect(await names(connection)).toEqual(['enable_more'])
+    await expect(connection.client.callTool({ name: 'extra', arguments: {} })).rejects.toThrow(/Unknown tool/)
+    const result = await connection.client.callTool({
+      name: 'enable_more',
+      arguments: { names: ['extra', 'nope'] },
+    })
+    expect(result.structuredContent).toEqual({ enabled: ['extra'], lasting: true })
+    await expect.poll(() => changes).toBe(1)
+    expect(await names(connection)).toEqual(['enable_more', 'extra'])
+    expect((await connection.client.callTool({ name: 'extra', arguments: {} })).content[0].text).toBe(
+      'extra ran',
+    )
+    // Enabling again changes nothing and sends nothing.
+    const again = await connection.client.callTool({ name: 'enable_more', arguments: { names: ['extra'] } })
+    expect(again.structuredContent).toEqual({ enabled: [], lasting: true })
+  })
+
+  it('keeps each connection to its own list', async () => {
+    const first = await connect()
+    const second = await connect()
+    await first.client.callTool({ name: 'enable_more', arguments: { names: ['extra'] } })
+    expect(await names(second)).toEqual(['enable_more'])
+  })
+
+  it('never enables what --read-only removed', async () => {
+    const connection = await connect({ argv: ['--read-only'] })
+    const result = await connection.client.callTool({
+      name: 'enable_more',
+      arguments: { names: ['write_more'] },
+    })
+    expect(result.structuredContent).toEqual({ enabled: [], lasting: true })
+    expect(await names(connection)).toEqual(['enable_more'])
+  })
+
+  it('says nothing lasts on a 2026-07-28 lone request', async () => {
+    const connection = await connect({ era: 'modern' })
+    const result = await connection.client.callTool({ name: 'enable_more', arguments: { names: ['extra'] } })
+    expect(result.structuredContent).toEqual({ enabled: ['extra'], lasting: false })
+    expect(await names(connection)).toEqual(['enable_more'])
+  })
+})
