@@ -65,6 +65,7 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     roots: undefined,
     subscriptions: new Map(),
     enabledTools: new Set(),
+    hiddenSeen: spec.hiddenTools?.(runtime.deps),
   }
   const closers: Array<() => void | Promise<void>> = []
   const closedBefore = server.onclose
@@ -148,7 +149,7 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
   // lists are fixed for the life of the process, so it promises none, except for tools on a
   // server whose tools enable others (tool search).
   server.registerCapabilities({
-    tools: { listChanged: spec.dynamicTools === true },
+    tools: { listChanged: spec.dynamicTools === true || spec.hiddenTools !== undefined },
     ...(resources.length || templates.length ? { resources: { listChanged: false } } : {}),
     ...(prompts.length ? { prompts: { listChanged: false } } : {}),
   })

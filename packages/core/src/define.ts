@@ -369,6 +369,13 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
    * the server then promises `tools.listChanged` and sends `notifications/tools/list_changed`.
    */
   dynamicTools?: boolean
+  /**
+   * Tools to hide from now on (e.g. those the credential turned out not to allow), asked at every
+   * `tools/list` and `tools/call`: hidden tools are neither listed nor callable. Return the same
+   * set object until it changes; after a call that changed it the connection gets
+   * `notifications/tools/list_changed` (the server then promises `tools.listChanged`).
+   */
+  hiddenTools?(deps: D): ReadonlySet<string> | undefined
   resources?: ResourceSpec<D>[]
   resourceTemplates?: ResourceTemplateSpec<D>[]
   prompts?: PromptSpec<D>[]

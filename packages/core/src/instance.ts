@@ -43,6 +43,8 @@ export interface InstanceState {
   subscriptions: Map<string, () => void>
   /** Tools this connection enabled at run time, beyond `runtime.tools`. */
   enabledTools: Set<string>
+  /** The hidden set (`spec.hiddenTools`) this connection's list last reflected. */
+  hiddenSeen: ReadonlySet<string> | undefined
 }
 
 /** What the tool, resource and prompt registrations of one instance share. */

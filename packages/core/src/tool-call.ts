@@ -97,14 +97,20 @@ interface CallChannel<D> {
   log(level: McpLogLevel, data: unknown, logger: string | undefined): Promise<void>
 }
 
-/** The tools one connection lists: the configured ones, then those it enabled (by name). */
+/**
+ * The tools one connection lists: the configured ones, then those it enabled (by name), less
+ * those the server hides now.
+ */
 export function listedTools<D, C>(runtime: Runtime<D, C>, enabled: ReadonlySet<string>): AnyTool<D>[] {
-  if (!enabled.size || !runtime.available) return runtime.tools
+  const hidden = runtime.spec.hiddenTools?.(runtime.deps)
+  const shown = (tools: AnyTool<D>[]) =>
+    hidden?.size ? tools.filter((tool) => !hidden.has(tool.name)) : tools
+  if (!enabled.size || !runtime.available) return shown(runtime.tools)
   const configured = new Set(runtime.tools.map((tool) => tool.name))
-  return [
+  return shown([
     ...runtime.tools,
     ...runtime.available.filter((tool) => enabled.has(tool.name) && !configured.has(tool.name)),
-  ]
+  ])
 }
 
 function unknownTool(tools: AnyTool[], name: string): ProtocolError {
@@ -366,7 +372,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         `Tool ${name} must be called as a task: add "task": {} to the tools/call params`,
       )
     }
-    return executeCall(parts, call, {
+    const result = await executeCall(parts, call, {
       ...channelFor(
         ctx as CallRequestContext,
         modern ? modernClientAccess(client, ctx.mcpReq as never) : client.forRequest(ctx.mcpReq.id),
@@ -374,7 +380,14 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
       signal: ctx.mcpReq.signal,
       notify: (notification) => ctx.mcpReq.notify(notification as never),
       log: (level, data, logger) => ctx.mcpReq.log(level, data, logger),
-    }) as never
+    })
+    // The call may have taught the server which tools to hide (a credential's scopes): say so.
+    const hidden = runtime.spec.hiddenTools?.(runtime.deps)
+    if (hidden !== state.hiddenSeen) {
+      state.hiddenSeen = hidden
+      if (mcp.isConnected() && !modern) mcp.sendToolListChanged()
+    }
+    return result as never
   })
   if (!tasks) return
 

@@ -106,3 +106,41 @@ describe('tools enabled at run time (dynamicTools)', () => {
     expect(await names(connection)).toEqual(['enable_more'])
   })
 })
+
+describe('tools the server hides (hiddenTools)', () => {
+  const state: { hidden: ReadonlySet<string> } = { hidden: new Set() }
+  const learn = defineTool({
+    name: 'learn',
+    title: 'Learn',
+    description: 'Learns that extra is not allowed.',
+    input: {},
+    annotations: read,
+    run() {
+      if (!state.hidden.has('extra')) state.hidden = new Set(['extra'])
+      return { text: 'learned' }
+    },
+  })
+  const hiding = defineServer({
+    name: 'hiding',
+    version: '1.0.0',
+    description: 'Hidden tools',
+    tools: [learn, { ...extra, toolset: 'default' }],
+    hiddenTools: () => state.hidden,
+    createDeps: () => ({}),
+  })
+
+  it('stops listing and serving a tool once hidden, and tells the client after the call that hid it', async () => {
+    state.hidden = new Set()
+    let changes = 0
+    const connection = await connectInMemory(hiding, { env: {}, onToolListChanged: () => changes++ })
+    open.push(connection)
+    expect(connection.client.getServerCapabilities()?.tools).toEqual({ listChanged: true })
+    expect(await names(connection)).toEqual(['learn', 'extra'])
+    await connection.client.callTool({ name: 'learn', arguments: {} })
+    await expect.poll(() => changes).toBe(1)
+    expect(await names(connection)).toEqual(['learn'])
+    await expect(connection.client.callTool({ name: 'extra', arguments: {} })).rejects.toThrow(/Unknown tool/)
+    await connection.client.callTool({ name: 'learn', arguments: {} })
+    expect(changes).toBe(1)
+  })
+})

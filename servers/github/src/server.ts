@@ -8,8 +8,10 @@ import {
   baseUrlOf,
   type ClientOptions,
   GitHubClients,
+  hiddenByScopes,
   normaliseApiUrl,
   PushAccess,
+  parseScopes,
   tokenKey,
 } from './lib/index.js'
 import { prompts } from './prompts.js'
@@ -374,10 +376,12 @@ export function createServer(tuning: ClientTuning = {}) {
       } else if (!fromRequest && !token) {
         logger.warn('No GITHUB_TOKEN: calls are unauthenticated (public data only, 60 requests an hour).')
       }
+      const scopes = scopeWatch(token, fromRequest || config.options.accounts.length > 0)
       const clients = new GitHubClients({
         baseUrl: baseUrlOf(apiUrl),
         userAgent: `keel-mcp-server-github/${pkg.version}`,
         log: (message, fields) => logger.debug(message, fields),
+        onScopes: scopes.observe,
         ...tuning,
       })
       const serverClient = accountClients(config.options, {
@@ -391,6 +395,7 @@ export function createServer(tuning: ClientTuning = {}) {
       return {
         lockdown: config.options.lockdown,
         readOnly: config.readOnly,
+        hiddenTools: scopes.hidden,
         push: new PushAccess(),
         async client(auth) {
           if (!fromRequest) return { octokit: await serverClient(), scope: 'server' }
@@ -407,8 +412,39 @@ export function createServer(tuning: ClientTuning = {}) {
         },
       }
     },
+    hiddenTools: (deps) => deps.hiddenTools(),
     mapError: (error) => toToolError(error),
   })
+}
+
+/**
+ * Hides the tools the server's own classic token cannot use, once an answer has shown its scopes
+ * (GitHub sends `X-OAuth-Scopes` on every answer to a classic token; fine-grained tokens send none
+ * and hide nothing). Off with per-request tokens and with several accounts: one token's scopes do
+ * not speak for the others.
+ */
+function scopeWatch(token: string | undefined, off: boolean) {
+  let hidden: ReadonlySet<string> | undefined
+  let seen: string | undefined
+  let key: string | undefined
+  return {
+    hidden: () => hidden,
+    observe(from: string, header: string) {
+      if (off || !token) return
+      // Hashed on the first answer, not at start (no node:crypto before the first call).
+      key ??= tokenKey(token)
+      if (from !== key || header === seen) return
+      seen = header
+      hidden = hiddenByScopes(
+        tools.map((tool) => ({
+          name: tool.name,
+          toolset: tool.toolset ?? 'default',
+          readOnly: tool.annotations.readOnlyHint,
+        })),
+        parseScopes(header),
+      )
+    },
+  }
 }
 
 export const server = createServer()

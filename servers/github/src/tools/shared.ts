@@ -9,6 +9,8 @@ export interface GithubDeps {
   lockdown: boolean
   /** `--read-only`: writing tools are neither listed nor found. */
   readOnly: boolean
+  /** Tools the server's classic token turned out not to allow (from `X-OAuth-Scopes`). */
+  hiddenTools(): ReadonlySet<string> | undefined
   push: PushAccess
 }
 
