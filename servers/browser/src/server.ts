@@ -5,6 +5,7 @@ import { toToolError } from './errors.js'
 import { icon } from './icon.js'
 import { BrowserHost } from './lib/browser.js'
 import { parseOriginPattern, UrlPolicy } from './lib/policy.js'
+import { UploadStore } from './lib/upload.js'
 import { click, drag, fillForm, hover, pressKey, selectOption, type } from './tools/actions.js'
 import { consoleMessages, handleDialog, networkRequests } from './tools/inspect.js'
 import { goBack, goForward, navigate, reload } from './tools/navigation.js'
@@ -110,6 +111,11 @@ export function createServer(tuning: BrowserTuning = {}) {
           noSandbox: settings.noSandbox || process.getuid?.() === 0,
           downloadDir: downloads ? settings.downloadDir : undefined,
           extraArgs: tuning.extraArgs ?? [],
+          limits: {
+            contexts: settings.maxContexts,
+            tabs: settings.maxTabs,
+            memoryBytes: settings.maxMemory * 1024 * 1024,
+          },
           dialOverride: tuning.dialOverride,
         },
         policy,
@@ -118,6 +124,7 @@ export function createServer(tuning: BrowserTuning = {}) {
       tuning.onHost?.(host)
       return {
         host,
+        uploads: new UploadStore(settings.uploadDirs),
         watched: new Set<string>(),
         settings: {
           timeoutNavigation: settings.timeoutNavigation,
@@ -127,7 +134,10 @@ export function createServer(tuning: BrowserTuning = {}) {
         },
       }
     },
-    dispose: (deps) => deps.host.dispose(),
+    dispose: async (deps) => {
+      await deps.host.dispose()
+      await deps.uploads.dispose()
+    },
     mapError: (error) => toToolError(error),
   })
 }

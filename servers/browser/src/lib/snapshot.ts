@@ -1,3 +1,4 @@
+import { assertPageSize, SNAPSHOT_MAX_ELEMENTS } from './limits.js'
 import type { Refs } from './refs.js'
 import type { Tab } from './tab.js'
 import { StaleRefError } from './tab.js'
@@ -287,6 +288,7 @@ export function renderTree(
  * `options.maxChars` with a notice saying how to narrow it.
  */
 export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<Snapshot> {
+  await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot')
   const { nodes } = (await tab.cdp.send('Accessibility.getFullAXTree')) as unknown as { nodes: AXNode[] }
   let root = nodes.find((node) => !node.parentId) ?? nodes[0]
   if (options.ref) {

@@ -1,7 +1,9 @@
 import { nodeCrypto, type ToolContext, ToolError, toolFactory, z } from '@keel-mcp/core'
 import type { BrowserHost, BrowserSession } from '../lib/browser.js'
+import { PageTooLargeError } from '../lib/limits.js'
 import { changedPart, takeSnapshot } from '../lib/snapshot.js'
 import type { OpenDialog, Tab } from '../lib/tab.js'
+import type { UploadStore } from '../lib/upload.js'
 import { shownUrl } from '../lib/url.js'
 
 /** Settings the tools read (from the command line). */
@@ -16,6 +18,8 @@ export interface BrowserSettings {
 export interface BrowserDeps {
   host: BrowserHost
   settings: BrowserSettings
+  /** Private copies of the files upload_file hands to pages. */
+  uploads: UploadStore
   /** Session keys whose close hook is registered. */
   watched: Set<string>
 }
@@ -66,7 +70,7 @@ export async function sessionOf(context: Context): Promise<{ session: BrowserSes
   return { session, notices }
 }
 
-function dialogText(dialog: OpenDialog): string {
+export function dialogText(dialog: OpenDialog): string {
   return `A ${dialog.type} dialog is open: ${JSON.stringify(dialog.message)}${dialog.type === 'prompt' ? ` (default ${JSON.stringify(dialog.defaultValue)})` : ''}. Answer it with handle_dialog.`
 }
 
@@ -78,7 +82,7 @@ export async function onTab<T extends { text: string }>(
   context: Context,
   tabId: string | undefined,
   work: (tab: Tab, session: BrowserSession) => Promise<T>,
-  options: { keepDialog?: boolean } = {},
+  options: { keepDialog?: boolean; limitMs?: number } = {},
 ): Promise<T> {
   const { session, notices } = await sessionOf(context)
   const tab = await session.tab(tabId)
@@ -86,7 +90,8 @@ export async function onTab<T extends { text: string }>(
     notices.push(session.notice)
     session.notice = undefined
   }
-  return tab.run(async () => {
+  const limit = options.limitMs ?? callLimit(context.deps.settings)
+  const call = async () => {
     if (tab.dialog && !options.keepDialog) {
       const open = await tab.answerDialog(tab.dialog.type === 'alert' || tab.dialog.type === 'beforeunload')
       if (open)
@@ -96,7 +101,17 @@ export async function onTab<T extends { text: string }>(
     }
     const result = await work(tab, session)
     return notices.length ? { ...result, text: `${notices.join('\n')}\n${result.text}` } : result
-  })
+  }
+  return tab.run(call, limit, context.signal)
+}
+
+/**
+ * How long one call on a tab may take in all, waiting for earlier calls on the tab included: its
+ * navigation limit, and its action limit three times over (the action, the snapshot after it, the
+ * reads around them). Past it the call answers `timeout` and the tab's next call goes ahead.
+ */
+export function callLimit(settings: BrowserSettings, actionTimeout = settings.timeoutAction): number {
+  return settings.timeoutNavigation + actionTimeout + 2 * settings.timeoutAction
 }
 
 /** The structured result of a tool that leaves the model on a page. */
@@ -104,9 +119,16 @@ export function pageInfo(tab: Tab): { tab: string; url: string } {
   return { tab: tab.id, url: shownUrl(tab.page.url()) }
 }
 
-/** The page's title (empty while a dialog blocks the page, or when it does not answer). */
+/**
+ * The page's title as the browser process knows it (`Target.getTargetInfo` is answered there):
+ * a page whose renderer is busy, or blocked by a dialog, still has one, at once.
+ */
 export async function titleOf(tab: Tab): Promise<string> {
-  return tab.dialog ? '' : await Promise.race([tab.page.title().catch(() => ''), delay(2000, '')])
+  const info = tab.cdp
+    .send('Target.getTargetInfo')
+    .then(({ targetInfo }) => (targetInfo.title === targetInfo.url ? '' : targetInfo.title))
+    .catch(() => '')
+  return Promise.race([info, delay(1000, '')])
 }
 
 export function delay<T>(ms: number, value: T): Promise<T> {
@@ -134,6 +156,31 @@ export async function fullSnapshot(
 }
 
 /**
+ * What a call that left the model on a page returns: the full snapshot, or, for a page too large to
+ * read whole, where the tab is and why there is no snapshot (the call itself did its work).
+ */
+export async function pageResult(
+  tab: Tab,
+  settings: BrowserSettings,
+): Promise<{ data: { tab: string; url: string }; text: string }> {
+  try {
+    return await fullSnapshot(tab, settings)
+  } catch (error) {
+    if (error instanceof PageTooLargeError) return withoutSnapshot(tab, error)
+    throw error
+  }
+}
+
+function withoutSnapshot(
+  tab: Tab,
+  error: PageTooLargeError,
+): { data: { tab: string; url: string }; text: string } {
+  tab.lastSnapshot = undefined
+  const info = pageInfo(tab)
+  return { data: info, text: `Tab ${tab.id} (${info.url})\nNo snapshot: ${error.message}. ${error.hint}` }
+}
+
+/**
  * Performs a user action and reports its outcome: a dialog it opened, the new snapshot after a
  * navigation, or only the changed part of the page otherwise.
  */
@@ -145,7 +192,8 @@ export async function perform(
 ): Promise<{ data: { tab: string; url: string }; text: string }> {
   const { settings } = context.deps
   const actionTimeout = options.actionTimeout ?? settings.timeoutAction
-  return onTab(context, tabId, async (tab) => {
+  const limitMs = callLimit(settings, actionTimeout)
+  const act = async (tab: Tab) => {
     const page = tab.page
     const generation = tab.generation
     const before = tab.lastSnapshot
@@ -195,10 +243,19 @@ export async function perform(
       if (tab.dialog) return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
       const note = outcome.note ? `${outcome.note}\n` : ''
       if (tab.generation !== generation || !before) {
-        const full = await fullSnapshot(tab, settings)
+        const full = await pageResult(tab, settings)
         return { ...full, text: `${note}${full.text}` }
       }
-      const snapshot = await takeSnapshot(tab, { maxChars: settings.snapshotMaxChars })
+      const snapshot = await takeSnapshot(tab, { maxChars: settings.snapshotMaxChars }).catch(
+        (error: unknown) => {
+          if (error instanceof PageTooLargeError) return error
+          throw error
+        },
+      )
+      if (snapshot instanceof PageTooLargeError) {
+        const noSnapshot = withoutSnapshot(tab, snapshot)
+        return { ...noSnapshot, text: `${note}${noSnapshot.text}` }
+      }
       tab.lastSnapshot = snapshot.lines
       const diff = changedPart(before, snapshot.lines)
       const info = pageInfo(tab)
@@ -208,5 +265,6 @@ export async function perform(
       page.off('request', onRequest)
       stopWaiting.abort()
     }
-  })
+  }
+  return onTab(context, tabId, act, { limitMs })
 }

@@ -1,5 +1,5 @@
 import { z } from '@keel-mcp/core'
-import { clean } from '../lib/index.js'
+import { clean, cleanRendered } from '../lib/index.js'
 import { cap, defineTool, entry, github, list, read, repo, result, signalOf } from './shared.js'
 
 const toolset = 'security_advisories'
@@ -40,7 +40,7 @@ function advisoryOf(advisory: Advisory, full: boolean) {
     })),
     ...(full
       ? {
-          description: cap(clean(advisory.description), 20_000),
+          description: cap(cleanRendered(advisory.description), 20_000),
           cvss: advisory.cvss?.score ?? null,
           cwes: (advisory.cwes ?? []).map((cwe) => cwe.cwe_id),
         }

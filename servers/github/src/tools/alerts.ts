@@ -1,5 +1,5 @@
 import { z } from '@keel-mcp/core'
-import { clean } from '../lib/index.js'
+import { clean, cleanRendered } from '../lib/index.js'
 import {
   cap,
   defineTool,
@@ -55,8 +55,8 @@ const codeAlertOf = (alert: CodeScanningAlert, full: boolean) => ({
   line: alert.most_recent_instance?.location?.start_line ?? null,
   ...(full
     ? {
-        description: cap(clean(alert.rule.description), 2000),
-        message: cap(clean(alert.most_recent_instance?.message?.text), 5000),
+        description: cap(cleanRendered(alert.rule.description), 2000),
+        message: cap(cleanRendered(alert.most_recent_instance?.message?.text), 5000),
         ref: alert.most_recent_instance?.ref ?? null,
       }
     : {}),
@@ -155,7 +155,7 @@ const dependabotAlertOf = (alert: DependabotAlert, full: boolean) => ({
   summary: cap(clean(alert.security_advisory.summary), 500),
   vulnerable: alert.security_vulnerability.vulnerable_version_range,
   patched: alert.security_vulnerability.first_patched_version?.identifier ?? null,
-  ...(full ? { description: cap(clean(alert.security_advisory.description), 10_000) } : {}),
+  ...(full ? { description: cap(cleanRendered(alert.security_advisory.description), 10_000) } : {}),
   createdAt: alert.created_at,
   url: alert.html_url,
 })

@@ -1,5 +1,5 @@
 import { z } from '@keel-mcp/core'
-import { clean, WITHHELD } from '../lib/index.js'
+import { clean, cleanRendered, WITHHELD } from '../lib/index.js'
 import {
   cap,
   defineTool,
@@ -122,7 +122,7 @@ export const getDiscussion = defineTool({
           comments: node.comments.totalCount,
           createdAt: node.createdAt,
           url: node.url,
-          body: title === WITHHELD ? WITHHELD : cap(clean(node.body), 20_000),
+          body: title === WITHHELD ? WITHHELD : cap(cleanRendered(node.body), 20_000),
         },
       },
       { untrusted: true },

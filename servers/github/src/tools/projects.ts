@@ -1,5 +1,5 @@
 import { ToolError, z } from '@keel-mcp/core'
-import { clean } from '../lib/index.js'
+import { clean, cleanRendered } from '../lib/index.js'
 import { cursorPage } from './discussions.js'
 import {
   cap,
@@ -105,7 +105,7 @@ id number title shortDescription readme closed url items{totalCount} ${FIELDS}}}
           number: project.number,
           title: cap(clean(project.title), 300),
           description: cap(clean(project.shortDescription), 500),
-          readme: cap(clean(project.readme), 5000),
+          readme: cap(cleanRendered(project.readme), 5000),
           closed: project.closed,
           items: project.items?.totalCount ?? 0,
           fields: (project.fields?.nodes ?? []).flatMap((field: Node) =>

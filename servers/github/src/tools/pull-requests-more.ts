@@ -1,5 +1,5 @@
 import { ToolError, z } from '@keel-mcp/core'
-import { clean } from '../lib/index.js'
+import { clean, cleanRendered } from '../lib/index.js'
 import { formatIssue } from './issues.js'
 import {
   cap,
@@ -94,7 +94,7 @@ export const getPullRequestCheckRuns = defineTool({
           conclusion: run.conclusion,
           app: run.app?.slug ?? null,
           title: run.output?.title ? cap(clean(run.output.title), 300) : null,
-          summary: run.output?.summary ? cap(clean(run.output.summary), 2000) : null,
+          summary: run.output?.summary ? cap(cleanRendered(run.output.summary), 2000) : null,
           startedAt: run.started_at,
           completedAt: run.completed_at,
           url: run.html_url,

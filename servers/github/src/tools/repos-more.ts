@@ -1,5 +1,5 @@
 import { ToolError, z } from '@keel-mcp/core'
-import { clean } from '../lib/index.js'
+import { clean, cleanRendered } from '../lib/index.js'
 import { confirmDestructive } from './confirm.js'
 import {
   cap,
@@ -134,7 +134,7 @@ export const getTag = defineTool({
           type: data.object.type,
           tagger: data.tagger ? clean(data.tagger.name) : null,
           date: data.tagger?.date ?? null,
-          message: cap(clean(data.message), 5000),
+          message: cap(cleanRendered(data.message), 5000),
           verified: data.verification?.verified ?? false,
         },
       },
