@@ -43,6 +43,8 @@ describe('browser contract', () => {
         'network_requests',
         'wait_for',
         'handle_dialog',
+        'open_session',
+        'close_session',
       ])
     } finally {
       await plain.close()
@@ -95,7 +97,7 @@ describe('browser contract', () => {
     const connection = await connect(all)
     try {
       const { tools } = await connection.client.listTools()
-      expect(tools).toHaveLength(24)
+      expect(tools).toHaveLength(26)
       expect(JSON.stringify(tools).length / 4 / tools.length).toBeLessThanOrEqual(155)
     } finally {
       await connection.close()
