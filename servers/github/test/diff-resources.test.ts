@@ -214,6 +214,20 @@ describe('confirmation of destructive writes', () => {
     expect(fake.calls('DELETE', `${REPO}/contents/old.txt`)).toHaveLength(0)
   })
 
+  it('asks before merging a PR', async () => {
+    const questions: string[] = []
+    const { fake, call } = await setup({
+      onElicit: (params) => {
+        questions.push(String(params.message))
+        return { action: 'accept', content: { confirm: false } }
+      },
+    })
+    const result = await call('merge_pull_request', { repo, pull_number: 5, merge_method: 'squash' })
+    expect(errorKind(result)).toBe('cancelled')
+    expect(questions).toEqual(['Merge PR #5 of octo/demo (squash)?'])
+    expect(fake.calls('PUT', `${REPO}/pulls/5/merge`)).toHaveLength(0)
+  })
+
   it('deletes once the user confirms, on a 2026-07-28 lone request too (input_required)', async () => {
     for (const era of ['legacy', 'modern'] as const) {
       const { fake, call } = await setup({
