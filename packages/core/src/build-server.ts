@@ -20,18 +20,20 @@ export { describeIssues, selectTools, useSchemaCache } from './tool-schema.js'
 export const LISTING_TTL_MS = 5 * 60_000
 
 /**
- * Cache hints for the 2026-07-28 listings that are fixed for the life of the process: the tools,
- * prompts and resource templates, and `server/discover`. Resource lists and reads change with
+ * Cache hints for the 2026-07-28 listings that are fixed for the life of the process: the tools
+ * (unless the server hides tools as it learns), prompts and resource templates, and
+ * `server/discover`. Resource lists and reads change with
  * what they show, so they keep the SDK's `ttlMs: 0`. Behind authentication an answer is the
  * caller's (`private`); otherwise any cache may keep it (`public`).
  */
-function listingCacheHints(config: Runtime<unknown, unknown>['config']) {
+function listingCacheHints(config: Runtime<unknown, unknown>['config'], toolsChange: boolean) {
   const hint = {
     ttlMs: LISTING_TTL_MS,
     cacheScope: config.authToken || config.auth.issuer ? ('private' as const) : ('public' as const),
   }
   return {
-    'tools/list': hint,
+    // A server that hides tools as it learns (hiddenTools) has a tool list that is not fixed.
+    'tools/list': toolsChange ? { ...hint, ttlMs: 0 } : hint,
     'prompts/list': hint,
     'resources/templates/list': hint,
     'server/discover': hint,
@@ -76,7 +78,7 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
           : {}),
       },
       ...(instructions ? { instructions } : {}),
-      cacheHints: listingCacheHints(config),
+      cacheHints: listingCacheHints(config, spec.hiddenTools !== undefined),
       // The codec (Web Crypto, a key) is made on the first state to check or mint: a start that
       // never sees one does not load Web Crypto.
       requestState: { verify: (state, context) => requestStateCodec().verify(state, context) },

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { LISTING_TTL_MS } from '../src/build-server.js'
 import { defineServer, defineTool } from '../src/index.js'
 import { type Connection, connectInMemory, type InMemoryOptions } from '../src/testing/index.js'
 
@@ -142,5 +143,26 @@ describe('tools the server hides (hiddenTools)', () => {
     await expect(connection.client.callTool({ name: 'extra', arguments: {} })).rejects.toThrow(/Unknown tool/)
     await connection.client.callTool({ name: 'learn', arguments: {} })
     expect(changes).toBe(1)
+  })
+})
+
+describe('2026-07-28 cache hints of the tool list', () => {
+  it('tells clients not to reuse the list of a server that hides tools as it learns', async () => {
+    const hides = defineServer({
+      name: 'hides',
+      version: '1.0.0',
+      description: 'Hides',
+      tools: [{ ...extra, toolset: 'default' }],
+      hiddenTools: () => undefined,
+      createDeps: () => ({}),
+    })
+    const fixed = defineServer({ ...hides, name: 'fixed', hiddenTools: undefined })
+    const ttlOf = async (spec: typeof hides) => {
+      const connection = await connectInMemory(spec, { env: {}, era: 'modern' })
+      open.push(connection)
+      return (await connection.client.request('tools/list', {})).ttlMs
+    }
+    expect(await ttlOf(hides)).toBe(0)
+    expect(await ttlOf(fixed)).toBe(LISTING_TTL_MS)
   })
 })
