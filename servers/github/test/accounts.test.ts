@@ -83,3 +83,42 @@ describe('several accounts (--account, --account-for)', () => {
     ).rejects.toThrow(/cannot be combined with --token-from-request/)
   })
 })
+
+describe('several accounts and pagination', () => {
+  it('sends the next page of a list (a Link URL, no route parameters) with the same account', async () => {
+    const { fake, call } = await setup(accounts)
+    const job = (id: number) => ({
+      id,
+      name: `job ${id}`,
+      status: 'completed',
+      conclusion: 'success',
+      steps: [],
+    })
+    fake.on(
+      'GET',
+      '/repos/acme/app/actions/runs/7',
+      json({
+        id: 7,
+        name: 'CI',
+        display_title: 'CI',
+        status: 'completed',
+        conclusion: 'success',
+        head_branch: 'main',
+        head_sha: 'a',
+        event: 'push',
+        created_at: '2026-01-01T00:00:00Z',
+        html_url: 'https://github.com/acme/app/actions/runs/7',
+      }),
+    )
+    fake.on('GET', '/repos/acme/app/actions/runs/7/jobs', (request) =>
+      request.query.get('page') === '2'
+        ? json({ total_count: 2, jobs: [job(2)] })
+        : json({ total_count: 2, jobs: [job(1)] }, 200, {
+            link: '<https://api.github.com/repos/acme/app/actions/runs/7/jobs?per_page=100&page=2>; rel="next"',
+          }),
+    )
+    expect(dataOf(await call('get_workflow_run', { repo: 'acme/app', run_id: 7 })).jobs).toHaveLength(2)
+    const pages = fake.calls('GET', '/repos/acme/app/actions/runs/7/jobs')
+    expect(pages.map((request) => request.authorization)).toEqual([`token ${WORK}`, `token ${WORK}`])
+  })
+})

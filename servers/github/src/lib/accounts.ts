@@ -56,6 +56,12 @@ export function ownerOfRequest(options: Record<string, unknown>): string[] {
   for (const value of [options.owner, options.org, variables.owner, variables.login]) {
     if (typeof value === 'string' && value) return [value]
   }
+  // A URL already expanded (the next page from a `Link` header) carries its owner in its path.
+  if (typeof options.url === 'string' && !options.url.includes('{')) {
+    const path = options.url.replace(/^[a-z]+:\/\/[^/]+/i, '')
+    const owner = /\/(?:repos|orgs|users)\/([^/?#]+)/.exec(path)?.[1]
+    if (owner) return [decodeURIComponent(owner)]
+  }
   if (typeof options.q === 'string') {
     const owners = new Set<string>()
     for (const match of options.q.matchAll(QUALIFIER)) owners.add((match[1] ?? match[2] ?? '').toLowerCase())
