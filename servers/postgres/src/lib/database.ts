@@ -20,6 +20,7 @@
  * - only maxRows + 1 rows are fetched (Execute with a row limit), whatever the query returns;
  * - catalog SQL is parameterised: no identifier or value from a caller is concatenated into SQL.
  */
+import { traceUpstream } from '@keel-mcp/core'
 import type { FieldDef, PoolClient } from 'pg'
 import { type CancelContext, cancelUntilStopped, countReceivedBytes } from './cancellation.js'
 import { describeTable, health, listSchemas, listTables } from './catalog.js'
@@ -210,11 +211,28 @@ export class Database {
    * idle timeouts. On abort or client-side deadline the statement is cancelled on the server and
    * the connection is dropped rather than reused.
    */
-  async #inReadOnlyTransaction<T>(
+  #inReadOnlyTransaction<T>(
     limits: QueryLimits,
     signal: AbortSignal | undefined,
     work: (client: PoolClient, session: { reset: boolean }) => Promise<T>,
-    { deferBegin = false } = {},
+    options: { deferBegin?: boolean } = {},
+  ): Promise<T> {
+    // One upstream span and sample per transaction (operations: tracing and metrics, when on).
+    return traceUpstream(
+      'postgresql',
+      'transaction',
+      () => this.#transaction(limits, signal, work, options),
+      {
+        'db.system.name': 'postgresql',
+      },
+    )
+  }
+
+  async #transaction<T>(
+    limits: QueryLimits,
+    signal: AbortSignal | undefined,
+    work: (client: PoolClient, session: { reset: boolean }) => Promise<T>,
+    { deferBegin = false }: { deferBegin?: boolean },
   ): Promise<T> {
     if (signal?.aborted) throw new QueryCancelledError({ cause: signal.reason })
     const client = await this.#begin(limits, deferBegin)
