@@ -6,6 +6,7 @@ import { icon } from './icon.js'
 import { BrowserHost } from './lib/browser.js'
 import { parseOriginPattern, UrlPolicy } from './lib/policy.js'
 import { click, drag, fillForm, hover, pressKey, selectOption, type } from './tools/actions.js'
+import { find } from './tools/find.js'
 import { consoleMessages, handleDialog, networkRequests } from './tools/inspect.js'
 import { goBack, goForward, navigate, reload } from './tools/navigation.js'
 import { evaluate, savePdf, takeScreenshot, uploadFile, waitFor } from './tools/page.js'
@@ -20,6 +21,7 @@ export const coreTools = [
   goForward,
   reload,
   snapshot,
+  find,
   click,
   type,
   fillForm,

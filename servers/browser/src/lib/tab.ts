@@ -61,10 +61,15 @@ export class Tab {
   lastRefusedTopLevel: RefusedRequest | undefined
   /** The refs handed out since the last main-frame navigation. */
   readonly refs: Refs
-  /** The lines of the last snapshot, to report only what changed after an action. */
-  lastSnapshot: string[] | undefined
-  /** Incremented on every main-frame navigation: refs of older documents are stale. */
+  /**
+   * Incremented when the main frame loads a new document: refs of older documents are stale.
+   * Navigations within the document (anchors, `history.pushState`) keep it, and the refs.
+   */
   generation = 0
+  /** The document generation the Accessibility domain was last enabled for. */
+  treeGeneration = -1
+  /** The isolated world that watches the page for changes, and its document generation. */
+  watcher: { generation: number; contextId: number } | undefined
   dialog: OpenDialog | undefined
   mainFrameId = ''
   /** Main-frame navigations the page itself requested (links, forms, location changes). */
@@ -191,11 +196,12 @@ export class Tab {
         NETWORK_LIMIT,
       )
     })
-    page.on('framenavigated', (frame) => {
-      if (frame !== page.mainFrame()) return
+    // CDP's own event, not puppeteer's `framenavigated`: puppeteer reports a navigation within the
+    // document (an anchor, pushState) the same way, and those keep the document and its refs.
+    cdp.on('Page.frameNavigated', (event: { frame: { id: string; parentId?: string } }) => {
+      if (event.frame.parentId || event.frame.id !== tab.mainFrameId) return
       tab.generation++
       tab.refs.clear()
-      tab.lastSnapshot = undefined
     })
     page.on('dialog', (dialog) => {
       const open: OpenDialog = {

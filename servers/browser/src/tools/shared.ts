@@ -1,6 +1,8 @@
 import { nodeCrypto, type ToolContext, ToolError, toolFactory, z } from '@keel-mcp/core'
 import type { BrowserHost, BrowserSession } from '../lib/browser.js'
-import { changedPart, takeSnapshot } from '../lib/snapshot.js'
+import { changedElements, describeChanges, watchChanges } from '../lib/changes.js'
+import { takeSnapshot } from '../lib/page-tree.js'
+import { parseRef } from '../lib/snapshot.js'
 import type { OpenDialog, Tab } from '../lib/tab.js'
 import { shownUrl } from '../lib/url.js'
 
@@ -33,6 +35,27 @@ export const act = { readOnlyHint: false, destructiveHint: true, openWorldHint: 
 // is refused with a tool error that says what to do.
 export const tabArgument = z.string().optional().describe('Tab (default: current)')
 export const refArgument = z.string().describe('Ref from the snapshot')
+/** What an action answers with: what changed (default), the whole page, or nothing. */
+export const snapshotArgument = z
+  .enum(['changes', 'full', 'none'])
+  .default('changes')
+  .describe('Answer with: what changed, the full snapshot, or nothing')
+export type SnapshotMode = 'changes' | 'full' | 'none'
+/** A per-answer budget: a longer answer is cut with a cursor to continue. */
+export const maxTokensArgument = z
+  .number()
+  .int()
+  .min(100)
+  .max(250_000)
+  .optional()
+  .describe('Answer budget (≈4 chars each)')
+
+/** The character cap of an answer: the server's cap, lowered by the caller's token budget. */
+export function capOf(settings: BrowserSettings, maxTokens: number | undefined): number {
+  return maxTokens === undefined
+    ? settings.snapshotMaxChars
+    : Math.min(settings.snapshotMaxChars, maxTokens * 4)
+}
 
 /** The structured result of every tool that leaves the model on a page. */
 export const pageOutput = { tab: z.string(), url: z.string() }
@@ -113,24 +136,56 @@ export function delay<T>(ms: number, value: T): Promise<T> {
   return new Promise((resolve) => setTimeout(() => resolve(value), ms).unref())
 }
 
-/** The full snapshot of a tab, framed for the model; remembered to report changes later. */
+/** The snapshot of a tab (or of one ref, or where a cursor left off), framed for the model. */
 export async function fullSnapshot(
   tab: Tab,
   settings: BrowserSettings,
-  options: { ref?: string | undefined; depth?: number | undefined } = {},
+  options: {
+    ref?: string | undefined
+    depth?: number | undefined
+    cursor?: string | undefined
+    maxChars?: number | undefined
+  } = {},
 ): Promise<{ data: { tab: string; url: string }; text: string }> {
   if (tab.dialog) {
     const info = pageInfo(tab)
     return { data: info, text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
   }
-  const snapshot = await takeSnapshot(tab, { ...options, maxChars: settings.snapshotMaxChars })
-  if (!options.ref && !options.depth) tab.lastSnapshot = snapshot.lines
+  const snapshot = await takeSnapshot(tab, {
+    ...options,
+    maxChars: options.maxChars ?? settings.snapshotMaxChars,
+  })
   const info = pageInfo(tab)
   const title = await titleOf(tab)
   return {
     data: info,
     text: `Tab ${tab.id}\n${untrusted(`url: ${info.url}\ntitle: ${JSON.stringify(title)}\n${snapshot.text}`)}`,
   }
+}
+
+/** The answer of an action that stayed on its document: what changed, the whole page, or nothing. */
+async function afterAction(
+  tab: Tab,
+  settings: BrowserSettings,
+  mode: SnapshotMode,
+  targets: number[],
+  note: string,
+): Promise<{ data: { tab: string; url: string }; text: string }> {
+  const info = pageInfo(tab)
+  if (mode === 'full') {
+    const full = await fullSnapshot(tab, settings)
+    return { ...full, text: `${note}${full.text}` }
+  }
+  if (mode === 'none') return { data: info, text: `${note}Done. Tab ${tab.id} (${info.url})` }
+  const changed = await changedElements(tab)
+  const described = await describeChanges(tab, targets, changed, settings.snapshotMaxChars)
+  const parts: string[] = []
+  if (described.acted.length) parts.push(`Acted on: ${described.acted.join('; ')}`)
+  if (described.changed.length) parts.push(`Changed part of the page:\n${described.changed.join('\n')}`)
+  else parts.push('No change in the page.')
+  if (described.cut) parts.push('[More changed: snapshot for the rest.]')
+  const body = parts.join('\n')
+  return { data: info, text: `${note}Tab ${tab.id} (${info.url})\n${untrusted(body)}` }
 }
 
 /**
@@ -141,14 +196,24 @@ export async function perform(
   context: Context,
   tabId: string | undefined,
   action: (tab: Tab) => Promise<string | undefined>,
-  options: { actionTimeout?: number } = {},
+  options: { actionTimeout?: number; snapshot?: SnapshotMode; targets?: string[] } = {},
 ): Promise<{ data: { tab: string; url: string }; text: string }> {
   const { settings } = context.deps
   const actionTimeout = options.actionTimeout ?? settings.timeoutAction
+  const mode = options.snapshot ?? 'changes'
   return onTab(context, tabId, async (tab) => {
     const page = tab.page
     const generation = tab.generation
-    const before = tab.lastSnapshot
+    const urlBefore = page.url()
+    const targets: number[] = []
+    for (const ref of options.targets ?? []) {
+      try {
+        targets.push(parseRef(tab, ref))
+      } catch {
+        // The action itself reports a stale ref.
+      }
+    }
+    if (mode === 'changes' && !tab.dialog) await watchChanges(tab)
     const requestsBefore = tab.navigationRequests
     let navigating = false
     const onRequest = (request: { isNavigationRequest(): boolean; frame(): unknown }) => {
@@ -193,17 +258,22 @@ export async function perform(
       ])
       if ((navigating || tab.navigationRequests !== requestsBefore) && !tab.dialog) await navigation
       if (tab.dialog) return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
-      const note = outcome.note ? `${outcome.note}\n` : ''
-      if (tab.generation !== generation || !before) {
+      let note = outcome.note ? `${outcome.note}\n` : ''
+      if (tab.generation !== generation) {
+        if (mode === 'none') {
+          const info = pageInfo(tab)
+          return {
+            data: info,
+            text: `${note}Tab ${tab.id} loaded ${info.url} ${JSON.stringify(await titleOf(tab))}.`,
+          }
+        }
         const full = await fullSnapshot(tab, settings)
         return { ...full, text: `${note}${full.text}` }
       }
-      const snapshot = await takeSnapshot(tab, { maxChars: settings.snapshotMaxChars })
-      tab.lastSnapshot = snapshot.lines
-      const diff = changedPart(before, snapshot.lines)
-      const info = pageInfo(tab)
-      const body = diff.changed ? untrusted(diff.text) : diff.text
-      return { data: info, text: `${note}Tab ${tab.id} (${info.url})\n${body}` }
+      // A navigation within the document (an anchor, pushState): same page, same refs.
+      if (page.url() !== urlBefore)
+        note += `Moved within the page to ${shownUrl(page.url())}; refs still hold.\n`
+      return await afterAction(tab, settings, mode, targets, note)
     } finally {
       page.off('request', onRequest)
       stopWaiting.abort()
