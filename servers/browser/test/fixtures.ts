@@ -68,6 +68,11 @@ const PAGES: Record<string, (url: URL) => string> = {
       'Console',
       `<h1>Console</h1><script>console.log('log line');console.warn('warn line');console.error('error line');setTimeout(()=>{throw new Error('uncaught boom')},0)</script>`,
     ),
+  '/noisy': () =>
+    page(
+      'Noisy',
+      `<h1>Noisy</h1><script>for (let i = 0; i < 60; i++) console.log('noisy line ' + i + ' ' + 'x'.repeat(40))</script>`,
+    ),
   '/hover': () =>
     page(
       'Hover',

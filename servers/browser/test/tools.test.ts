@@ -435,6 +435,21 @@ describe('tabs, console and network', () => {
     expect(errors.text).not.toContain('warn line')
   })
 
+  it('cuts console messages at the token budget asked, with a cursor that continues them', async () => {
+    const { tab } = await open('/noisy')
+    const first = await until(
+      () => call(connection, 'console_messages', { tab, max_tokens: 100 }),
+      (result) => result.text.includes('more. More: console_messages'),
+    )
+    expect(first.text).toContain('noisy line 0 ')
+    expect(first.text).not.toContain('noisy line 9 ')
+    const cursor = /cursor="(\d+)"/.exec(first.text)?.[1]
+    expect(Number(cursor)).toBeGreaterThan(1)
+    const next = await call(connection, 'console_messages', { tab, max_tokens: 100, cursor })
+    expect(next.text).toContain(`noisy line ${cursor} `)
+    expect(next.text).not.toContain('noisy line 0 ')
+  })
+
   it('lists network requests with method, status and type', async () => {
     const { tab } = await open(`/embed?src=${encodeURIComponent('/pixel.png')}`)
     const network = await until(

@@ -49,3 +49,15 @@ document.addEventListener('click', (event) => {
     `<main class="catalogue"><h1 class="text-2xl font-bold">Catalogue</h1>${sections.join('')}</main>${script}</body></html>`
   )
 }
+
+/** A sign-up form: text fields, a checkbox, a select, a textarea and a submit button. */
+export function formPage() {
+  return (
+    '<!doctype html><html><head><meta charset="utf-8"><title>Form</title></head><body><h1>Sign up</h1>' +
+    '<form action="/submitted" method="get">' +
+    '<label>Name <input name="name" type="text"></label> <label>Email <input name="email" type="email"></label>' +
+    '<label><input name="agree" type="checkbox"> I agree</label>' +
+    '<label>Colour <select name="colour"><option value="r">Red</option><option value="g">Green</option><option value="b">Blue</option></select></label>' +
+    '<label>Notes <textarea name="notes"></textarea></label><button type="submit">Send</button></form></body></html>'
+  )
+}

@@ -49,11 +49,20 @@ const SEARCH = `(query) => {
     for (const child of element.childNodes) if (child.nodeType === 3) out += child.data
     return norm(out)
   }
+  // Fields whose label holds the text, from one pass over the labels (a field's own \`labels\`
+  // list searches the document, once per field).
+  const labelled = new Set()
+  if (want)
+    for (const label of document.querySelectorAll('label'))
+      if (label.control && norm(label.textContent).includes(want)) labelled.add(label.control)
   const matches = (element, role) => {
     if (!want) return true
     for (const name of ['aria-label', 'title', 'alt', 'placeholder'])
       if (norm(element.getAttribute(name)).includes(want)) return true
     if ((element.tagName === 'INPUT' || element.tagName === 'TEXTAREA') && norm(element.value).includes(want)) return true
+    // A field is found by its label's text; the label itself gives way to the field.
+    if (labelled.has(element)) return true
+    if (element.tagName === 'LABEL' && element.control) return false
     return (ACTIVE.has(role) ? norm(element.textContent) : ownText(element)).includes(want)
   }
   const visible = (element) =>

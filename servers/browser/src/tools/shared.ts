@@ -50,6 +50,38 @@ export const maxTokensArgument = z
   .optional()
   .describe('Answer budget (≈4 chars each)')
 
+/** Continues a cut list answer (console, network): the index of the next entry. */
+export const listCursorArgument = z
+  .string()
+  .regex(/^\d{1,6}$/, 'a cursor from an earlier answer')
+  .optional()
+  .describe('Continue a cut answer')
+
+/**
+ * Lines from `offset` that fit in `cap` characters (at least one), and the notice that says how
+ * to continue when some are left.
+ */
+export function withinBudget(
+  lines: string[],
+  offset: number,
+  cap: number,
+  tool: string,
+): { shown: string[]; notice: string } {
+  const shown: string[] = []
+  let size = 0
+  for (const line of lines.slice(offset)) {
+    if (shown.length && size + line.length + 1 > cap) break
+    shown.push(line)
+    size += line.length + 1
+  }
+  const next = offset + shown.length
+  const notice =
+    next < lines.length
+      ? `\n[Cut at ${cap} characters: ${lines.length - next} more. More: ${tool} with cursor="${next}".]`
+      : ''
+  return { shown, notice }
+}
+
 /** The character cap of an answer: the server's cap, lowered by the caller's token budget. */
 export function capOf(settings: BrowserSettings, maxTokens: number | undefined): number {
   return maxTokens === undefined
