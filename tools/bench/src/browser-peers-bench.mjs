@@ -23,7 +23,7 @@ const LOOPBACK_ONLY = '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1'
 const packageDir = (name) => dirname(require.resolve(`${name}/package.json`))
 const versionOf = (name) => JSON.parse(readFileSync(join(packageDir(name), 'package.json'), 'utf8')).version
 const textOf = (message) => (message.result?.content ?? []).map((block) => block.text ?? '').join('\n')
-const escape = (value) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+const literal = (value) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 /** How each server is driven: tool calls and where its refs are in its answers. */
 function contenders(ours, chromium, workDir) {
@@ -37,7 +37,7 @@ function contenders(ours, chromium, workDir) {
       ...ours,
       navigate: (url) => ['navigate', { url }],
       find: (text) => ['find', { text }],
-      refIn: (text, role, name) => new RegExp(`${role} "${escape(name)}"[^\\n#]*#(e\\d+)`).exec(text)?.[1],
+      refIn: (text, role, name) => new RegExp(`${role} "${literal(name)}"[^\\n#]*#(e\\d+)`).exec(text)?.[1],
       click: (ref) => ['click', { ref }],
       type: (ref, text) => ['type', { ref, text }],
     },
@@ -62,7 +62,7 @@ function contenders(ours, chromium, workDir) {
       // Its navigate writes the snapshot to a file; the model reads it with browser_snapshot.
       snapshot: () => ['browser_snapshot', {}],
       refIn: (text, role, name) =>
-        new RegExp(`${role} "${escape(name)}"[^\\n]*\\[ref=([^\\]]+)\\]`).exec(text)?.[1],
+        new RegExp(`${role} "${literal(name)}"[^\\n]*\\[ref=([^\\]]+)\\]`).exec(text)?.[1],
       click: (ref) => ['browser_click', { element: 'the control', target: ref }],
       type: (ref, text) => ['browser_type', { element: 'the field', target: ref, text }],
     },
@@ -87,7 +87,7 @@ function contenders(ours, chromium, workDir) {
       // No find: the model reads the element's uid in the page snapshot.
       find: undefined,
       snapshot: () => ['take_snapshot', { pageId }],
-      refIn: (text, role, name) => new RegExp(`uid=(\\S+) ${role} "${escape(name)}"`).exec(text)?.[1],
+      refIn: (text, role, name) => new RegExp(`uid=(\\S+) ${role} "${literal(name)}"`).exec(text)?.[1],
       click: (uid) => ['click', { pageId, uid }],
       type: (uid, text) => ['fill', { pageId, uid, value: text }],
     },
@@ -210,7 +210,8 @@ export async function runPeers({ ours, chromium }) {
         for (const [index, server] of servers.entries()) {
           const figures = await roundOn(server, clients[index], page)
           for (const [measure, { ms, bytes }] of Object.entries(figures)) {
-            const slot = (results[index][page.name][measure] ??= { ms: [], bytes: [] })
+            results[index][page.name][measure] ??= { ms: [], bytes: [] }
+            const slot = results[index][page.name][measure]
             slot.ms.push(ms)
             slot.bytes.push(bytes)
           }
