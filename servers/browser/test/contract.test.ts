@@ -27,6 +27,7 @@ describe('browser contract', () => {
         'go_forward',
         'reload',
         'snapshot',
+        'find',
         'click',
         'type',
         'fill_form',
@@ -95,7 +96,7 @@ describe('browser contract', () => {
     const connection = await connect(all)
     try {
       const { tools } = await connection.client.listTools()
-      expect(tools).toHaveLength(24)
+      expect(tools).toHaveLength(25)
       expect(JSON.stringify(tools).length / 4 / tools.length).toBeLessThanOrEqual(155)
     } finally {
       await connection.close()
