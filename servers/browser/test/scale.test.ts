@@ -14,6 +14,12 @@ const HISTORY =
   "<button onclick=\"history.pushState({}, '', '/history/two'); where.textContent = 'two'\">Go to two</button>" +
   '<button onclick="where.textContent = \'clicked\'">Mark</button></body></html>'
 
+// A page that tries to see, spoof or break the watcher of changes from its own scripts.
+const SPOOF =
+  '<!doctype html><html><head><title>Spoof</title><script>window.__keelWatch = { records: [document.body], observer: { disconnect() {}, takeRecords() { return [] } } };' +
+  'window.MutationObserver = function () { throw new Error("no observers") }</script></head><body><h1>Spoof</h1><p id="out">before</p>' +
+  '<button onclick="out.textContent = typeof window.__keelWatch.records[0] === \'object\' ? \'after\' : \'seen\'">Change</button></body></html>'
+
 let site: Server
 let base = ''
 let connection: Connection
@@ -29,7 +35,11 @@ async function call(name: string, args: Record<string, unknown>): Promise<string
 
 beforeAll(async () => {
   site = createServer((request, response) => {
-    const body = request.url?.startsWith('/history') ? HISTORY : CATALOGUE
+    const body = request.url?.startsWith('/history')
+      ? HISTORY
+      : request.url?.startsWith('/spoof')
+        ? SPOOF
+        : CATALOGUE
     response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
     response.end(body)
   })
@@ -130,5 +140,15 @@ describe('answers after an action', () => {
     const full = await call('click', { ref: mark, snapshot: 'full' })
     expect(full).toContain('h1 "History"')
     expect(full).toContain('"clicked"')
+  })
+})
+
+describe('the watcher of changes', () => {
+  it('lives where the page cannot reach it: a page replacing MutationObserver or its globals changes nothing', async () => {
+    const page = await call('navigate', { url: `${base}/spoof` })
+    const clicked = await call('click', { ref: refOf(page, /button "Change"/) })
+    expect(clicked).toContain('Changed part of the page:')
+    expect(clicked).toContain('"after"')
+    expect(clicked).not.toContain('h1 "Spoof"')
   })
 })
