@@ -6,6 +6,7 @@ import { icon } from './icon.js'
 import { BrowserHost } from './lib/browser.js'
 import { parseOriginPattern, UrlPolicy } from './lib/policy.js'
 import { click, drag, fillForm, hover, pressKey, selectOption, type } from './tools/actions.js'
+import { downloads } from './tools/downloads.js'
 import { find } from './tools/find.js'
 import { consoleMessages, handleDialog, networkRequests } from './tools/inspect.js'
 import { goBack, goForward, navigate, reload } from './tools/navigation.js'
@@ -13,6 +14,7 @@ import { evaluate, savePdf, takeScreenshot, uploadFile, waitFor } from './tools/
 import type { BrowserDeps } from './tools/shared.js'
 import { snapshot } from './tools/snapshot.js'
 import { closeTab, listTabs, newTab, selectTab } from './tools/tabs.js'
+import { clickAt, dragAt, typeAt } from './tools/vision.js'
 
 /** Always offered. */
 export const coreTools = [
@@ -40,7 +42,9 @@ export const coreTools = [
   handleDialog,
 ]
 /** Offered only when the command line turns them on. */
-export const optionalTools = { uploadFile, evaluate, savePdf }
+export const optionalTools = { uploadFile, evaluate, savePdf, downloads }
+/** Coordinate actions, with --caps vision. */
+export const visionTools = [clickAt, dragAt, typeAt]
 
 /** Test seams, not reachable from the command line or a tool: how host names resolve (the policy judges the resolved addresses). */
 export interface BrowserTuning {
@@ -77,6 +81,8 @@ export function createServer(tuning: BrowserTuning = {}) {
       ...(config.options.uploadDirs.length ? [optionalTools.uploadFile] : []),
       ...(config.options.caps.includes('evaluate') ? [optionalTools.evaluate] : []),
       ...(config.options.caps.includes('pdf') ? [optionalTools.savePdf] : []),
+      ...(config.options.caps.includes('downloads') ? [optionalTools.downloads] : []),
+      ...(config.options.caps.includes('vision') ? visionTools : []),
     ],
     // Cheap on purpose: nothing is discovered, loaded or launched until the first call needs a page.
     createDeps({ config, logger }) {

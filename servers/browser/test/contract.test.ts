@@ -52,8 +52,17 @@ describe('browser contract', () => {
     try {
       const names = (await full.client.listTools()).tools.map((tool) => tool.name)
       expect(names).toEqual(expect.arrayContaining(['upload_file', 'evaluate', 'save_pdf']))
+      expect(names).not.toContain('click_at')
+      expect(names).not.toContain('downloads')
     } finally {
       await full.close()
+    }
+    const more = await connect(['--caps', 'vision,downloads', '--download-dir', '.'])
+    try {
+      const names = (await more.client.listTools()).tools.map((tool) => tool.name)
+      expect(names).toEqual(expect.arrayContaining(['click_at', 'drag_at', 'type_at', 'downloads']))
+    } finally {
+      await more.close()
     }
   })
 

@@ -18,7 +18,7 @@ const HISTORY =
 const SPOOF =
   '<!doctype html><html><head><title>Spoof</title><script>window.__keelWatch = { records: [document.body], observer: { disconnect() {}, takeRecords() { return [] } } };' +
   'window.MutationObserver = function () { throw new Error("no observers") }</script></head><body><h1>Spoof</h1><p id="out">before</p>' +
-  '<button onclick="out.textContent = typeof window.__keelWatch.records[0] === \'object\' ? \'after\' : \'seen\'">Change</button></body></html>'
+  "<button onclick=\"out.textContent = typeof window.__keelWatch.records[0] === 'object' ? 'after' : 'seen'\">Change</button></body></html>"
 
 let site: Server
 let base = ''

@@ -53,6 +53,8 @@ export class BrowserSession {
   private readonly replacing = new Map<string, Promise<Tab>>()
   /** Set when this session's state was lost with a crashed browser; said once in the next result. */
   notice: string | undefined
+  /** Where this session's downloads are saved (with --caps downloads): its own folder over HTTP. */
+  downloadDir: string | undefined
 
   constructor(
     readonly context: BrowserContext,
@@ -152,6 +154,8 @@ export class BrowserHost {
    * handed to another element.
    */
   private readonly refCounters = new Map<string, RefCounter>()
+  /** Numbers the download folders of HTTP sessions. */
+  private sessionFolders = 0
   private profileDir: string | undefined
   private disposed = false
   private launches = 0
@@ -185,11 +189,15 @@ export class BrowserHost {
   private async createSession(key: string): Promise<BrowserSession> {
     const browser = await this.ensureBrowser()
     const shared = key === 'stdio'
+    // Each HTTP session saves into a folder of its own: one client never lists another's downloads.
+    let downloadDir = this.settings.downloadDir
+    if (downloadDir && !shared) {
+      downloadDir = join(downloadDir, `session-${process.pid}-${++this.sessionFolders}`)
+      await fs.mkdir(downloadDir, { recursive: true })
+    }
     const context = shared
       ? browser.defaultBrowserContext()
-      : await browser.createBrowserContext({
-          downloadBehavior: this.downloadBehavior(),
-        })
+      : await browser.createBrowserContext({ downloadBehavior: this.downloadBehavior(downloadDir) })
     let counter = this.refCounters.get(key)
     if (!counter) {
       counter = { next: 0 }
@@ -197,6 +205,7 @@ export class BrowserHost {
     }
     useRefCounter(context, counter)
     const session = new BrowserSession(context, this, !shared)
+    session.downloadDir = downloadDir
     // The blank page Chromium opens at launch becomes the stdio client's first tab: one renderer
     // fewer than opening another.
     if (shared && this.initialPage && !this.initialPage.isClosed()) {
@@ -219,10 +228,8 @@ export class BrowserHost {
     await session?.close()
   }
 
-  private downloadBehavior() {
-    return this.settings.downloadDir
-      ? { policy: 'allow' as const, downloadPath: this.settings.downloadDir }
-      : { policy: 'deny' as const }
+  private downloadBehavior(downloadDir = this.settings.downloadDir) {
+    return downloadDir ? { policy: 'allow' as const, downloadPath: downloadDir } : { policy: 'deny' as const }
   }
 
   private ensureBrowser(): Promise<Browser> {

@@ -1,0 +1,82 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Connection } from '@keel-mcp/core/testing'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type Fixtures, startFixtures } from './fixtures.js'
+import { call, connect, refOf, until } from './helpers.js'
+
+// The optional capabilities (--caps vision, downloads) on one connection and one browser.
+let fixtures: Fixtures
+let connection: Connection
+let downloadDir: string
+
+beforeAll(async () => {
+  fixtures = await startFixtures()
+  downloadDir = await mkdtemp(join(tmpdir(), 'keel-downloads-'))
+  connection = await connect([
+    '--allow-private-network',
+    '--caps',
+    'vision,downloads',
+    '--download-dir',
+    downloadDir,
+  ])
+})
+
+afterAll(async () => {
+  await connection?.close()
+  await fixtures?.close()
+  await rm(downloadDir, { recursive: true, force: true })
+})
+
+/** The centre of the first element `find` gives for `text`, from its bounding box. */
+async function centreOf(text: string): Promise<{ x: number; y: number }> {
+  const found = await call(connection, 'find', { text, boxes: true, limit: 1 })
+  const box = /\[box (\d+),(\d+),(\d+),(\d+)\]/.exec(found.text)
+  if (!box) throw new Error(`no box in ${found.text}`)
+  const [x, y, width, height] = box.slice(1).map(Number) as [number, number, number, number]
+  return { x: x + width / 2, y: y + height / 2 }
+}
+
+describe('--caps vision', () => {
+  it('clicks and types at coordinates read from bounding boxes', async () => {
+    await call(connection, 'navigate', { url: `${fixtures.url}/counter` })
+    const clicked = await call(connection, 'click_at', await centreOf('Increment'))
+    expect(clicked.isError, clicked.text).toBe(false)
+    expect(clicked.text).toContain('Clicked at')
+    expect(clicked.text).toContain('"Count: 1"')
+    await call(connection, 'navigate', { url: `${fixtures.url}/form` })
+    const typed = await call(connection, 'type_at', { ...(await centreOf('Name')), text: 'Ada' })
+    expect(typed.isError, typed.text).toBe(false)
+    const after = await call(connection, 'snapshot')
+    expect(after.text).toContain('textbox "Name"')
+    expect(after.text).toMatch(/textbox "Name" #e\d+: "Ada"/)
+  })
+})
+
+describe('--caps downloads', () => {
+  it("lists the session's downloads and returns one, and refuses any other name", async () => {
+    const empty = await call(connection, 'downloads')
+    expect(empty.text).toBe('No downloads yet.')
+    const page = await call(connection, 'navigate', { url: `${fixtures.url}/download-page` })
+    await call(connection, 'click', { ref: refOf(page.text, /link "Get file"/) })
+    const listed = await until(
+      () => call(connection, 'downloads'),
+      (result) => /data\.bin 11 B /.test(result.text),
+    )
+    expect(listed.text).toMatch(/data\.bin 11 B \d{4}-/)
+    const file = await call(connection, 'downloads', { name: 'data.bin' })
+    expect(file.isError).toBe(false)
+    expect(file.text).toContain('data.bin (11 B)')
+    expect(file.text).toContain('binary data')
+    // Saved in a folder of this connection's own, inside the download directory.
+    const folders = await readdir(downloadDir)
+    expect(folders).toHaveLength(1)
+    expect(folders[0]).toMatch(/^session-/)
+    for (const name of ['../data.bin', '/etc/passwd', '..', 'other.txt']) {
+      const refused = await call(connection, 'downloads', { name })
+      expect(refused.isError, name).toBe(true)
+      expect(refused.text).toMatch(/^not_found: No download named/)
+    }
+  })
+})
