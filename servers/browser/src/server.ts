@@ -7,6 +7,7 @@ import { BrowserHost } from './lib/browser.js'
 import { parseOriginPattern, UrlPolicy } from './lib/policy.js'
 import { click, drag, fillForm, hover, pressKey, selectOption, type } from './tools/actions.js'
 import { downloads } from './tools/downloads.js'
+import { emulate } from './tools/emulate.js'
 import { find } from './tools/find.js'
 import { consoleMessages, handleDialog, networkRequests } from './tools/inspect.js'
 import { goBack, goForward, navigate, reload } from './tools/navigation.js'
@@ -32,6 +33,7 @@ export const coreTools = [
   pressKey,
   drag,
   takeScreenshot,
+  emulate,
   listTabs,
   newTab,
   selectTab,

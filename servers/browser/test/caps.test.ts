@@ -80,3 +80,28 @@ describe('--caps downloads', () => {
     }
   })
 })
+
+describe('emulate', () => {
+  it('emulates dark mode, reduced motion, a timezone, a locale and a phone, and resets them', async () => {
+    await call(connection, 'navigate', { url: `${fixtures.url}/env` })
+    const set = await call(connection, 'emulate', {
+      device: 'phone',
+      color_scheme: 'dark',
+      reduced_motion: true,
+      timezone: 'Asia/Tokyo',
+      locale: 'de-DE',
+      cpu_slowdown: 2,
+    })
+    expect(set.isError, set.text).toBe(false)
+    expect(set.text).toContain('viewport 393x852 (mobile, touch)')
+    const after = await call(connection, 'reload')
+    expect(after.text).toContain('dark=true motion=true tz=Asia/Tokyo lang=de-DE width=393')
+    const bad = await call(connection, 'emulate', { timezone: 'Mars/Olympus' })
+    expect(bad.isError).toBe(true)
+    expect(bad.text).toMatch(/^invalid_argument: Unknown timezone "Mars\/Olympus"/)
+    await call(connection, 'emulate', { reset: true })
+    const plain = await call(connection, 'reload')
+    expect(plain.text).toContain('dark=false motion=false')
+    expect(plain.text).not.toContain('width=393')
+  })
+})

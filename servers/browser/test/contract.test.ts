@@ -36,6 +36,7 @@ describe('browser contract', () => {
         'press_key',
         'drag',
         'take_screenshot',
+        'emulate',
         'list_tabs',
         'new_tab',
         'select_tab',
@@ -105,7 +106,7 @@ describe('browser contract', () => {
     const connection = await connect(all)
     try {
       const { tools } = await connection.client.listTools()
-      expect(tools).toHaveLength(25)
+      expect(tools).toHaveLength(26)
       expect(JSON.stringify(tools).length / 4 / tools.length).toBeLessThanOrEqual(155)
     } finally {
       await connection.close()

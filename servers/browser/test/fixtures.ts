@@ -68,6 +68,11 @@ const PAGES: Record<string, (url: URL) => string> = {
       'Console',
       `<h1>Console</h1><script>console.log('log line');console.warn('warn line');console.error('error line');setTimeout(()=>{throw new Error('uncaught boom')},0)</script>`,
     ),
+  '/env': () =>
+    page(
+      'Env',
+      `<h1>Env</h1><p id="out"></p><script>out.textContent = ['dark=' + matchMedia('(prefers-color-scheme: dark)').matches, 'motion=' + matchMedia('(prefers-reduced-motion: reduce)').matches, 'tz=' + Intl.DateTimeFormat().resolvedOptions().timeZone, 'lang=' + Intl.DateTimeFormat().resolvedOptions().locale, 'width=' + screen.width].join(' ')</script>`,
+    ),
   '/noisy': () =>
     page(
       'Noisy',
