@@ -11,6 +11,7 @@ import { emulate } from './tools/emulate.js'
 import { find } from './tools/find.js'
 import { consoleMessages, handleDialog, networkRequests } from './tools/inspect.js'
 import { goBack, goForward, navigate, reload } from './tools/navigation.js'
+import { networkRequest, route } from './tools/network.js'
 import { evaluate, savePdf, takeScreenshot, uploadFile, waitFor } from './tools/page.js'
 import type { BrowserDeps } from './tools/shared.js'
 import { snapshot } from './tools/snapshot.js'
@@ -45,6 +46,8 @@ export const coreTools = [
 ]
 /** Offered only when the command line turns them on. */
 export const optionalTools = { uploadFile, evaluate, savePdf, downloads }
+/** Request details, mocking and blocking, with --caps network. */
+export const networkTools = [networkRequest, route]
 /** Coordinate actions, with --caps vision. */
 export const visionTools = [clickAt, dragAt, typeAt]
 
@@ -85,6 +88,7 @@ export function createServer(tuning: BrowserTuning = {}) {
       ...(config.options.caps.includes('pdf') ? [optionalTools.savePdf] : []),
       ...(config.options.caps.includes('downloads') ? [optionalTools.downloads] : []),
       ...(config.options.caps.includes('vision') ? visionTools : []),
+      ...(config.options.caps.includes('network') ? networkTools : []),
     ],
     // Cheap on purpose: nothing is discovered, loaded or launched until the first call needs a page.
     createDeps({ config, logger }) {

@@ -17,7 +17,7 @@ beforeAll(async () => {
   connection = await connect([
     '--allow-private-network',
     '--caps',
-    'vision,downloads',
+    'vision,downloads,network',
     '--download-dir',
     downloadDir,
   ])
@@ -103,5 +103,42 @@ describe('emulate', () => {
     const plain = await call(connection, 'reload')
     expect(plain.text).toContain('dark=false motion=false')
     expect(plain.text).not.toContain('width=393')
+  })
+})
+
+describe('--caps network', () => {
+  it('mocks and blocks requests by pattern, and shows one request with its headers and bodies', async () => {
+    const rules = await call(connection, 'route', {
+      pattern: '*/api/*',
+      action: 'fulfill',
+      content_type: 'application/json',
+      body: '{"mocked":true}',
+    })
+    expect(rules.text).toContain('fulfill */api/* → 200 application/json')
+    await call(connection, 'route', { pattern: '*.png', action: 'block' })
+    await call(connection, 'navigate', { url: `${fixtures.url}/fetcher` })
+    const shown = await until(
+      () => call(connection, 'snapshot'),
+      (result) => result.text.includes('got {'),
+    )
+    expect(shown.text).toContain('"got {\\"mocked\\":true}"')
+    const list = await until(
+      () => call(connection, 'network_requests'),
+      (result) => result.text.includes('/api/data') && result.text.includes('pixel.png'),
+    )
+    expect(list.text).toMatch(
+      /\[\d+\] GET http:\/\/127\.0\.0\.1:\d+\/pixel\.png failed: net::ERR_BLOCKED_BY_CLIENT/,
+    )
+    const id = Number(/\[(\d+)\] POST http:\/\/127\.0\.0\.1:\d+\/api\/data 200/.exec(list.text)?.[1])
+    const detail = await call(connection, 'network_request', { id })
+    expect(detail.isError, detail.text).toBe(false)
+    expect(detail.text).toContain('authorization: [redacted]')
+    expect(detail.text).not.toContain('s3cret')
+    expect(detail.text).toContain('request body (3 chars):\nq=1')
+    expect(detail.text).toContain('response body (15 chars):\n{"mocked":true}')
+    const removed = await call(connection, 'route', { pattern: '*/api/*', action: 'remove' })
+    expect(removed.text).toBe('Rules (first match wins):\nblock *.png')
+    const missing = await call(connection, 'network_request', { id: 99_999 })
+    expect(missing.text).toMatch(/^not_found: No request \[99999\]/)
   })
 })

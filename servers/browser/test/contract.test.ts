@@ -58,10 +58,12 @@ describe('browser contract', () => {
     } finally {
       await full.close()
     }
-    const more = await connect(['--caps', 'vision,downloads', '--download-dir', '.'])
+    const more = await connect(['--caps', 'vision,downloads,network', '--download-dir', '.'])
     try {
       const names = (await more.client.listTools()).tools.map((tool) => tool.name)
-      expect(names).toEqual(expect.arrayContaining(['click_at', 'drag_at', 'type_at', 'downloads']))
+      expect(names).toEqual(
+        expect.arrayContaining(['click_at', 'drag_at', 'type_at', 'downloads', 'network_request', 'route']),
+      )
     } finally {
       await more.close()
     }

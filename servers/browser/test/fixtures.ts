@@ -73,6 +73,11 @@ const PAGES: Record<string, (url: URL) => string> = {
       'Env',
       `<h1>Env</h1><p id="out"></p><script>out.textContent = ['dark=' + matchMedia('(prefers-color-scheme: dark)').matches, 'motion=' + matchMedia('(prefers-reduced-motion: reduce)').matches, 'tz=' + Intl.DateTimeFormat().resolvedOptions().timeZone, 'lang=' + Intl.DateTimeFormat().resolvedOptions().locale, 'width=' + screen.width].join(' ')</script>`,
     ),
+  '/fetcher': () =>
+    page(
+      'Fetcher',
+      `<h1>Fetcher</h1><p id="out">waiting</p><img src="/pixel.png" alt="pixel"><script>fetch('/api/data', { method: 'POST', body: 'q=1', headers: { authorization: 'Bearer s3cret' } }).then((r) => r.text()).then((t) => { out.textContent = 'got ' + t })</script>`,
+    ),
   '/noisy': () =>
     page(
       'Noisy',

@@ -7,6 +7,7 @@ import { discoverBrowser } from './discover.js'
 import type { UrlPolicy } from './policy.js'
 import type { PolicyProxy } from './proxy.js'
 import { type RefCounter, useRefCounter } from './refs.js'
+import type { Route } from './routes.js'
 import { type RefusedRequest, Tab } from './tab.js'
 
 /** How the browser is launched; only the command line sets these, never a tool. */
@@ -53,6 +54,8 @@ export class BrowserSession {
   private readonly replacing = new Map<string, Promise<Tab>>()
   /** Set when this session's state was lost with a crashed browser; said once in the next result. */
   notice: string | undefined
+  /** Requests this session's tabs mock or block (--caps network), in the order added. */
+  readonly routes: Route[] = []
   /** Where this session's downloads are saved (with --caps downloads): its own folder over HTTP. */
   downloadDir: string | undefined
 
@@ -67,6 +70,7 @@ export class BrowserSession {
     const id = `t${++this.counter}`
     const opened = page ?? (await this.context.newPage())
     const tab = await Tab.attach(id, opened, this.host.policy, (entry) => this.host.refused(entry))
+    tab.routes = this.routes
     this.tabs.set(id, tab)
     this.current = id
     opened.on('close', () => this.forget(id, opened))
@@ -115,6 +119,7 @@ export class BrowserSession {
   private async replace(tab: Tab): Promise<Tab> {
     const page = await this.context.newPage()
     const fresh = await Tab.attach(tab.id, page, this.host.policy, (entry) => this.host.refused(entry))
+    fresh.routes = this.routes
     // The new page takes the id first: closing the crashed one then leaves the tab (and which tab
     // is current) as it was.
     this.tabs.set(tab.id, fresh)

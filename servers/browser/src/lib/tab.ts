@@ -1,6 +1,7 @@
 import type { CDPSession, Dialog, HTTPRequest, Page } from 'puppeteer-core'
 import type { UrlPolicy } from './policy.js'
 import { Refs, refCounterOf } from './refs.js'
+import { type Route, routeFor } from './routes.js'
 import { shownUrl } from './url.js'
 
 /** One console message, as kept in a tab's ring buffer. */
@@ -12,6 +13,10 @@ export interface ConsoleEntry {
 
 /** One finished or failed request, as kept in a tab's ring buffer. */
 export interface NetworkEntry {
+  /** Numbered per tab, for network_request. */
+  id: number
+  /** The request itself, for its headers and body (network_request). */
+  request: HTTPRequest
   method: string
   url: string
   status?: number
@@ -72,6 +77,10 @@ export class Tab {
   watcher: { generation: number; contextId: number } | undefined
   dialog: OpenDialog | undefined
   mainFrameId = ''
+  /** The session's routes (--caps network): mocked or blocked requests, judged after the policy. */
+  routes: readonly Route[] = []
+  /** How many requests the network buffer has numbered. */
+  requestCount = 0
   /** Main-frame navigations the page itself requested (links, forms, location changes). */
   navigationRequests = 0
   crashed = false
@@ -175,6 +184,8 @@ export class Tab {
       push(
         tab.network,
         {
+          id: ++tab.requestCount,
+          request,
           method: request.method(),
           url: shownUrl(request.url()).slice(0, 500),
           ...(response ? { status: response.status() } : {}),
@@ -188,6 +199,8 @@ export class Tab {
       push(
         tab.network,
         {
+          id: ++tab.requestCount,
+          request,
           method: request.method(),
           url: shownUrl(request.url()).slice(0, 500),
           type: request.resourceType(),
@@ -243,9 +256,14 @@ export class Tab {
         if (topLevel) this.lastRefusedTopLevel = entry
         onRefused(entry)
         await request.abort('blockedbyclient')
-      } else {
-        await request.continue()
+        return
       }
+      // Routes apply only to what the policy allowed: a mock never opens a refused address.
+      const route = routeFor(this.routes, request.url())
+      if (route?.action === 'block') await request.abort('blockedbyclient')
+      else if (route)
+        await request.respond({ status: route.status, contentType: route.contentType, body: route.body })
+      else await request.continue()
     } catch {
       // The page or request went away meanwhile: nothing left to decide.
     }

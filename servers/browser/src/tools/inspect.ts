@@ -76,7 +76,7 @@ export const networkRequests = defineTool({
       const entries = tab.network.filter((entry) => !failed_only || entry.failed)
       const lines = entries.map(
         (entry) =>
-          `${entry.method} ${entry.url} ${entry.failed ? `failed: ${entry.failed}` : (entry.status ?? '')} ${entry.type}${entry.size !== undefined ? ` ${entry.size}B` : ''}`,
+          `[${entry.id}] ${entry.method} ${entry.url} ${entry.failed ? `failed: ${entry.failed}` : (entry.status ?? '')} ${entry.type}${entry.size !== undefined ? ` ${entry.size}B` : ''}`,
       )
       const { shown, notice } = withinBudget(lines, Number(cursor ?? 0), cap, 'network_requests')
       return {
