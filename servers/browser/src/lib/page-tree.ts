@@ -1,3 +1,4 @@
+import { evaluateIsolated } from './changes.js'
 import {
   type AXNode,
   folds,
@@ -34,6 +35,23 @@ export class TreeReader {
   private keep(nodes: AXNode[]): AXNode[] {
     for (const node of nodes) this.nodes.set(node.nodeId, node)
     return nodes
+  }
+
+  /**
+   * The whole tree in one call (`getFullAXTree`), for a small document: one answer costs less
+   * than a round trip a node. Returns its root.
+   */
+  async readAll(): Promise<AXNode | undefined> {
+    const { nodes } = (await this.tab.cdp.send('Accessibility.getFullAXTree')) as unknown as {
+      nodes: AXNode[]
+    }
+    this.keep(nodes)
+    for (const node of nodes) {
+      const kids = (node.childIds ?? []).flatMap((id) => this.nodes.get(id) ?? [])
+      node.childIds = kids.map((kid) => kid.nodeId)
+      this.asked.set(node.nodeId, Promise.resolve(kids))
+    }
+    return nodes.find((node) => !node.parentId) ?? nodes[0]
   }
 
   /** The document's root (RootWebArea). */
@@ -83,12 +101,30 @@ export class TreeReader {
   }
 }
 
-/** Siblings whose children are asked for while the one before them is read. */
-const READ_AHEAD = 8
+/** Requests for children in flight at once: the round trips overlap, Chromium answers in turn. */
+const PARALLEL = 24
+
+interface Pending {
+  node: AXNode
+  /** Where the node's own line would print; a folded node's children take its place. */
+  depth: number
+  shown: boolean
+  /** Its place in document order (child indices from the first start). */
+  order: number[]
+}
+
+function before(a: number[], b: number[]): boolean {
+  for (let index = 0; index < Math.min(a.length, b.length); index++)
+    if (a[index] !== b[index]) return (a[index] ?? 0) < (b[index] ?? 0)
+  return a.length < b.length
+}
 
 /**
- * Reads the children of the nodes under `starts` in document order until `budget` nodes have
- * been read or `maxDepth` stops a branch. Returns the nodes left closed by depth.
+ * Reads the children of the nodes under `starts`, earliest in document order first with
+ * {@link PARALLEL} requests in flight, until `budget` nodes have been read or `maxDepth` stops a
+ * branch. What is read is the start of the tree in document order (the part a capped render
+ * shows), not a breadth-first sweep of the whole page. Returns the nodes left closed by depth, and
+ * whether everything under the starts was read.
  */
 export async function readTree(
   reader: TreeReader,
@@ -97,32 +133,39 @@ export async function readTree(
   maxDepth = Number.POSITIVE_INFINITY,
 ): Promise<{ closed: Set<string>; complete: boolean }> {
   const closed = new Set<string>()
-  let left = budget
-  // `depth` is where the node's own line would print; a folded node's children take its place.
-  const visit = async (node: AXNode, depth: number, shown: boolean): Promise<boolean> => {
-    if (!readsChildren(node)) return true
-    const next = shown ? depth + 1 : depth
-    if (next >= maxDepth) {
-      closed.add(node.nodeId)
-      return true
-    }
-    if (left <= 0) return false
-    const kids = await reader.children(node)
-    left -= kids.length
-    for (let index = 0; index < kids.length; index++) {
-      for (let ahead = index + 1; ahead < Math.min(kids.length, index + 1 + READ_AHEAD); ahead++) {
-        const sibling = kids[ahead]
-        const wanted = sibling && readsChildren(sibling) && (folds(sibling) ? next : next + 1) < maxDepth
-        if (sibling && wanted && left > 0) reader.children(sibling).catch(() => undefined)
-      }
-      const kid = kids[index]
-      if (kid && !(await visit(kid, next, !folds(kid)))) return false
-    }
-    return true
+  const waiting: Pending[] = []
+  const consider = (pending: Pending) => {
+    if (!readsChildren(pending.node)) return
+    if ((pending.shown ? pending.depth + 1 : pending.depth) >= maxDepth) closed.add(pending.node.nodeId)
+    else waiting.push(pending)
   }
-  for (const start of starts)
-    if (!(await visit(start.node, start.indent, start.shown))) return { closed, complete: false }
-  return { closed, complete: true }
+  starts.forEach((start, index) => {
+    consider({ node: start.node, depth: start.indent, shown: start.shown, order: [index] })
+  })
+  let left = budget
+  const inFlight = new Set<Promise<void>>()
+  while (waiting.length || inFlight.size) {
+    while (waiting.length && inFlight.size < PARALLEL && left > 0) {
+      let first = 0
+      for (let index = 1; index < waiting.length; index++)
+        if (before((waiting[index] as Pending).order, (waiting[first] as Pending).order)) first = index
+      const [pending] = waiting.splice(first, 1) as [Pending]
+      const request: Promise<void> = reader
+        .children(pending.node)
+        .then((kids) => {
+          left -= kids.length
+          const depth = pending.shown ? pending.depth + 1 : pending.depth
+          kids.forEach((kid, index) => {
+            consider({ node: kid, depth, shown: !folds(kid), order: [...pending.order, index] })
+          })
+        })
+        .finally(() => inFlight.delete(request))
+      inFlight.add(request)
+    }
+    if (!inFlight.size) break
+    await Promise.race(inFlight)
+  }
+  return { closed, complete: waiting.length === 0 }
 }
 
 /** The starts that continue a render cut at `path` under `root`: the cut node, then what follows it. */
@@ -172,6 +215,20 @@ export class CursorError extends Error {
 
 /** Raw nodes read per character of the cap, to begin with (doubled while the render falls short). */
 const NODES_PER_CHAR = 1 / 12
+/**
+ * Documents with at most this many elements are read whole, in one call: below it one answer is
+ * cheaper than a round trip a node (on this size, about 0.2 s either way); above it the cost of a
+ * snapshot stays that of what it shows.
+ */
+const READ_WHOLE_ELEMENTS = 6000
+
+/** How many elements the document has (one cheap call), or Infinity when the page does not answer. */
+async function elementCount(tab: Tab): Promise<number> {
+  const count = await evaluateIsolated(tab, "document.getElementsByTagName('*').length", true).catch(
+    () => undefined,
+  )
+  return typeof count === 'number' ? count : Number.POSITIVE_INFINITY
+}
 
 /**
  * The tab's page (or the subtree of `options.ref`), read lazily and rendered by
@@ -182,7 +239,10 @@ export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<
   const reader = await TreeReader.open(tab)
   const resume = options.cursor ? decodeCursor(tab, options.cursor) : undefined
   const ref = resume ? resume.ref : options.ref
-  const root = ref ? await reader.ofRef(ref) : await reader.root()
+  const whole = !ref && !resume && (await elementCount(tab)) <= READ_WHOLE_ELEMENTS
+  const root = ref
+    ? await reader.ofRef(ref)
+    : ((whole ? await reader.readAll() : undefined) ?? (await reader.root()))
   const subtree = !!ref
   const starts: Start[] = resume
     ? await continuation(reader, root, resume.path, subtree)
