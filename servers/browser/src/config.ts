@@ -17,6 +17,8 @@ export interface BrowserOptions {
   allowFileUrls: boolean
   caps: Capability[]
   downloadDir: string | undefined
+  outputDir: string | undefined
+  storageState: string | undefined
   uploadDirs: string[]
   timeoutNavigation: number
   timeoutAction: number
@@ -119,6 +121,22 @@ export const options: OptionSpecs<BrowserOptions> = {
     placeholder: 'a,b',
     description: `Optional capabilities, off by default: ${CAPABILITIES.join(', ')}.`,
     schema: z.array(z.enum(CAPABILITIES, { error: `must be among ${CAPABILITIES.join(', ')}` })).default([]),
+  },
+  outputDir: {
+    flag: 'output-dir',
+    env: 'BROWSER_OUTPUT_DIR',
+    type: 'string',
+    placeholder: 'dir',
+    description: 'Where to_file writes snapshots, screenshots and PDFs (off when unset).',
+    schema: z.string().min(1).optional(),
+  },
+  storageState: {
+    flag: 'storage-state',
+    env: 'BROWSER_STORAGE_STATE',
+    type: 'string',
+    placeholder: 'file',
+    description: 'Cookies and localStorage to start every session with (a save_storage_state file).',
+    schema: z.string().min(1).optional(),
   },
   downloadDir: {
     flag: 'download-dir',

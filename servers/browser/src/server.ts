@@ -5,6 +5,7 @@ import { toToolError } from './errors.js'
 import { icon } from './icon.js'
 import { BrowserHost } from './lib/browser.js'
 import { parseOriginPattern, UrlPolicy } from './lib/policy.js'
+import { readStorageState, type StorageState } from './lib/storage-state.js'
 import { click, drag, fillForm, hover, pressKey, selectOption, type } from './tools/actions.js'
 import { downloads } from './tools/downloads.js'
 import { emulate } from './tools/emulate.js'
@@ -15,6 +16,7 @@ import { networkRequest, route } from './tools/network.js'
 import { evaluate, savePdf, takeScreenshot, uploadFile, waitFor } from './tools/page.js'
 import type { BrowserDeps } from './tools/shared.js'
 import { snapshot } from './tools/snapshot.js'
+import { saveStorageState } from './tools/storage.js'
 import { closeTab, listTabs, newTab, selectTab } from './tools/tabs.js'
 import { clickAt, dragAt, typeAt } from './tools/vision.js'
 
@@ -89,6 +91,7 @@ export function createServer(tuning: BrowserTuning = {}) {
       ...(config.options.caps.includes('downloads') ? [optionalTools.downloads] : []),
       ...(config.options.caps.includes('vision') ? visionTools : []),
       ...(config.options.caps.includes('network') ? networkTools : []),
+      ...(config.options.outputDir ? [saveStorageState] : []),
     ],
     // Cheap on purpose: nothing is discovered, loaded or launched until the first call needs a page.
     createDeps({ config, logger }) {
@@ -105,6 +108,13 @@ export function createServer(tuning: BrowserTuning = {}) {
         throw new ConfigError('--caps downloads needs --download-dir (where downloads are saved)')
       if (settings.downloadDir && !downloads)
         throw new ConfigError('--download-dir needs --caps downloads (downloads are refused otherwise)')
+      let storageState: StorageState | undefined
+      if (settings.storageState)
+        try {
+          storageState = readStorageState(settings.storageState)
+        } catch (error) {
+          throw new ConfigError(`Invalid --storage-state: ${(error as Error).message}`)
+        }
       const policy = new UrlPolicy(
         {
           allowedOrigins: settings.allowedOrigins,
@@ -124,6 +134,7 @@ export function createServer(tuning: BrowserTuning = {}) {
           noSandbox: settings.noSandbox || process.getuid?.() === 0,
           downloadDir: downloads ? settings.downloadDir : undefined,
           extraArgs: tuning.extraArgs ?? [],
+          storageState,
           dialOverride: tuning.dialOverride,
         },
         policy,
@@ -138,6 +149,7 @@ export function createServer(tuning: BrowserTuning = {}) {
           timeoutAction: settings.timeoutAction,
           snapshotMaxChars: settings.snapshotMaxChars,
           uploadDirs: settings.uploadDirs,
+          outputDir: settings.outputDir,
         },
       }
     },

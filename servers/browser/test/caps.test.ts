@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Connection } from '@keel-mcp/core/testing'
@@ -10,16 +10,20 @@ import { call, connect, refOf, until } from './helpers.js'
 let fixtures: Fixtures
 let connection: Connection
 let downloadDir: string
+let outputDir: string
 
 beforeAll(async () => {
   fixtures = await startFixtures()
   downloadDir = await mkdtemp(join(tmpdir(), 'keel-downloads-'))
+  outputDir = join(await mkdtemp(join(tmpdir(), 'keel-output-')), 'out')
   connection = await connect([
     '--allow-private-network',
     '--caps',
     'vision,downloads,network',
     '--download-dir',
     downloadDir,
+    '--output-dir',
+    outputDir,
   ])
 })
 
@@ -27,6 +31,7 @@ afterAll(async () => {
   await connection?.close()
   await fixtures?.close()
   await rm(downloadDir, { recursive: true, force: true })
+  await rm(join(outputDir, '..'), { recursive: true, force: true })
 })
 
 /** The centre of the first element `find` gives for `text`, from its bounding box. */
@@ -140,5 +145,58 @@ describe('--caps network', () => {
     expect(removed.text).toBe('Rules (first match wins):\nblock *.png')
     const missing = await call(connection, 'network_request', { id: 99_999 })
     expect(missing.text).toMatch(/^not_found: No request \[99999\]/)
+  })
+})
+
+describe('--output-dir', () => {
+  it('writes snapshots, screenshots and PDFs to files it names, and says where', async () => {
+    await call(connection, 'navigate', { url: `${fixtures.url}/form` })
+    const snapshot = await call(connection, 'snapshot', { to_file: true })
+    const path = /written to (\S+) \((\d+) bytes, \d+ refs\)/.exec(snapshot.text)
+    expect(path?.[1]?.startsWith(`${outputDir}/snapshot-`)).toBe(true)
+    const saved = await readFile(path?.[1] ?? '', 'utf8')
+    expect(saved).toMatch(/textbox "Name" #e\d+/)
+    expect(Buffer.byteLength(saved)).toBe(Number(path?.[2]))
+    const shot = await call(connection, 'take_screenshot', { to_file: true })
+    const image = /written to (\S+) /.exec(shot.text)?.[1] ?? ''
+    expect((await readFile(image)).subarray(1, 4).toString()).toBe('PNG')
+    expect((await readdir(outputDir)).length).toBe(2)
+  })
+
+  it('refuses to_file without an output directory, before touching a browser', async () => {
+    const plain = await connect(['--allow-private-network'])
+    try {
+      const refused = await call(plain, 'snapshot', { to_file: true })
+      expect(refused.isError).toBe(true)
+      expect(refused.text).toMatch(/^invalid_argument: to_file needs an output directory/)
+    } finally {
+      await plain.close()
+    }
+  })
+})
+
+describe('storage state', () => {
+  it('saves cookies and localStorage to a file that a later server starts from', async () => {
+    await call(connection, 'navigate', { url: `${fixtures.url}/cookie?set=alpha` })
+    await call(connection, 'navigate', { url: `${fixtures.url}/store?set` })
+    const saved = await call(connection, 'save_storage_state')
+    expect(saved.isError, saved.text).toBe(false)
+    const path = /to (\S+storage-state-\S+\.json) /.exec(saved.text)?.[1] ?? ''
+    expect(path.startsWith(outputDir)).toBe(true)
+    const later = await connect(['--allow-private-network', '--storage-state', path])
+    try {
+      const cookie = await call(later, 'navigate', { url: `${fixtures.url}/cookie` })
+      expect(cookie.text).toContain('cookie: k=alpha')
+      const store = await call(later, 'navigate', { url: `${fixtures.url}/store` })
+      expect(store.text).toContain('"theme=dark"')
+    } finally {
+      await later.close()
+    }
+    const fresh = await connect(['--allow-private-network'])
+    try {
+      expect((await call(fresh, 'navigate', { url: `${fixtures.url}/store` })).text).toContain('"theme=null"')
+    } finally {
+      await fresh.close()
+    }
   })
 })

@@ -58,11 +58,26 @@ describe('browser contract', () => {
     } finally {
       await full.close()
     }
-    const more = await connect(['--caps', 'vision,downloads,network', '--download-dir', '.'])
+    const more = await connect([
+      '--caps',
+      'vision,downloads,network',
+      '--download-dir',
+      '.',
+      '--output-dir',
+      '.',
+    ])
     try {
       const names = (await more.client.listTools()).tools.map((tool) => tool.name)
       expect(names).toEqual(
-        expect.arrayContaining(['click_at', 'drag_at', 'type_at', 'downloads', 'network_request', 'route']),
+        expect.arrayContaining([
+          'click_at',
+          'drag_at',
+          'type_at',
+          'downloads',
+          'network_request',
+          'route',
+          'save_storage_state',
+        ]),
       )
     } finally {
       await more.close()

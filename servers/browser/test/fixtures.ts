@@ -78,6 +78,11 @@ const PAGES: Record<string, (url: URL) => string> = {
       'Fetcher',
       `<h1>Fetcher</h1><p id="out">waiting</p><img src="/pixel.png" alt="pixel"><script>fetch('/api/data', { method: 'POST', body: 'q=1', headers: { authorization: 'Bearer s3cret' } }).then((r) => r.text()).then((t) => { out.textContent = 'got ' + t })</script>`,
     ),
+  '/store': (url) =>
+    page(
+      'Store',
+      `<h1>Store</h1><p id="out"></p><script>${url.searchParams.has('set') ? "localStorage.setItem('theme', 'dark');" : ''}out.textContent = 'theme=' + localStorage.getItem('theme')</script>`,
+    ),
   '/noisy': () =>
     page(
       'Noisy',

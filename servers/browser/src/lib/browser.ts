@@ -8,6 +8,7 @@ import type { UrlPolicy } from './policy.js'
 import type { PolicyProxy } from './proxy.js'
 import { type RefCounter, useRefCounter } from './refs.js'
 import type { Route } from './routes.js'
+import { restoreScript, type StorageState } from './storage-state.js'
 import { type RefusedRequest, Tab } from './tab.js'
 
 /** How the browser is launched; only the command line sets these, never a tool. */
@@ -19,6 +20,8 @@ export interface LaunchSettings {
   noSandbox: boolean
   downloadDir: string | undefined
   extraArgs: string[]
+  /** Cookies and localStorage every session starts with (--storage-state). */
+  storageState?: StorageState | undefined
   /** Test seam: where the proxy connects for a judged host (tests reach "public" names on loopback). */
   dialOverride?: ((host: string) => string | undefined) | undefined
 }
@@ -71,6 +74,12 @@ export class BrowserSession {
     const opened = page ?? (await this.context.newPage())
     const tab = await Tab.attach(id, opened, this.host.policy, (entry) => this.host.refused(entry))
     tab.routes = this.routes
+    const restore = this.host.settings.storageState && restoreScript(this.host.settings.storageState)
+    if (restore)
+      await tab.cdp.send('Page.addScriptToEvaluateOnNewDocument', {
+        source: restore,
+        worldName: 'keel-storage',
+      })
     this.tabs.set(id, tab)
     this.current = id
     opened.on('close', () => this.forget(id, opened))
@@ -211,6 +220,8 @@ export class BrowserHost {
     useRefCounter(context, counter)
     const session = new BrowserSession(context, this, !shared)
     session.downloadDir = downloadDir
+    const cookies = this.settings.storageState?.cookies
+    if (cookies?.length) await context.setCookie(...(cookies as Parameters<BrowserContext['setCookie']>))
     // The blank page Chromium opens at launch becomes the stdio client's first tab: one renderer
     // fewer than opening another.
     if (shared && this.initialPage && !this.initialPage.isClosed()) {

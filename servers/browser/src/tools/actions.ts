@@ -28,7 +28,7 @@ async function typeInto(tab: Tab, ref: string, text: string, slowly: boolean): P
 export const click = defineTool({
   name: 'click',
   title: 'Click',
-  description: 'Clicks an element. Returns the new snapshot, or what changed.',
+  description: 'Clicks an element; answers with what changed.',
   input: {
     ref: refArgument,
     button: z.enum(['left', 'right', 'middle']).default('left').describe('Button'),

@@ -35,7 +35,7 @@ export const emulate = defineTool({
   name: 'emulate',
   title: 'Emulate',
   description:
-    'Emulates a device, viewport, dark mode, reduced motion, network, CPU, geolocation, timezone or locale for a tab; reset clears all.',
+    'Emulates a device, viewport, dark mode, reduced motion, network, CPU, position, timezone or locale.',
   input: {
     device: z.enum(['desktop', 'laptop', 'tablet', 'phone']).optional().describe('Preset'),
     viewport: z
@@ -43,8 +43,8 @@ export const emulate = defineTool({
       .regex(/^\d{2,4}x\d{2,4}$/, 'like 1280x720')
       .optional()
       .describe('WxH'),
-    color_scheme: z.enum(['light', 'dark']).optional().describe('prefers-color-scheme'),
-    reduced_motion: z.boolean().optional().describe('prefers-reduced-motion'),
+    color_scheme: z.enum(['light', 'dark']).optional().describe('Color scheme'),
+    reduced_motion: z.boolean().optional().describe('Reduce motion'),
     network: z.enum(['offline', 'slow-3g', 'fast-3g', 'slow-4g', 'none']).optional().describe('Network'),
     cpu_slowdown: z.number().min(1).max(20).optional().describe('CPU ×slower'),
     geolocation: z
@@ -53,7 +53,7 @@ export const emulate = defineTool({
       .describe('Position'),
     timezone: z.string().min(1).max(64).optional().describe('IANA timezone'),
     locale: z.string().min(2).max(35).optional().describe('BCP 47 locale'),
-    reset: z.boolean().default(false).describe('Clear all first'),
+    reset: z.boolean().default(false).describe('Clear first'),
     tab: tabArgument,
   },
   output: pageOutput,

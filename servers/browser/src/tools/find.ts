@@ -10,14 +10,13 @@ function encodeCursor(generation: number, offset: number): string {
 export const find = defineTool({
   name: 'find',
   title: 'Find elements',
-  description:
-    'Finds elements by visible text or accessible name and/or role; each with its ref and where it is. Cheaper than a snapshot on large pages.',
+  description: 'Elements by text or accessible name and/or role, each with its ref and where it is.',
   input: {
-    text: z.string().min(1).max(500).optional().describe('Text or name contains'),
+    text: z.string().min(1).max(500).optional().describe('Text or name'),
     role: z.string().min(1).max(40).optional().describe('Role: button, link, textbox, heading…'),
-    limit: z.number().int().min(1).max(200).default(20).describe('Matches per answer'),
-    cursor: z.string().max(100).optional().describe('Continue (same query)'),
-    boxes: z.boolean().default(false).describe('Add bounding boxes'),
+    limit: z.number().int().min(1).max(200).default(20).describe('Per answer'),
+    cursor: z.string().max(100).optional().describe('Next page, same query'),
+    boxes: z.boolean().default(false).describe('With boxes'),
     max_tokens: maxTokensArgument,
     tab: tabArgument,
   },

@@ -12,6 +12,8 @@ export interface BrowserSettings {
   timeoutAction: number
   snapshotMaxChars: number
   uploadDirs: string[]
+  /** Where `to_file` writes large outputs (--output-dir); unset: answers only. */
+  outputDir?: string | undefined
 }
 
 /** What the browser tools get as `deps`. */
@@ -39,23 +41,29 @@ export const refArgument = z.string().describe('Ref from the snapshot')
 export const snapshotArgument = z
   .enum(['changes', 'full', 'none'])
   .default('changes')
-  .describe('Answer with: what changed, the full snapshot, or nothing')
+  .describe('Answer: changes, full page, none')
 export type SnapshotMode = 'changes' | 'full' | 'none'
+/** Writes a large output to a file of the output directory instead of the answer. */
+export const toFileArgument = z.boolean().default(false).describe('Into --output-dir')
+
+/** The output directory, or the error that says how to have one. */
+export function outputDirOf(settings: BrowserSettings): string {
+  if (!settings.outputDir)
+    throw new ToolError('invalid_argument', 'to_file needs an output directory', {
+      hint: 'Start the server with --output-dir DIR.',
+    })
+  return settings.outputDir
+}
+
 /** A per-answer budget: a longer answer is cut with a cursor to continue. */
-export const maxTokensArgument = z
-  .number()
-  .int()
-  .min(100)
-  .max(250_000)
-  .optional()
-  .describe('Answer budget (≈4 chars each)')
+export const maxTokensArgument = z.number().int().min(100).max(250_000).optional().describe('Token budget')
 
 /** Continues a cut list answer (console, network): the index of the next entry. */
 export const listCursorArgument = z
   .string()
   .regex(/^\d{1,6}$/, 'a cursor from an earlier answer')
   .optional()
-  .describe('Continue a cut answer')
+  .describe('From a cut answer')
 
 /**
  * Lines from `offset` that fit in `cap` characters (at least one), and the notice that says how
