@@ -1,6 +1,6 @@
 import { lineOf } from './find.js'
 import { readTree, TreeReader } from './page-tree.js'
-import { folds, renderFrom } from './snapshot.js'
+import { type AXNode, folds, renderFrom } from './snapshot.js'
 import type { Tab } from './tab.js'
 
 /** Changed elements described at most, in document order; the rest are counted. */
@@ -21,7 +21,7 @@ const WATCH = `(() => {
 // The outermost changed elements still in the document, in document order.
 const COLLECT = `(() => {
   const watch = globalThis.__keelWatch
-  if (!watch || !watch.observer) return { elements: [], more: 0 }
+  if (!watch || !watch.observer) return Object.assign([], { more: 0 })
   watch.observer.takeRecords().forEach((record) => watch.records.push(record.target))
   watch.observer.disconnect()
   watch.observer = null
@@ -36,7 +36,7 @@ const COLLECT = `(() => {
     return true
   })
   outer.sort((a, b) => (a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1))
-  return { elements: outer.slice(0, ${MAX_CHANGED}), more: Math.max(0, outer.length - ${MAX_CHANGED}) }
+  return Object.assign(outer.slice(0, ${MAX_CHANGED}), { more: Math.max(0, outer.length - ${MAX_CHANGED}) })
 })()`
 
 /**
@@ -71,13 +71,19 @@ export async function evaluateIsolated(tab: Tab, expression: string, byValue: bo
 }
 
 /** The backend node ids of the elements in a page array (by its object id), in order. */
-export async function backendIdsOf(tab: Tab, arrayObjectId: string): Promise<number[]> {
+export async function backendIdsOf(
+  tab: Tab,
+  arrayObjectId: string,
+  other?: (name: string, value: unknown) => void,
+): Promise<number[]> {
   const items = (await tab.cdp.send('Runtime.getProperties', {
     objectId: arrayObjectId,
     ownProperties: true,
   })) as {
-    result: Array<{ name: string; value?: { objectId?: string } }>
+    result: Array<{ name: string; value?: { objectId?: string; value?: unknown } }>
   }
+  // The array's other own properties (its length, a count it carries) go to `other`.
+  for (const item of items.result) if (!/^\d+$/.test(item.name)) other?.(item.name, item.value?.value)
   const objects = items.result
     .filter((item) => /^\d+$/.test(item.name) && item.value?.objectId)
     .sort((a, b) => Number(a.name) - Number(b.name))
@@ -99,16 +105,14 @@ export async function watchChanges(tab: Tab): Promise<void> {
 
 /** The backend node ids of the outermost elements changed since {@link watchChanges}, and how many more. */
 export async function changedElements(tab: Tab): Promise<{ ids: number[]; more: number }> {
+  // One array, its elements at 0…n and the count left out as `more`: one getProperties reads both.
   const objectId = (await evaluateIsolated(tab, COLLECT, false).catch(() => undefined)) as string | undefined
   if (!objectId) return { ids: [], more: 0 }
   try {
-    const { result } = (await tab.cdp.send('Runtime.getProperties', { objectId, ownProperties: true })) as {
-      result: Array<{ name: string; value?: { objectId?: string; value?: unknown } }>
-    }
-    const more = Number(result.find((property) => property.name === 'more')?.value?.value ?? 0)
-    const list = result.find((property) => property.name === 'elements')?.value?.objectId
-    if (!list) return { ids: [], more }
-    const ids = await backendIdsOf(tab, list)
+    let more = 0
+    const ids = await backendIdsOf(tab, objectId, (name, value) => {
+      if (name === 'more') more = Number(value ?? 0)
+    })
     return { ids, more }
   } finally {
     tab.cdp.send('Runtime.releaseObject', { objectId }).catch(() => undefined)
@@ -127,29 +131,29 @@ export async function describeChanges(
   maxChars: number,
 ): Promise<{ acted: string[]; changed: string[]; cut: boolean }> {
   const reader = await TreeReader.open(tab)
-  const acted: string[] = []
-  for (const id of targets) {
-    const node = await reader.ofElement(id).catch(() => undefined)
-    const line = node ? lineOf(tab, node) : ''
-    if (line) acted.push(line)
-  }
+  // Every element's node at once: the round trips overlap.
+  const nodeOf = (id: number) => reader.ofElement(id).catch(() => undefined)
+  const [actedNodes, changedNodes] = await Promise.all([
+    Promise.all(targets.map(nodeOf)),
+    Promise.all(changed.ids.map(nodeOf)),
+  ])
+  const acted = actedNodes.flatMap((node) => (node ? [lineOf(tab, node)] : [])).filter(Boolean)
+  const parts = changedNodes.filter((node): node is AXNode => node !== undefined)
+  const share = Math.max(500, Math.floor(maxChars / Math.max(1, parts.length)))
+  const { closed } = await readTree(
+    reader,
+    parts.map((node) => ({ node, indent: 0, shown: !folds(node) })),
+    Math.ceil(maxChars / 10),
+  )
   const lines: string[] = []
   let size = 0
   let cut = false
-  const share = Math.max(500, Math.floor(maxChars / Math.max(1, changed.ids.length)))
-  for (const id of changed.ids) {
+  for (const node of parts) {
     if (size >= maxChars) {
       cut = true
       break
     }
-    const node = await reader.ofElement(id).catch(() => undefined)
-    if (!node) continue
     const starts = [{ node, at: [], indent: 0, root: !folds(node) }]
-    const { closed } = await readTree(
-      reader,
-      [{ node, indent: 0, shown: !folds(node) }],
-      Math.ceil(share / 10),
-    )
     const part = renderFrom(reader.nodes, starts, tab.refs, { subtree: true, closed })
     let partSize = 0
     for (const line of part.lines) {
