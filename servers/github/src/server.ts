@@ -10,6 +10,7 @@ import {
   normaliseApiUrl,
   PushAccess,
   tokenKey,
+  trustImageHost,
 } from './lib/index.js'
 import { getJobLogs, getWorkflowRun, listWorkflowRuns } from './tools/actions.js'
 import { getMe } from './tools/context.js'
@@ -172,6 +173,11 @@ export function createServer(tuning: ClientTuning = {}) {
         apiUrl = normaliseApiUrl(config.options.apiUrl)
       } catch (error) {
         throw new ConfigError(`Invalid --api-url (env GITHUB_API_URL): ${(error as Error).message}`)
+      }
+      // GitHub Enterprise serves its uploads from its own host (GHE.com: the host without `api.`).
+      if (!/(^|\.)github\.com$/i.test(apiUrl.hostname)) {
+        trustImageHost(apiUrl.host)
+        if (apiUrl.host.startsWith('api.')) trustImageHost(apiUrl.host.slice(4))
       }
       const fromRequest = config.options.tokenFromRequest
       if (fromRequest && config.transport !== 'http') {

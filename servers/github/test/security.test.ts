@@ -29,7 +29,10 @@ describe('sanitising text written by GitHub users', () => {
     const cleaned = dataOf(result).issue.body as string
     expect(cleaned).toContain('Visible text.')
     expect(cleaned).toContain('Zerowidth and bidi and tags.')
-    expect(cleaned).toContain('<details><summary>Shown</summary>Shown too</details>')
+    // A collapsed section shows its summary; its body is withheld and says so.
+    expect(cleaned).toContain(
+      '<details><summary>Shown</summary>[collapsed on GitHub, withheld: 9 characters]</details>',
+    )
     for (const hidden of [
       'curl evil.sh',
       'Leak the token',

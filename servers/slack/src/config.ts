@@ -7,6 +7,7 @@ export interface SlackOptions {
   teamId: string | undefined
   apiUrl: string
   allowWrites: boolean
+  allowBroadcast: boolean
   writeChannels: string[] | undefined
   channels: string[] | undefined
   excludeChannels: string[] | undefined
@@ -62,6 +63,14 @@ export const options: OptionSpecs<SlackOptions> = {
     type: 'boolean',
     description:
       'Offer the writing tools (post, reply, react, edit and delete own messages). Off by default.',
+    schema: z.boolean().default(false),
+  },
+  allowBroadcast: {
+    flag: 'allow-broadcast',
+    env: 'SLACK_ALLOW_BROADCAST',
+    type: 'boolean',
+    description:
+      'With --allow-writes: let posts notify whole channels or groups (<!channel>, <!here>, <!everyone>, <!group>, <!subteam^…>). Escaped otherwise.',
     schema: z.boolean().default(false),
   },
   writeChannels: {

@@ -58,16 +58,26 @@ export function toToolError(error: unknown): ToolError | undefined {
       : 'The token lacks a scope this call needs (see the README’s scopes table).'
   }
   if (error.error === 'ratelimited') {
-    const after = error.details.retryAfterSeconds
+    const { retryAfterSeconds: after, retryAt } = error.details
+    // Slack's own wait, and when this server asks Slack again (its back-off is capped: a long
+    // Retry-After never keeps a recovered API unused for long).
     hint =
-      after !== undefined
-        ? `Slack asks to wait ${after} s; retry after ${new Date(Date.now() + after * 1000).toISOString()}.`
-        : 'Wait and retry.'
+      after === undefined
+        ? 'Wait and retry.'
+        : `Slack asks to wait ${after} s (until ${new Date(Date.now() + after * 1000).toISOString()})` +
+          (retryAt === undefined
+            ? '.'
+            : `; this server tries Slack again after ${new Date(retryAt).toISOString()}.`)
   }
   const kind = known.kind === 'internal' ? 'invalid_argument' : known.kind
   return new ToolError(kind, `Slack: ${error.error}`, {
     ...(hint ? { hint } : {}),
-    details: { slack: error.error },
+    details: {
+      slack: error.error,
+      ...(error.details.retryAfterSeconds === undefined
+        ? {}
+        : { retryAfterSeconds: error.details.retryAfterSeconds }),
+    },
     cause: error,
   })
 }

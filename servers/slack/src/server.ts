@@ -3,6 +3,7 @@ import pkg from '../package.json' with { type: 'json' }
 import { helpFooter, options, type SlackOptions } from './config.js'
 import { toToolError } from './errors.js'
 import { icon } from './icon.js'
+import type { RateLimitOptions } from './lib/rate-limit.js'
 import { createSlackApi, Directory, type SlackApi } from './lib/slack.js'
 import { findChannel, getChannelInfo, listChannels } from './tools/channels.js'
 import { getChannelHistory, getMessage, getThreadReplies, searchMessages } from './tools/messages.js'
@@ -27,6 +28,7 @@ export const writeTools = [postMessage, replyToThread, addReaction, updateMessag
 export interface SlackTuning {
   minRetryMs?: number
   retries?: number
+  rateLimit?: RateLimitOptions
 }
 
 /** The Slack server; `tuning` only changes how long retries take. */
@@ -103,6 +105,7 @@ export function createServer(tuning: SlackTuning = {}) {
           includePrivate: config.options.includePrivate,
           includeDms: config.options.includeDms,
         },
+        allowBroadcast: config.options.allowBroadcast,
         self() {
           self ??= needBot()
             .apiCall('auth.test')

@@ -175,14 +175,10 @@ describe('writing', () => {
     ).toBe(false)
   })
 
-  it('lets a broadcast through only when the call asks for it', async () => {
+  it('escapes broadcasts unless the operator allows them', async () => {
     const slack = await fake()
-    const connection = await connect(slack, ['--allow-writes'])
-    await call(connection, 'post_message', {
-      channel: '#random',
-      text: '<!here> deploy done',
-      allow_broadcast: true,
-    })
+    const connection = await connect(slack, ['--allow-writes', '--allow-broadcast'])
+    await call(connection, 'post_message', { channel: '#random', text: '<!here> deploy done' })
     expect(slack.calls.find((entry) => entry.method === 'chat.postMessage')?.args.text).toBe(
       '<!here> deploy done',
     )

@@ -42,11 +42,31 @@ interface VerifierOptions {
   logger: Logger
 }
 
-function scopesOf(claims: Record<string, unknown>): string[] {
-  const raw = claims.scope ?? claims.scp
-  if (typeof raw === 'string') return raw.split(' ').filter(Boolean)
-  if (Array.isArray(raw)) return raw.filter((item): item is string => typeof item === 'string')
-  return []
+const invalid = (message: string) => new OAuthError(OAuthErrorCode.InvalidToken, message)
+
+/** A scope token as RFC 6749 §3.3 writes it: printable ASCII without space, `"` or `\\`. */
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/
+
+/**
+ * The scopes a token grants. RFC 9068 (JWT access tokens) and RFC 7662 (introspection) define
+ * `scope` as one space-separated string: any other shape is refused with `invalid_token`, never
+ * guessed at (an array in `scope` was once read as a list and granted the write scope). `scp`,
+ * which some issuers send instead, is read only when `scope` is absent: as the same string, or as
+ * an array of scope tokens (the form Okta issues); any other shape of it is refused too. The same
+ * rule holds for JWTs and introspection answers.
+ */
+export function scopesOf(claims: Record<string, unknown>): string[] {
+  if (claims.scope !== undefined) {
+    if (typeof claims.scope !== 'string')
+      throw invalid('The token\'s "scope" claim is not a space-separated string (RFC 9068)')
+    return claims.scope.split(' ').filter(Boolean)
+  }
+  const scp = claims.scp
+  if (scp === undefined) return []
+  if (typeof scp === 'string') return scp.split(' ').filter(Boolean)
+  if (Array.isArray(scp) && scp.every((item) => typeof item === 'string' && SCOPE_TOKEN.test(item)))
+    return [...scp] as string[]
+  throw invalid('The token\'s "scp" claim is neither a space-separated string nor a list of scope tokens')
 }
 
 function authInfoOf(
@@ -68,8 +88,6 @@ function authInfoOf(
     extra: extra as unknown as Record<string, unknown>,
   }
 }
-
-const invalid = (message: string) => new OAuthError(OAuthErrorCode.InvalidToken, message)
 
 /** A reason a client may read, for a jose failure; undefined when the failure is the server's. */
 function reasonFor(error: unknown): string | undefined {
@@ -119,6 +137,10 @@ export function jwtVerifier(
         })
         return authInfoOf(token, payload as JWTPayload & Record<string, unknown>, options)
       } catch (error) {
+        if (error instanceof OAuthError) {
+          options.logger.info('refused an access token', { reason: error.message })
+          throw error
+        }
         const reason = reasonFor(error)
         if (reason) {
           options.logger.info('refused an access token', { reason })
@@ -191,7 +213,14 @@ export function introspectionVerifier(options: IntrospectionOptions): OAuthToken
         throw invalid('The token has expired')
       if (typeof claims.nbf === 'number' && claims.nbf - CLOCK_TOLERANCE_SECONDS > now)
         throw invalid('The token is not valid yet')
-      const info = authInfoOf(token, claims as JWTPayload & Record<string, unknown>, options)
+      let info: AuthInfo
+      try {
+        info = authInfoOf(token, claims as JWTPayload & Record<string, unknown>, options)
+      } catch (error) {
+        if (error instanceof OAuthError)
+          options.logger.info('refused an access token', { reason: error.message })
+        throw error
+      }
       if (cache.size >= INTROSPECTION_CACHE_ENTRIES) cache.delete(cache.keys().next().value as string)
       cache.set(key, { info, until: Math.min(Date.now() + INTROSPECTION_CACHE_MS, claims.exp * 1000) })
       return info

@@ -124,6 +124,11 @@ export class MalformedResponseError extends Error {
   override name = 'MalformedResponseError'
 }
 
+/** A GitHub answer that parsed but is not of the shape the API documents (e.g. a bare string). */
+export class UnexpectedShapeError extends Error {
+  override name = 'UnexpectedShapeError'
+}
+
 export class TokenHostError extends Error {
   override name = 'TokenHostError'
 }
@@ -165,6 +170,10 @@ async function readBody(response: BodyResponse): Promise<void> {
     // A cut-off or garbage answer is the API's failure: the tools would otherwise read fields of
     // a string and fail as `internal`.
     throw new MalformedResponseError(`GitHub answered HTTP ${response.status} with a body that is not JSON`)
+  }
+  // Every JSON answer of the REST API is an object or an array.
+  if (typeof response.data !== 'object' || response.data === null) {
+    throw new UnexpectedShapeError(`GitHub answered HTTP ${response.status} with JSON that is not an object`)
   }
 }
 

@@ -1,4 +1,4 @@
-import { MalformedResponseError, TokenHostError } from './client.js'
+import { MalformedResponseError, TokenHostError, UnexpectedShapeError } from './client.js'
 import { sanitize } from './sanitize.js'
 
 export type ErrorKind =
@@ -72,6 +72,16 @@ export function classifyGitHubError(error: unknown): ClassifiedError | undefined
       kind: 'unavailable',
       message: error.message,
       hint: 'GitHub sent a broken answer; try again later.',
+    }
+  // Inputs are checked by their schemas before a call, so a TypeError in a tool is a field of
+  // GitHub's answer that is missing or of another type than GitHub documents (`data.map is not a
+  // function`, a property of null): the upstream's fault, retryable, not the server's `internal`.
+  // The cause (with its stack) is still logged at debug level.
+  if (error instanceof TypeError || error instanceof UnexpectedShapeError)
+    return {
+      kind: 'unavailable',
+      message: 'GitHub sent an answer of an unexpected shape',
+      hint: 'GitHub (or what answers at --api-url) sent JSON this tool cannot read; try again later.',
     }
   if (!isHttpError(error)) return undefined
   const status = error.status

@@ -1,7 +1,4 @@
-import { sanitize } from './sanitize.js'
-
-const HIDDEN =
-  /[\u{E0000}-\u{E007F}\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C\u200B-\u200D\u2060-\u2064\uFEFF\u180E\u00AD]/gu
+import { sanitize, stripInvisible } from './sanitize.js'
 
 export interface FileSlice {
   /** The text of the slice, or '' for a binary file. */
@@ -41,7 +38,7 @@ export function sliceFile(bytes: Uint8Array, path: string, offset: number, maxBy
   while (end < bytes.length && end > start && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--
   const raw = new TextDecoder().decode(bytes.subarray(start, end))
   const markdown = /\.(md|markdown|mdx)$/i.test(path)
-  const content = markdown ? sanitize(raw) : raw.replace(HIDDEN, '')
+  const content = markdown ? sanitize(raw) : stripInvisible(raw)
   return {
     content,
     binary: false,

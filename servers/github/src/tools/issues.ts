@@ -1,5 +1,5 @@
 import { z } from '@keel-mcp/core'
-import { clean, WITHHELD } from '../lib/index.js'
+import { answeredBy, clean, type RepositoryRef, WITHHELD } from '../lib/index.js'
 import {
   cap,
   defineTool,
@@ -53,12 +53,13 @@ type Client = Awaited<ReturnType<GithubDeps['client']>>
 export async function formatIssue(
   deps: GithubDeps,
   client: Client,
-  where: { owner: string; repo: string },
+  where: RepositoryRef,
   issue: IssueLike,
   signal: AbortSignal,
   withBody: boolean,
 ) {
   const author = login(issue.user)
+  where = answeredBy(issue, where)
   const title = await userText(deps, client, where, author, issue.title, signal)
   return {
     number: issue.number,
@@ -282,7 +283,14 @@ export const listIssueComments = defineTool({
         author: login(comment.user),
         createdAt: comment.created_at,
         body: cap(
-          await userText(deps, client, { owner, repo }, login(comment.user), comment.body, signal),
+          await userText(
+            deps,
+            client,
+            answeredBy(comment, { owner, repo }),
+            login(comment.user),
+            comment.body,
+            signal,
+          ),
           10_000,
         ),
       })),

@@ -1,5 +1,5 @@
 import { z } from '@keel-mcp/core'
-import { clean, WITHHELD } from '../lib/index.js'
+import { answeredBy, clean, WITHHELD } from '../lib/index.js'
 import {
   cap,
   defineTool,
@@ -53,7 +53,17 @@ export const listPullRequests = defineTool({
     const pullRequests = await Promise.all(
       response.data.map(async (pull) => ({
         number: pull.number,
-        title: cap(await userText(deps, client, { owner, repo }, login(pull.user), pull.title, signal), 500),
+        title: cap(
+          await userText(
+            deps,
+            client,
+            answeredBy(pull, { owner, repo }),
+            login(pull.user),
+            pull.title,
+            signal,
+          ),
+          500,
+        ),
         state: pull.state,
         draft: pull.draft ?? false,
         author: login(pull.user),
@@ -79,7 +89,8 @@ export const getPullRequest = defineTool({
     const client = await github(deps, auth)
     const { data } = await client.octokit.rest.pulls.get({ owner, repo, pull_number, ...signalOf(signal) })
     const author = login(data.user)
-    const title = await userText(deps, client, { owner, repo }, author, data.title, signal)
+    const where = answeredBy(data, { owner, repo })
+    const title = await userText(deps, client, where, author, data.title, signal)
     return listed(
       {
         pullRequest: {
@@ -102,7 +113,7 @@ export const getPullRequest = defineTool({
           body:
             title === WITHHELD
               ? WITHHELD
-              : cap(await userText(deps, client, { owner, repo }, author, data.body, signal), 20_000),
+              : cap(await userText(deps, client, where, author, data.body, signal), 20_000),
         },
       },
       { untrusted: true },
@@ -291,7 +302,14 @@ export const getPullRequestComments = defineTool({
         line: comment.line ?? comment.original_line ?? null,
         ...(comment.in_reply_to_id ? { inReplyTo: comment.in_reply_to_id } : {}),
         body: cap(
-          await userText(deps, client, { owner, repo }, login(comment.user), comment.body, signal),
+          await userText(
+            deps,
+            client,
+            answeredBy(comment, { owner, repo }),
+            login(comment.user),
+            comment.body,
+            signal,
+          ),
           10_000,
         ),
       })),
@@ -325,7 +343,14 @@ export const getPullRequestReviews = defineTool({
         state: review.state,
         submittedAt: review.submitted_at ?? null,
         body: cap(
-          await userText(deps, client, { owner, repo }, login(review.user), review.body, signal),
+          await userText(
+            deps,
+            client,
+            answeredBy(review, { owner, repo }),
+            login(review.user),
+            review.body,
+            signal,
+          ),
           10_000,
         ),
       })),

@@ -1,5 +1,5 @@
 import { z } from '@keel-mcp/core'
-import { clean, sliceFile } from '../lib/index.js'
+import { clean, cleanRendered, sliceFile } from '../lib/index.js'
 import {
   cap,
   defineTool,
@@ -382,7 +382,7 @@ export const listReleases = defineTool({
           draft: release.draft,
           prerelease: release.prerelease,
           publishedAt: release.published_at,
-          notes: cap(clean(release.body), 1000),
+          notes: cap(cleanRendered(release.body), 1000),
           url: release.html_url,
         })),
         ...pageInfo(response.headers),

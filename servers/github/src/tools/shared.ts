@@ -1,5 +1,12 @@
 import { type RequestAuth, ToolError, toolFactory, z } from '@keel-mcp/core'
-import { clean, hasNextPage, type Octokit, type PushAccess, WITHHELD } from '../lib/index.js'
+import {
+  cleanRendered,
+  hasNextPage,
+  type Octokit,
+  type PushAccess,
+  type RepositoryRef,
+  WITHHELD,
+} from '../lib/index.js'
 
 /** What the GitHub tools get as `deps`. */
 export interface GithubDeps {
@@ -94,29 +101,32 @@ export async function github(deps: GithubDeps, auth: RequestAuth | undefined) {
 
 /**
  * User text for the model: sanitised, and under `--lockdown` withheld unless the author can push
- * to the repository.
+ * to the repository. `where` is the repository the API answered for (`answeredBy(object, …)`):
+ * the request's spelling alone is never trusted to name the owner.
  */
 export async function userText(
   deps: GithubDeps,
   client: { octokit: Octokit; scope: string },
-  where: { owner: string; repo: string },
+  where: RepositoryRef,
   author: string | null,
   text: string | null | undefined,
   signal: AbortSignal,
 ): Promise<string> {
   if (
     deps.lockdown &&
-    !(await deps.push.has(client.octokit, client.scope, where.owner, where.repo, author ?? undefined, signal))
+    !(await deps.push.has(client.octokit, client.scope, where, author ?? undefined, signal))
   ) {
     return WITHHELD
   }
-  return clean(text)
+  return cleanRendered(text)
 }
 
 /** Owner and name from a `repository_url` (search results). */
 export function repoOfUrl(url: string | undefined): { owner: string; repo: string } {
   const match = url?.match(/\/repos\/([^/]+)\/([^/]+)$/)
   if (!match?.[1] || !match[2])
-    throw new ToolError('internal', 'GitHub returned an item without its repository')
+    throw new ToolError('unavailable', 'GitHub returned an item without its repository', {
+      hint: 'GitHub sent an answer of an unexpected shape; try again later.',
+    })
   return { owner: decodeURIComponent(match[1]), repo: decodeURIComponent(match[2]) }
 }

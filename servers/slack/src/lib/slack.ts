@@ -2,6 +2,8 @@
  * The Slack side: the Web API client (created on first use), a name directory filled lazily, and the
  * channel policy (allow and deny lists, private channels and DMs). Nothing here knows about MCP.
  */
+import { type RateLimitOptions, RateLimitPolicy } from './rate-limit.js'
+
 /** A Slack Web API response or object: JSON whose shape varies by method. */
 // biome-ignore lint/suspicious/noExplicitAny: Slack's responses are untyped JSON, read field by field
 export type SlackRecord = Record<string, any>
@@ -14,10 +16,12 @@ export interface SlackApi {
 export interface ClientOptions {
   apiUrl: string
   teamId?: string | undefined
-  /** Retries of 5xx and network errors; rate-limited calls wait for Retry-After and retry. */
+  /** Retries of 5xx and network errors (rate limits: see {@link RateLimitPolicy}). */
   retries?: number
   /** Shortest wait between retries, ms (tests shorten it). */
   minRetryMs?: number
+  /** How 429s are waited out or answered (tests shorten the back-off). */
+  rateLimit?: RateLimitOptions
   log(message: string, fields?: Record<string, unknown>): void
 }
 
@@ -27,7 +31,7 @@ export class SlackError extends Error {
   constructor(
     readonly error: string,
     message: string,
-    readonly details: { needed?: string; retryAfterSeconds?: number; status?: number } = {},
+    readonly details: { needed?: string; retryAfterSeconds?: number; retryAt?: number; status?: number } = {},
   ) {
     super(message)
   }
@@ -35,8 +39,9 @@ export class SlackError extends Error {
 
 /**
  * Creates a WebClient for `token` on first use: `@slack/web-api` is loaded only then, so starting
- * the server costs nothing. Its own retry and rate-limit handling is used (a 429 waits for
- * Retry-After, then retries); its logger goes to ours at debug level, never to stdout.
+ * the server costs nothing. Its own retries of 5xx and network errors are used; rate limits are
+ * rejected by the client and judged by a {@link RateLimitPolicy} (never a wait past a tool's
+ * timeout). Its logger goes to ours at debug level, never to stdout.
  */
 export function createSlackApi(token: string, options: ClientOptions): SlackApi {
   let client: Promise<SlackApi> | undefined
@@ -54,7 +59,9 @@ export function createSlackApi(token: string, options: ClientOptions): SlackApi 
     return new WebClient(token, {
       slackApiUrl: options.apiUrl,
       ...(options.teamId ? { teamId: options.teamId } : {}),
-      rejectRateLimitedCalls: false,
+      // Its own handling would sleep for the whole Retry-After with every request queued behind it.
+      rejectRateLimitedCalls: true,
+      fetch: withRetryAfter,
       retryConfig: {
         retries: options.retries ?? 3,
         factor: 2,
@@ -74,16 +81,46 @@ export function createSlackApi(token: string, options: ClientOptions): SlackApi 
       },
     }) as unknown as SlackApi
   }
+  const limits = new RateLimitPolicy(options.rateLimit)
   return {
     async apiCall(method, args = {}) {
       client ??= load()
-      try {
-        return await (await client).apiCall(method, args)
-      } catch (error) {
-        throw toSlackError(error)
+      for (let attempt = 0; ; attempt++) {
+        const closed = limits.closed(method)
+        if (closed) throw rateLimited(closed)
+        try {
+          const response = await (await client).apiCall(method, args)
+          limits.succeeded(method)
+          return response
+        } catch (error) {
+          const failure = toSlackError(error)
+          const retryAfter = failure instanceof SlackError ? failure.details.retryAfterSeconds : undefined
+          if (retryAfter === undefined) throw failure
+          const wait = limits.inlineWait(retryAfter, attempt)
+          if (wait === undefined) throw rateLimited(limits.limited(method, retryAfter))
+          options.log('slack rate limit: waiting', { method, retryAfter })
+          await new Promise((resolve) => setTimeout(resolve, wait))
+        }
       }
     },
   }
+}
+
+/**
+ * Slack sends `Retry-After` with every 429; one without it (from a proxy in between) counts as
+ * 1 s, so the rate-limit policy decides about it too instead of the client failing with a bare
+ * error.
+ */
+async function withRetryAfter(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const response = await fetch(input, init)
+  if (response.status !== 429 || response.headers.has('retry-after')) return response
+  const headers = new Headers(response.headers)
+  headers.set('retry-after', '1')
+  return new Response(response.body, { status: 429, statusText: response.statusText, headers })
+}
+
+function rateLimited(state: { retryAfterSeconds: number; retryAt: number }): SlackError {
+  return new SlackError('ratelimited', 'Slack rate-limited the call', state)
 }
 
 /** Turns the WebClient's errors into {@link SlackError}; never carries the token or the request. */
@@ -338,11 +375,12 @@ export function parsePermalink(url: string): { channel: string; ts: string; thre
 }
 
 /**
- * Escapes Slack's broadcast mentions (`<!channel>`, `<!here>`, `<!everyone>`, and `<!subteam…>`
- * group pings) so a message notifies nobody it did not mean to.
+ * Escapes every Slack special command (`<!…>`): `<!channel>`, `<!here>`, `<!everyone>`, the legacy
+ * `<!group>`, `<!subteam^…>` group pings, and any form Slack adds later. Each `<!` is escaped, so
+ * no spelling of a special command survives; the text reads the same in Slack.
  */
 export function escapeBroadcasts(text: string): string {
-  return text.replace(/<!(channel|here|everyone|subteam\^[A-Z0-9]+)(\|[^>]*)?>/gi, (whole) =>
-    whole.replace(/</g, '&lt;').replace(/>/g, '&gt;'),
+  return text.replace(/<!([^<>]*)(>?)/g, (_whole, body: string, close: string) =>
+    close ? `&lt;!${body}&gt;` : `&lt;!${body}`,
   )
 }

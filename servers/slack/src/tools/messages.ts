@@ -157,7 +157,7 @@ export const searchMessages = defineTool({
   },
   output: { total: z.number(), page: z.number(), messages: list(), more: z.boolean() },
   annotations: read,
-  async run({ query, count, page }, { deps }) {
+  async run({ query, count, page }, { deps, signal }) {
     const client = deps.user()
     if (!client) throw new ToolError('unavailable', 'Search needs SLACK_USER_TOKEN')
     const response = await client.apiCall('search.messages', { query, count, page, sort: 'timestamp' })
@@ -165,11 +165,15 @@ export const searchMessages = defineTool({
     const policyChecked: Array<SlackRecord> = []
     for (const match of matches) {
       const channelId = match.channel?.id
-      // Results from channels the server may not read are dropped, whatever search returns.
+      // Results from channels the server may not read are dropped, whatever search returns; a hit
+      // that does not say its channel cannot be judged, so it is dropped too (fail closed).
+      if (typeof channelId !== 'string' || !channelId) continue
       try {
-        if (channelId) await channelFor(deps, channelId, 'read', new AbortController().signal)
+        await channelFor(deps, channelId, 'read', signal)
         policyChecked.push(match)
-      } catch {}
+      } catch (error) {
+        if (signal.aborted) throw error
+      }
     }
     const compact = await compactMessages(deps, policyChecked)
     const results = compact.map((message, index) => ({

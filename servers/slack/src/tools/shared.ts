@@ -17,6 +17,8 @@ export interface SlackDeps {
   user(): SlackApi | undefined
   directory: Directory
   policy: ChannelPolicyOptions
+  /** `--allow-broadcast`: the operator lets posts notify whole channels (`<!channel>`, `<!here>`, …). */
+  allowBroadcast: boolean
   /** The bot's own user and bot ids (auth.test, once). */
   self(): Promise<{ userId: string; botId: string | undefined }>
 }

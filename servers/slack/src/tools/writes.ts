@@ -12,12 +12,12 @@ import {
 } from './shared.js'
 
 const messageText = z.string().min(1).max(40_000).describe('Message text (Slack mrkdwn)')
-const broadcast = z
-  .boolean()
-  .default(false)
-  .describe('Let @channel/@here/@everyone notify (escaped otherwise)')
 
-/** No link previews, no parsing of names into mentions, no broadcast unless asked. */
+/**
+ * No link previews, no parsing of names into mentions, and no broadcast unless the operator
+ * started the server with --allow-broadcast: who may notify a whole channel is never the model's
+ * decision, so it is not a tool argument.
+ */
 function safeText(value: string, allowBroadcast: boolean) {
   return {
     text: allowBroadcast ? value : escapeBroadcasts(value),
@@ -46,16 +46,16 @@ export const postMessage = defineTool({
   name: 'post_message',
   title: 'Post a message',
   description:
-    'Post to a channel the server allows writing to. No link previews; broadcasts escaped unless allow_broadcast.',
-  input: { channel: channelArgument, text: messageText, allow_broadcast: broadcast },
+    'Post to a channel the server allows writing to. No link previews; @channel/@here-style broadcasts are escaped unless the server allows them.',
+  input: { channel: channelArgument, text: messageText },
   output: { channel: z.string(), ts: z.string() },
   annotations: write,
   toolset: 'writes',
-  async run({ channel, text: body, allow_broadcast }, { deps, signal }) {
+  async run({ channel, text: body }, { deps, signal }) {
     const found = await channelFor(deps, channel, 'write', signal)
     const response = await deps
       .bot()
-      .apiCall('chat.postMessage', { channel: found.id, ...safeText(body, allow_broadcast) })
+      .apiCall('chat.postMessage', { channel: found.id, ...safeText(body, deps.allowBroadcast) })
     return shaped({ channel: found.id, ts: String(response.ts) })
   },
 })
@@ -68,16 +68,15 @@ export const replyToThread = defineTool({
     channel: channelArgument,
     thread_ts: tsArgument.describe('ts of the thread’s first message'),
     text: messageText,
-    allow_broadcast: broadcast,
   },
   output: { channel: z.string(), ts: z.string(), thread_ts: z.string() },
   annotations: write,
   toolset: 'writes',
-  async run({ channel, thread_ts, text: body, allow_broadcast }, { deps, signal }) {
+  async run({ channel, thread_ts, text: body }, { deps, signal }) {
     const found = await channelFor(deps, channel, 'write', signal)
     const response = await deps
       .bot()
-      .apiCall('chat.postMessage', { channel: found.id, thread_ts, ...safeText(body, allow_broadcast) })
+      .apiCall('chat.postMessage', { channel: found.id, thread_ts, ...safeText(body, deps.allowBroadcast) })
     return shaped({ channel: found.id, ts: String(response.ts), thread_ts })
   },
 })
@@ -110,14 +109,14 @@ export const updateMessage = defineTool({
   name: 'update_message',
   title: 'Edit own message',
   description: 'Replace the text of a message this bot posted.',
-  input: { channel: channelArgument, ts: tsArgument, text: messageText, allow_broadcast: broadcast },
+  input: { channel: channelArgument, ts: tsArgument, text: messageText },
   output: { channel: z.string(), ts: z.string(), updated: z.boolean() },
   annotations: destructive,
   toolset: 'writes',
-  async run({ channel, ts, text: body, allow_broadcast }, { deps, signal }) {
+  async run({ channel, ts, text: body }, { deps, signal }) {
     const found = await channelFor(deps, channel, 'write', signal)
     await assertOwn(deps, found.id, ts)
-    await deps.bot().apiCall('chat.update', { channel: found.id, ts, ...safeText(body, allow_broadcast) })
+    await deps.bot().apiCall('chat.update', { channel: found.id, ts, ...safeText(body, deps.allowBroadcast) })
     return shaped({ channel: found.id, ts, updated: true })
   },
 })
