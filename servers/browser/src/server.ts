@@ -18,6 +18,7 @@ import type { BrowserDeps } from './tools/shared.js'
 import { snapshot } from './tools/snapshot.js'
 import { saveStorageState } from './tools/storage.js'
 import { closeTab, listTabs, newTab, selectTab } from './tools/tabs.js'
+import { performanceTrace } from './tools/trace.js'
 import { clickAt, dragAt, typeAt } from './tools/vision.js'
 
 /** Always offered. */
@@ -92,6 +93,7 @@ export function createServer(tuning: BrowserTuning = {}) {
       ...(config.options.caps.includes('vision') ? visionTools : []),
       ...(config.options.caps.includes('network') ? networkTools : []),
       ...(config.options.outputDir ? [saveStorageState] : []),
+      ...(config.options.caps.includes('devtools') ? [performanceTrace] : []),
     ],
     // Cheap on purpose: nothing is discovered, loaded or launched until the first call needs a page.
     createDeps({ config, logger }) {

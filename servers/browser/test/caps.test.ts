@@ -19,7 +19,7 @@ beforeAll(async () => {
   connection = await connect([
     '--allow-private-network',
     '--caps',
-    'vision,downloads,network',
+    'vision,downloads,network,devtools',
     '--download-dir',
     downloadDir,
     '--output-dir',
@@ -198,5 +198,23 @@ describe('storage state', () => {
     } finally {
       await fresh.close()
     }
+  })
+})
+
+describe('--caps devtools', () => {
+  it('traces a click that blocks the main thread and reports its long task, with the trace in a file', async () => {
+    const page = await call(connection, 'navigate', { url: `${fixtures.url}/busy` })
+    const started = await call(connection, 'performance_trace', { action: 'start' })
+    expect(started.text).toContain('Tracing tab')
+    await call(connection, 'click', { ref: refOf(page.text, /button "Block"/) })
+    const report = await call(connection, 'performance_trace', { action: 'stop' })
+    expect(report.isError, report.text).toBe(false)
+    const longest = Number(
+      /Long tasks \(> 50 ms on the main thread\): \d+, longest ([\d.]+) ms/.exec(report.text)?.[1],
+    )
+    expect(longest).toBeGreaterThanOrEqual(240)
+    expect(report.text).toMatch(/The whole trace: \S+trace-\S+\.json/)
+    const again = await call(connection, 'performance_trace', { action: 'stop' })
+    expect(again.text).toMatch(/^not_found: No trace is running/)
   })
 })

@@ -60,7 +60,7 @@ describe('browser contract', () => {
     }
     const more = await connect([
       '--caps',
-      'vision,downloads,network',
+      'vision,downloads,network,devtools',
       '--download-dir',
       '.',
       '--output-dir',
@@ -77,6 +77,7 @@ describe('browser contract', () => {
           'network_request',
           'route',
           'save_storage_state',
+          'performance_trace',
         ]),
       )
     } finally {

@@ -83,6 +83,11 @@ const PAGES: Record<string, (url: URL) => string> = {
       'Store',
       `<h1>Store</h1><p id="out"></p><script>${url.searchParams.has('set') ? "localStorage.setItem('theme', 'dark');" : ''}out.textContent = 'theme=' + localStorage.getItem('theme')</script>`,
     ),
+  '/busy': () =>
+    page(
+      'Busy',
+      `<h1>Busy</h1><p id="out">idle</p><button onclick="const end = performance.now() + 250; while (performance.now() < end) {} out.textContent = 'done'">Block</button>`,
+    ),
   '/noisy': () =>
     page(
       'Noisy',
