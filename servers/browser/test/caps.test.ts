@@ -46,6 +46,11 @@ async function centreOf(text: string): Promise<{ x: number; y: number }> {
 describe('--caps vision', () => {
   it('clicks and types at coordinates read from bounding boxes', async () => {
     await call(connection, 'navigate', { url: `${fixtures.url}/counter` })
+    const boxed = await call(connection, 'snapshot', { boxes: true })
+    const box = /button "Increment" #e\d+ \[box (\d+),(\d+),(\d+),(\d+)\]/.exec(boxed.text)
+    expect(box).not.toBeNull()
+    const [x, y, width, height] = (box ?? []).slice(1).map(Number) as [number, number, number, number]
+    expect(await centreOf('Increment')).toEqual({ x: x + width / 2, y: y + height / 2 })
     const clicked = await call(connection, 'click_at', await centreOf('Increment'))
     expect(clicked.isError, clicked.text).toBe(false)
     expect(clicked.text).toContain('Clicked at')

@@ -102,7 +102,7 @@ const SEARCH = `(query) => {
   const boxes = query.boxes
     ? page.map((element) => {
         const rect = element.getBoundingClientRect()
-        return [rect.left + scrollX, rect.top + scrollY, rect.width, rect.height].map(Math.round)
+        return [rect.left, rect.top, rect.width, rect.height].map(Math.round)
       })
     : []
   return { elements: page, where, boxes, total: found.length }

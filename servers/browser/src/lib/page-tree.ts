@@ -1,3 +1,4 @@
+import { withBoxes } from './boxes.js'
 import { evaluateIsolated } from './changes.js'
 import {
   type AXNode,
@@ -274,11 +275,12 @@ export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<
   }
   const stop = shown < lines.length ? paths[shown] : rendered.cut
   const cursor = stop ? encodeCursor(tab, ref, stop) : undefined
-  let body = lines.slice(0, shown).join('\n')
+  const kept = lines.slice(0, shown)
+  let body = (options.boxes ? await withBoxes(tab, kept) : kept).join('\n')
   if (resume) body = `(continued)\n${body}`
   if (cursor)
     body +=
       `\n[Snapshot cut at ${options.maxChars} characters. More: snapshot cursor="${cursor}". ` +
       'Or narrow it: snapshot ref=<a ref above>, a smaller depth, or find.]'
-  return { lines: lines.slice(0, shown), text: body, truncated: !!cursor, refs: rendered.refs, cursor }
+  return { lines: kept, text: body, truncated: !!cursor, refs: rendered.refs, cursor }
 }

@@ -114,6 +114,8 @@ export interface SnapshotOptions {
   maxChars: number
   /** Where an earlier, cut snapshot stopped (its `cursor`). */
   cursor?: string | undefined
+  /** Add each ref's bounding box (viewport CSS px). */
+  boxes?: boolean | undefined
 }
 
 export interface Snapshot {

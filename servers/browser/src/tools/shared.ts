@@ -185,6 +185,7 @@ export async function fullSnapshot(
     depth?: number | undefined
     cursor?: string | undefined
     maxChars?: number | undefined
+    boxes?: boolean | undefined
   } = {},
 ): Promise<{ data: { tab: string; url: string }; text: string }> {
   if (tab.dialog) {

@@ -28,17 +28,18 @@ export const snapshot = defineTool({
     depth: z.number().int().min(1).max(100).optional().describe('Levels'),
     cursor: z.string().max(2000).optional().describe('From a cut one'),
     max_tokens: maxTokensArgument,
+    boxes: z.boolean().default(false).describe('With boxes'),
     to_file: toFileArgument,
     tab: tabArgument,
   },
   output: pageOutput,
   annotations: browse,
-  async run({ ref, depth, cursor, max_tokens, to_file, tab: tabId }, context) {
+  async run({ ref, depth, cursor, max_tokens, boxes, to_file, tab: tabId }, context) {
     const { settings } = context.deps
     if (to_file) {
       const dir = outputDirOf(settings)
       return onTab(context, tabId, async (tab) => {
-        const whole = await takeSnapshot(tab, { ref, depth, cursor, maxChars: FILE_MAX_CHARS })
+        const whole = await takeSnapshot(tab, { ref, depth, cursor, boxes, maxChars: FILE_MAX_CHARS })
         const file = await writeOutput(dir, 'snapshot', tab.id, 'txt', whole.text)
         return {
           data: pageInfo(tab),
@@ -47,7 +48,7 @@ export const snapshot = defineTool({
       })
     }
     return onTab(context, tabId, (tab) =>
-      fullSnapshot(tab, settings, { ref, depth, cursor, maxChars: capOf(settings, max_tokens) }),
+      fullSnapshot(tab, settings, { ref, depth, cursor, boxes, maxChars: capOf(settings, max_tokens) }),
     )
   },
 })
