@@ -146,6 +146,10 @@ describe('--caps network', () => {
     expect(detail.text).not.toContain('s3cret')
     expect(detail.text).toContain('request body (3 chars):\nq=1')
     expect(detail.text).toContain('response body (15 chars):\n{"mocked":true}')
+    const saved = await call(connection, 'network_request', { id, to_file: true })
+    const file = /written to (\S+)/.exec(saved.text)?.[1] ?? ''
+    expect(file.startsWith(`${outputDir}/response-`)).toBe(true)
+    expect(await readFile(file, 'utf8')).toBe('{"mocked":true}')
     const removed = await call(connection, 'route', { pattern: '*/api/*', action: 'remove' })
     expect(removed.text).toBe('Rules (first match wins):\nblock *.png')
     const missing = await call(connection, 'network_request', { id: 99_999 })
@@ -165,7 +169,8 @@ describe('--output-dir', () => {
     const shot = await call(connection, 'take_screenshot', { to_file: true })
     const image = /written to (\S+) /.exec(shot.text)?.[1] ?? ''
     expect((await readFile(image)).subarray(1, 4).toString()).toBe('PNG')
-    expect((await readdir(outputDir)).length).toBe(2)
+    const files = await readdir(outputDir)
+    expect(files.filter((name) => /^(snapshot|screenshot)-/.test(name))).toHaveLength(2)
   })
 
   it('refuses to_file without an output directory, before touching a browser', async () => {

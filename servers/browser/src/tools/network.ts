@@ -1,4 +1,5 @@
 import { ToolError, z } from '@keel-mcp/core'
+import { writeOutput } from '../lib/output.js'
 import { globToRegExp } from '../lib/routes.js'
 import { shownUrl } from '../lib/url.js'
 import {
@@ -8,8 +9,10 @@ import {
   defineTool,
   maxTokensArgument,
   onTab,
+  outputDirOf,
   sessionOf,
   tabArgument,
+  toFileArgument,
   untrusted,
 } from './shared.js'
 
@@ -33,12 +36,14 @@ export const networkRequest = defineTool({
   input: {
     id: z.number().int().min(1).describe('Id from network_requests'),
     max_tokens: maxTokensArgument,
+    to_file: toFileArgument,
     tab: tabArgument,
   },
   output: { tab: z.string(), id: z.number(), status: z.number().optional() },
   annotations: { ...browse, idempotentHint: true },
-  async run({ id, max_tokens, tab: tabId }, context) {
+  async run({ id, max_tokens, to_file, tab: tabId }, context) {
     const cap = capOf(context.deps.settings, max_tokens)
+    const dir = to_file ? outputDirOf(context.deps.settings) : undefined
     return onTab(context, tabId, async (tab) => {
       const entry = tab.network.find((candidate) => candidate.id === id)
       if (!entry)
@@ -58,7 +63,12 @@ export const networkRequest = defineTool({
         const type = response.headers()['content-type'] ?? ''
         const body = await response.buffer().catch(() => undefined)
         if (!body) lines.push('response body: not kept by the browser (redirect, evicted or none)')
-        else if (!TEXTUAL.test(type))
+        else if (dir) {
+          const file = await writeOutput(dir, 'response', tab.id, 'body', body)
+          lines.push(
+            `response body: ${file.bytes} bytes of ${type || 'unknown type'}, written to ${file.path}`,
+          )
+        } else if (!TEXTUAL.test(type))
           lines.push(`response body: ${body.byteLength} bytes of ${type || 'unknown type'}`)
         else {
           const text = body.toString('utf8')
