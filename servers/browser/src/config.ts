@@ -24,6 +24,9 @@ export interface BrowserOptions {
   timeoutAction: number
   snapshotMaxChars: number
   noSandbox: boolean
+  maxContexts: number
+  maxTabs: number
+  maxMemory: number
 }
 
 const milliseconds = (fallback: number) =>
@@ -179,6 +182,30 @@ export const options: OptionSpecs<BrowserOptions> = {
     description: 'Snapshot size cap in characters (default 25000).',
     schema: z.coerce.number({ error: 'must be a number' }).int().min(1000).max(1_000_000).default(25_000),
   },
+  maxContexts: {
+    flag: 'max-contexts',
+    env: 'BROWSER_MAX_CONTEXTS',
+    type: 'string',
+    placeholder: 'n',
+    description: 'Browser contexts at once, one per HTTP session (default 8).',
+    schema: z.coerce.number({ error: 'must be a number' }).int().min(1).max(256).default(8),
+  },
+  maxTabs: {
+    flag: 'max-tabs',
+    env: 'BROWSER_MAX_TABS',
+    type: 'string',
+    placeholder: 'n',
+    description: 'Tabs per session, pop-ups included (default 20).',
+    schema: z.coerce.number({ error: 'must be a number' }).int().min(1).max(1000).default(20),
+  },
+  maxMemory: {
+    flag: 'max-memory',
+    env: 'BROWSER_MAX_MEMORY',
+    type: 'string',
+    placeholder: 'MiB',
+    description: "Chromium's memory (all its processes) above which no tab or context opens (default 2048).",
+    schema: z.coerce.number({ error: 'must be a number of MiB' }).int().min(1).max(1_048_576).default(2048),
+  },
   noSandbox: {
     flag: 'no-sandbox',
     env: 'BROWSER_NO_SANDBOX',
@@ -195,5 +222,6 @@ export const helpFooter = `Browser discovery: --executable-path or PUPPETEER_EXE
 The browser starts on the first call that needs it. Refused by default: file:, chrome:, devtools:,
 view-source:, javascript: and top-level data: URLs; loopback, private and link-local addresses
 (also through DNS names and redirects, for pages and for every request they make).
---allowed-origins / --blocked-origins name the sites the browser may or may not reach; the
-Origin header check for MCP clients over HTTP is --http-allowed-origins here.`
+--allowed-origins / --blocked-origins name the sites the browser may or may not reach (a block
+holds for every name and spelling of the blocked address and port); the Origin header check for
+MCP clients over HTTP is --http-allowed-origins here.`

@@ -1,8 +1,10 @@
 import { ToolError } from '@keel-mcp/core'
-import { TabGoneError } from './lib/browser.js'
+import { BrowserLimitError, TabGoneError } from './lib/browser.js'
 import { INSTALL_HINT, NoBrowserError } from './lib/discover.js'
 import { NotVisibleError } from './lib/element.js'
-import { StaleRefError } from './lib/tab.js'
+import { PageTooLargeError } from './lib/limits.js'
+import { CallTimeoutError, StaleRefError } from './lib/tab.js'
+import { UploadError } from './lib/upload.js'
 
 /** Browser and puppeteer failures as tool errors the model can act on (pure). */
 export function toToolError(error: unknown): ToolError | undefined {
@@ -11,6 +13,18 @@ export function toToolError(error: unknown): ToolError | undefined {
     return new ToolError('not_found', error.message, { hint: 'Call snapshot for fresh refs.' })
   if (error instanceof TabGoneError)
     return new ToolError('not_found', error.message, { hint: 'list_tabs shows the open tabs.' })
+  if (error instanceof BrowserLimitError)
+    return new ToolError('rate_limited', error.message, { hint: error.hint })
+  if (error instanceof PageTooLargeError)
+    return new ToolError('too_large', error.message, { hint: error.hint })
+  if (error instanceof CallTimeoutError)
+    return new ToolError('timeout', error.message, {
+      hint: 'The page is busy or very large. Other tabs still answer; close_tab closes this one, navigate elsewhere in a new_tab.',
+    })
+  if (error instanceof UploadError)
+    return new ToolError(error.kind, error.message, {
+      hint: 'Files can be uploaded only from the upload directories (--upload-dir), never through a symbolic link.',
+    })
   if (error instanceof NoBrowserError)
     return new ToolError('unavailable', error.message, { hint: INSTALL_HINT })
   if (error instanceof NotVisibleError)

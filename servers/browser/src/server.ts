@@ -6,6 +6,7 @@ import { icon } from './icon.js'
 import { BrowserHost } from './lib/browser.js'
 import { parseOriginPattern, UrlPolicy } from './lib/policy.js'
 import { readStorageState, type StorageState } from './lib/storage-state.js'
+import { UploadStore } from './lib/upload.js'
 import { click, drag, fillForm, hover, pressKey, selectOption, type } from './tools/actions.js'
 import { downloads } from './tools/downloads.js'
 import { emulate } from './tools/emulate.js'
@@ -137,6 +138,11 @@ export function createServer(tuning: BrowserTuning = {}) {
           downloadDir: downloads ? settings.downloadDir : undefined,
           extraArgs: tuning.extraArgs ?? [],
           storageState,
+          limits: {
+            contexts: settings.maxContexts,
+            tabs: settings.maxTabs,
+            memoryBytes: settings.maxMemory * 1024 * 1024,
+          },
           dialOverride: tuning.dialOverride,
         },
         policy,
@@ -145,6 +151,7 @@ export function createServer(tuning: BrowserTuning = {}) {
       tuning.onHost?.(host)
       return {
         host,
+        uploads: new UploadStore(settings.uploadDirs),
         watched: new Set<string>(),
         settings: {
           timeoutNavigation: settings.timeoutNavigation,
@@ -155,7 +162,10 @@ export function createServer(tuning: BrowserTuning = {}) {
         },
       }
     },
-    dispose: (deps) => deps.host.dispose(),
+    dispose: async (deps) => {
+      await deps.host.dispose()
+      await deps.uploads.dispose()
+    },
     mapError: (error) => toToolError(error),
   })
 }

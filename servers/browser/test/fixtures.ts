@@ -197,6 +197,36 @@ export async function startFixtures(): Promise<Fixtures> {
       const script = `const socket = new WebSocket(${to}); socket.onopen = () => console.log('socket open'); socket.onerror = () => console.error('socket failed')`
       return html(page('WebSocket', `<h1>WebSocket</h1><script>${script}</script>`))
     }
+    if (url.pathname === '/egress') {
+      // Every other way out a page has, aimed at ?udp= and ?tcp= ports on 127.0.0.1.
+      const udp = Number(url.searchParams.get('udp'))
+      const tcp = Number(url.searchParams.get('tcp'))
+      const at = (port: number) => `127.0.0.1:${port}`
+      const script = `
+        const turn = { username: 'u', credential: 'p' }
+        const peer = new RTCPeerConnection({ iceServers: [
+          { urls: 'stun:${at(udp)}' }, { urls: 'stun:${at(tcp)}' },
+          { urls: 'turn:${at(udp)}?transport=udp', ...turn }, { urls: 'turn:${at(tcp)}?transport=tcp', ...turn },
+        ] })
+        peer.createDataChannel('leak')
+        peer.onicegatheringstatechange = () => { if (peer.iceGatheringState === 'complete') console.log('gathering complete') }
+        peer.createOffer().then((offer) => peer.setLocalDescription(offer))
+        try { new WebTransport('https://${at(udp)}/').ready.catch(() => console.log('webtransport failed')) } catch { console.log('webtransport failed') }
+        try { new WebSocket('ws://${at(tcp)}/') } catch {}
+        fetch('http://${at(tcp)}/fetch', { mode: 'no-cors' }).catch(() => {})
+        navigator.sendBeacon('http://${at(tcp)}/beacon', 'x')
+        new EventSource('http://${at(tcp)}/events')`
+      const links = ['preconnect', 'dns-prefetch', 'prefetch', 'preload" as="fetch']
+        .map((rel) => `<link rel="${rel}" href="http://${at(tcp)}/${rel.split('"')[0]}">`)
+        .join('')
+      return html(page('Egress', `<h1>Egress</h1><script>${script}</script>`, links))
+    }
+    if (url.pathname === '/fetch') {
+      // A page that fetches each ?to= and logs what became of it.
+      const targets = JSON.stringify(url.searchParams.getAll('to'))
+      const script = `for (const to of ${targets}) fetch(to, { mode: 'no-cors' }).then(() => console.log('fetched ' + to), () => console.log('refused ' + to))`
+      return html(page('Fetch', `<h1>Fetch</h1><script>${script}</script>`))
+    }
     if (url.pathname === '/cookie') {
       // Shows the cookie the browser sent; ?set=v sets one (per browser context).
       const set = url.searchParams.get('set')

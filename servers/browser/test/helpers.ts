@@ -14,6 +14,11 @@ export const testServer = createServer({
   resolve: async (host) => {
     if (host === PUBLIC_NAME) return ['93.184.216.34']
     if (host === INTRANET_NAME) return ['127.0.0.1']
+    // The machine's own name for itself, as the hosts file says (no query leaves the machine).
+    if (host === 'localhost') {
+      const { lookup } = await import('node:dns/promises')
+      return (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address)
+    }
     throw new Error(`ENOTFOUND ${host}`)
   },
   // The proxy judges PUBLIC_NAME by the resolver above (public), then reaches it on loopback.

@@ -1,11 +1,13 @@
+import { createSocket } from 'node:dgram'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { createServer as createTcpServer } from 'node:net'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Connection } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Fixtures, startFixtures } from './fixtures.js'
-import { call, connect, INTRANET_NAME, PUBLIC_NAME, refOf } from './helpers.js'
+import { call, connect, INTRANET_NAME, PUBLIC_NAME, refOf, until } from './helpers.js'
 
 // Real pages on 127.0.0.1. PUBLIC_NAME is what the tests treat as a public site: the server's
 // resolver says it is public, and Chromium is told to reach it on loopback. Anything else on
@@ -282,5 +284,73 @@ describe('with --caps network', () => {
       expect(refused.text, url).toContain('permission_denied: Refused')
     }
     expect(intranet.hits.length).toBe(hits)
+  })
+})
+
+describe('the policy proxy is the only way out', () => {
+  it('holds a block for every name and spelling of the blocked address and port, navigations and page fetches alike', async () => {
+    const blocked = `http://127.0.0.1:${intranet.port}`
+    // Allowed twice over (private network, and listed), blocked once: the block wins.
+    const browser = await connection(['--allow-private-network', '--blocked-origins', blocked])
+    const spellings = [
+      'localhost',
+      'localhost.',
+      '[::1]',
+      '[::ffff:127.0.0.1]',
+      '0.0.0.0',
+      '0x7f000001',
+      '0177.0.0.1',
+      '127.0.0.2',
+      INTRANET_NAME,
+    ].map((host) => `http://${host}:${intranet.port}/`)
+    for (const url of spellings) {
+      const result = await call(browser, 'navigate', { url })
+      expect(result.isError, url).toBe(true)
+      expect(result.text).toContain('is blocked (--blocked-origins')
+    }
+    const query = spellings.map((url) => `to=${encodeURIComponent(`${url}data`)}`).join('&')
+    const page = await call(browser, 'navigate', { url: `http://127.0.0.1:${third.port}/fetch?${query}` })
+    expect(page.isError, page.text).toBe(false)
+    const logged = await until(
+      () => call(browser, 'console_messages'),
+      (result) => (result.text.match(/refused http/g) ?? []).length === spellings.length,
+    )
+    expect((logged.text.match(/refused http/g) ?? []).length).toBe(spellings.length)
+    expect(logged.text).not.toContain('fetched')
+    expect(intranet.hits).toEqual([])
+  })
+
+  it('lets a page open no socket around it: WebRTC STUN/TURN over UDP and TCP, WebTransport, preconnect and prefetch reach nothing', async () => {
+    let datagrams = 0
+    const udp = createSocket('udp4').on('message', () => datagrams++)
+    await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', resolve))
+    const connections: string[] = []
+    const tcp = createTcpServer((socket) => {
+      connections.push(String(socket.remotePort))
+      socket.destroy()
+    })
+    await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve))
+    try {
+      const udpPort = udp.address().port
+      const tcpPort = (tcp.address() as { port: number }).port
+      // The page's own origin is allowed (a secure context: WebTransport exists there); the
+      // listeners' ports are not.
+      const browser = await connection(['--allowed-origins', `http://127.0.0.1:${site.port}`])
+      const page = await call(browser, 'navigate', {
+        url: `http://127.0.0.1:${site.port}/egress?udp=${udpPort}&tcp=${tcpPort}`,
+      })
+      expect(page.isError, page.text).toBe(false)
+      const logged = await until(
+        () => call(browser, 'console_messages'),
+        (result) => result.text.includes('gathering complete') && result.text.includes('webtransport failed'),
+      )
+      expect(datagrams).toBe(0)
+      expect(connections).toEqual([])
+      expect(logged.text).toContain('gathering complete')
+      expect(logged.text).toContain('webtransport failed')
+    } finally {
+      udp.close()
+      await new Promise<void>((resolve) => tcp.close(() => resolve()))
+    }
   })
 })

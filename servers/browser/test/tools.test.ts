@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Connection } from '@keel-mcp/core/testing'
@@ -29,6 +29,9 @@ beforeAll(async () => {
     '3000',
     '--timeout-action',
     '3000',
+    // Every test works in a tab of its own, all in one session.
+    '--max-tabs',
+    '100',
   ])
 })
 
@@ -320,6 +323,59 @@ describe('actions by ref', () => {
     })
     expect(outsideFile.isError).toBe(true)
     expect(outsideFile.text).toMatch(/^permission_denied: .* is outside the upload directories/)
+  })
+
+  it('hands the page the file it checked: a directory swapped for a symlink, during the call or after it, never shows the page another file', async () => {
+    const inner = join(uploads, 'swap')
+    const parked = join(uploads, 'swap-parked')
+    const decoy = join(outside, 'swap')
+    await mkdir(inner)
+    await writeFile(join(inner, 'report.txt'), 'inside')
+    await mkdir(decoy)
+    await writeFile(join(decoy, 'report.txt'), 'secret')
+    const { tab, text } = await open('/upload')
+    const input = refOf(text, /button "Attachment"/)
+    const upload = () =>
+      call(connection, 'upload_file', { tab, ref: input, paths: [join(inner, 'report.txt')] })
+    const pageReads = async () =>
+      (
+        await call(connection, 'evaluate', {
+          tab,
+          script:
+            "async () => { const file = document.getElementById('file').files[0]; return file ? await file.text() : 'none' }",
+        })
+      ).structured?.result
+    // A real race: the directory flips between itself and a symlink to the outside while uploads run.
+    let swapping = true
+    let flips = 0
+    const swapper = (async () => {
+      while (swapping && flips < 20_000) {
+        await rename(inner, parked)
+        await symlink(decoy, inner)
+        await rm(inner)
+        await rename(parked, inner)
+        flips++
+      }
+    })()
+    const seen = new Set<unknown>()
+    try {
+      for (let round = 0; round < 12; round++) {
+        const result = await upload()
+        if (result.isError) expect(result.text).toMatch(/^(not_found|permission_denied):/)
+        else seen.add(await pageReads())
+      }
+    } finally {
+      swapping = false
+      await swapper
+    }
+    expect(flips).toBeGreaterThan(0)
+    expect(seen).not.toContain('"secret"')
+    // After the call: the page reads its file again once the directory is a symlink to the outside.
+    const clean = await upload()
+    expect(clean.isError, clean.text).toBe(false)
+    await rename(inner, parked)
+    await symlink(decoy, inner)
+    expect(await pageReads()).toBe('"inside"')
   })
 })
 

@@ -9,7 +9,7 @@ import type { PolicyProxy } from './proxy.js'
 import { type RefCounter, useRefCounter } from './refs.js'
 import type { Route } from './routes.js'
 import { restoreScript, type StorageState } from './storage-state.js'
-import { type RefusedRequest, Tab } from './tab.js'
+import { bounded, type RefusedRequest, Tab } from './tab.js'
 
 /** How the browser is launched; only the command line sets these, never a tool. */
 export interface LaunchSettings {
@@ -24,6 +24,31 @@ export interface LaunchSettings {
   storageState?: StorageState | undefined
   /** Test seam: where the proxy connects for a judged host (tests reach "public" names on loopback). */
   dialOverride?: ((host: string) => string | undefined) | undefined
+  limits: BrowserLimits
+}
+
+/** What one browser may hold at once; set on the command line. */
+export interface BrowserLimits {
+  /** Browser contexts (one per HTTP client session; stdio uses the browser's own). */
+  contexts: number
+  /** Tabs per session, pop-ups included. */
+  tabs: number
+  /** Chromium's resident memory (all its processes) above which no context or tab is opened. */
+  memoryBytes: number
+}
+
+/** JavaScript heap of one renderer: a page that allocates without end crashes its own tab there. */
+export const RENDERER_HEAP_MB = 512
+
+/** A context, tab or memory limit of the browser was reached. */
+export class BrowserLimitError extends Error {
+  override name = 'BrowserLimitError'
+  constructor(
+    message: string,
+    readonly hint: string,
+  ) {
+    super(message)
+  }
 }
 
 export interface HostLog {
@@ -42,6 +67,16 @@ const BASE_ARGS = [
   '--no-default-browser-check',
   '--disable-quic',
   '--disable-extensions',
+  // WebRTC ignores the proxy: without these two, STUN and TURN over UDP (and host candidates) reach
+  // any address a page names. Together they leave WebRTC only TURN over TCP, which goes through the
+  // proxy and is judged there; the first alone does not hold.
+  '--webrtc-ip-handling-policy=disable_non_proxied_udp',
+  '--force-webrtc-ip-handling-policy',
+  // Chromium resolves no name itself: every name reaches the proxy unresolved and is resolved (and
+  // judged) there, so DNS prefetch, a STUN server's name or any other lookup is no side channel.
+  // The one exception is the proxy's own address, an IP literal that needs no lookup.
+  '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
+  `--js-flags=--max-old-space-size=${RENDERER_HEAP_MB}`,
 ]
 
 /**
@@ -68,8 +103,9 @@ export class BrowserSession {
     readonly owned: boolean,
   ) {}
 
-  /** Opens a tab and makes it current. */
+  /** Opens a tab and makes it current (refused past the tab and memory limits). */
   async newTab(page?: Page): Promise<Tab> {
+    if (!page) await this.host.assertRoom('tab', this.tabs.size)
     const id = `t${++this.counter}`
     const opened = page ?? (await this.context.newPage())
     const tab = await Tab.attach(id, opened, this.host.policy, (entry) => this.host.refused(entry))
@@ -85,7 +121,15 @@ export class BrowserSession {
     opened.on('close', () => this.forget(id, opened))
     // Pages the page opens (window.open, target=_blank) become tabs, under the same policy.
     opened.on('popup', (popup) => {
-      if (popup) void this.newTab(popup).catch(() => undefined)
+      if (!popup) return
+      // A pop-up past the tab or memory limit is closed at once: a storm of them opens nothing.
+      void this.host
+        .assertRoom('tab', this.tabs.size)
+        .then(
+          () => this.newTab(popup),
+          () => popup.close({ runBeforeUnload: false }),
+        )
+        .catch(() => undefined)
     })
     return tab
   }
@@ -126,15 +170,24 @@ export class BrowserSession {
   }
 
   private async replace(tab: Tab): Promise<Tab> {
+    const fresh = await this.replacePage(tab)
+    this.notice = `The page in tab ${tab.id} had crashed; it was replaced by a blank page.`
+    return fresh
+  }
+
+  /**
+   * Gives the tab a fresh blank page in place of its page (crashed, or not answering): same id, same
+   * place among the tabs. The old page is closed without its beforeunload, bounded in time.
+   */
+  async replacePage(tab: Tab): Promise<Tab> {
     const page = await this.context.newPage()
     const fresh = await Tab.attach(tab.id, page, this.host.policy, (entry) => this.host.refused(entry))
     fresh.routes = this.routes
-    // The new page takes the id first: closing the crashed one then leaves the tab (and which tab
-    // is current) as it was.
+    // The new page takes the id first: closing the old one then leaves the tab (and which tab is
+    // current) as it was.
     this.tabs.set(tab.id, fresh)
-    await tab.page.close().catch(() => undefined)
+    await bounded(tab.page.close({ runBeforeUnload: false }), 5000).catch(() => undefined)
     page.on('close', () => this.forget(tab.id, page))
-    this.notice = `The page in tab ${tab.id} had crashed; it was replaced by a blank page.`
     return fresh
   }
 
@@ -200,9 +253,50 @@ export class BrowserHost {
     return pending
   }
 
+  /**
+   * Refuses one more context or tab when the limit for it, or Chromium's memory ceiling, is reached.
+   * `count`: how many the caller holds now (contexts of the browser, or tabs of one session).
+   */
+  async assertRoom(what: 'context' | 'tab', count: number): Promise<void> {
+    const { limits } = this.settings
+    const limit = what === 'context' ? limits.contexts : limits.tabs
+    if (count >= limit)
+      throw new BrowserLimitError(
+        what === 'context'
+          ? `The browser holds ${count} sessions' contexts, its limit (--max-contexts ${limit})`
+          : `This session has ${count} tabs open, its limit (--max-tabs ${limit})`,
+        what === 'context'
+          ? 'Close other MCP sessions, or try again when one ends.'
+          : 'Close a tab (close_tab), or navigate in an open one.',
+      )
+    const used = await this.memoryBytes()
+    if (used !== undefined && used >= limits.memoryBytes)
+      throw new BrowserLimitError(
+        `Chromium uses ${Math.round(used / 1048576)} MiB, at its ceiling (--max-memory ${Math.round(limits.memoryBytes / 1048576)})`,
+        'Close tabs (close_tab) or sessions to free memory.',
+      )
+  }
+
+  /** Chromium's resident memory, all its processes together (Linux; undefined elsewhere). */
+  async memoryBytes(): Promise<number | undefined> {
+    const pid = this.pid()
+    if (pid === undefined) return undefined
+    const { treeResidentBytes } = await import('./memory.js')
+    return treeResidentBytes(pid)
+  }
+
+  /** Browser contexts held now (sessions being created included), but the shared stdio one and `except`'s. */
+  private contextCount(except: string): number {
+    const keys = new Set([...this.sessions.keys(), ...this.creating.keys()])
+    keys.delete('stdio')
+    keys.delete(except)
+    return keys.size
+  }
+
   private async createSession(key: string): Promise<BrowserSession> {
-    const browser = await this.ensureBrowser()
     const shared = key === 'stdio'
+    if (!shared) await this.assertRoom('context', this.contextCount(key))
+    const browser = await this.ensureBrowser()
     // Each HTTP session saves into a folder of its own: one client never lists another's downloads.
     let downloadDir = this.settings.downloadDir
     if (downloadDir && !shared) {
@@ -293,6 +387,9 @@ export class BrowserHost {
         ...(this.settings.noSandbox ? ['--no-sandbox'] : []),
         ...this.settings.extraArgs,
       ],
+      // Puppeteer turns Chromium's pop-up blocker off; it stays on: a page opens a window only from
+      // a click.
+      ignoreDefaultArgs: ['--disable-popup-blocking'],
       handleSIGINT: false,
       handleSIGTERM: false,
       handleSIGHUP: false,

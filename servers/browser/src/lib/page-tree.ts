@@ -1,5 +1,5 @@
 import { withBoxes } from './boxes.js'
-import { evaluateIsolated } from './changes.js'
+import { assertPageSize, SNAPSHOT_MAX_ELEMENTS } from './limits.js'
 import {
   type AXNode,
   folds,
@@ -223,14 +223,6 @@ const NODES_PER_CHAR = 1 / 12
  */
 const READ_WHOLE_ELEMENTS = 6000
 
-/** How many elements the document has (one cheap call), or Infinity when the page does not answer. */
-async function elementCount(tab: Tab): Promise<number> {
-  const count = await evaluateIsolated(tab, "document.getElementsByTagName('*').length", true).catch(
-    () => undefined,
-  )
-  return typeof count === 'number' ? count : Number.POSITIVE_INFINITY
-}
-
 /**
  * The tab's page (or the subtree of `options.ref`), read lazily and rendered by
  * {@link renderFrom}, capped at `options.maxChars`. A cut snapshot says so and gives a cursor that
@@ -240,7 +232,9 @@ export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<
   const reader = await TreeReader.open(tab)
   const resume = options.cursor ? decodeCursor(tab, options.cursor) : undefined
   const ref = resume ? resume.ref : options.ref
-  const whole = !ref && !resume && (await elementCount(tab)) <= READ_WHOLE_ELEMENTS
+  // Pages too large or too deep for Chromium to build their tree safely are refused first.
+  const page = await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot')
+  const whole = !ref && !resume && page.elements <= READ_WHOLE_ELEMENTS
   const root = ref
     ? await reader.ofRef(ref)
     : ((whole ? await reader.readAll() : undefined) ?? (await reader.root()))

@@ -66,6 +66,9 @@ describe('UrlPolicy', () => {
       'intranet.test': ['10.0.0.5'],
       'mixed.test': ['93.184.216.34', '127.0.0.1'],
       'v6.test': ['::1'],
+      localhost: ['127.0.0.1', '::1'],
+      'alias.test': ['127.0.0.1'],
+      'mapped.test': ['::ffff:127.0.0.1'],
     }
     const found = table[host]
     if (!found) throw new Error('ENOTFOUND')
@@ -127,5 +130,56 @@ describe('UrlPolicy', () => {
 
   it('allows file: only with --allow-file-urls', async () => {
     expect(await policy({ allowFileUrls: true }).check('file:///tmp/x.html', top)).toBeUndefined()
+  })
+
+  describe('a blocked origin is judged on the address and port it reaches, not its spelling', () => {
+    const spellings = [
+      'http://127.0.0.1:8080/',
+      'http://localhost:8080/',
+      'http://LOCALHOST.:8080/',
+      'http://[::1]:8080/',
+      'http://[::ffff:127.0.0.1]:8080/',
+      'http://0.0.0.0:8080/',
+      'http://[::]:8080/',
+      'http://127.0.0.2:8080/',
+      'http://2130706433:8080/',
+      'http://0x7f.1:8080/',
+      'http://0177.0.0.1:8080/',
+      'http://alias.test:8080/',
+      'http://mapped.test:8080/',
+      'ws://localhost:8080/socket',
+      'https://localhost:8080/',
+    ]
+    for (const blocked of ['http://127.0.0.1:8080', 'http://localhost:8080', 'http://[::1]:8080']) {
+      it.each(spellings)(
+        `blocks %s for ${blocked}, over --allow-private-network and every allow`,
+        async (url) => {
+          for (const options of [
+            { allowPrivateNetwork: true },
+            { allowedOrigins: [new URL(url.replace(/^ws/, 'http')).origin, 'http://127.0.0.1:8080'] },
+          ]) {
+            const judge = policy({ ...options, blockedOrigins: [blocked] })
+            expect((await judge.check(url, top))?.reason).toContain('is blocked (--blocked-origins')
+            expect((await judge.check(url, sub))?.reason).toContain('is blocked (--blocked-origins')
+            const target = new URL(url)
+            const dialled = await judge.dial(target.hostname, Number(target.port), ['http:', 'https:'])
+            expect('reason' in dialled && dialled.reason).toContain('is blocked (--blocked-origins')
+          }
+        },
+      )
+    }
+
+    it('leaves other ports and other addresses reachable', async () => {
+      const judge = policy({ allowPrivateNetwork: true, blockedOrigins: ['http://localhost:8080'] })
+      expect(await judge.check('http://127.0.0.1:8081/', top)).toBeUndefined()
+      expect(await judge.check('http://10.0.0.5:8080/', top)).toBeUndefined()
+      expect(await judge.dial('127.0.0.1', 8081, ['http:'])).toEqual({ address: '127.0.0.1' })
+    })
+
+    it('blocks every port of a bare blocked host, by address', async () => {
+      const judge = policy({ allowPrivateNetwork: true, blockedOrigins: ['localhost'] })
+      expect((await judge.check('http://[::1]:9/', top))?.reason).toContain('is blocked')
+      expect('reason' in (await judge.dial('alias.test', 443, ['https:']))).toBe(true)
+    })
   })
 })

@@ -1,4 +1,5 @@
 import { BlockList, isIP } from 'node:net'
+import { networkInterfaces } from 'node:os'
 
 /** What the browser may reach. Built once from the command line. */
 export interface PolicyOptions {
@@ -75,11 +76,49 @@ export function isPrivateAddress(address: string): boolean {
   return false
 }
 
+/** A host as the resolver and the rules see it: lower case, no brackets, no trailing dots. */
+export function bareHost(host: string): string {
+  return host
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.+$/, '')
+    .toLowerCase()
+}
+
+const LOOPBACK_LIKE = /^(127\.|0\.0\.0\.0$)/
+
+let localAddresses: Set<string> | undefined
+/** The addresses of this machine's interfaces (read once). */
+function ownAddresses(): Set<string> {
+  if (localAddresses) return localAddresses
+  const found = new Set<string>()
+  for (const entries of Object.values(networkInterfaces()))
+    for (const entry of entries ?? []) found.add(canonicalAddress(entry.address, false))
+  localAddresses = found
+  return found
+}
+
+/**
+ * The address a connection to `address` reaches, for comparing two spellings: IPv4-mapped IPv6 is
+ * its IPv4 address, and every address of this machine (the loopback ranges, the unspecified
+ * addresses 0.0.0.0 and ::, which Linux connects to the loopback, and the interfaces' own
+ * addresses) is one and the same `this-machine`: a server listening on all of them answers on each.
+ */
+export function canonicalAddress(address: string, mergeOwn = true): string {
+  const bare = address
+    .replace(/^\[|\]$/g, '')
+    .replace(/%.*$/, '')
+    .toLowerCase()
+  const v4 = isIP(bare) === 6 ? (embeddedIpv4(bare) ?? bare) : bare
+  if (LOOPBACK_LIKE.test(v4) || v4 === '::1' || v4 === '::') return 'this-machine'
+  if (mergeOwn && ownAddresses().has(v4)) return 'this-machine'
+  return v4
+}
+
 /** `scheme://host:port` with the default port made explicit, or undefined for opaque URLs. */
 function originKey(url: URL): string | undefined {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined
   const port = url.port || (url.protocol === 'https:' ? '443' : '80')
-  return `${url.protocol}//${url.hostname.toLowerCase()}:${port}`
+  return `${url.protocol}//${bareHost(url.hostname)}:${port}`
 }
 
 /**
@@ -89,6 +128,9 @@ function originKey(url: URL): string | undefined {
 export interface OriginPattern {
   source: string
   matches(url: URL): boolean
+  /** The host it names (undefined for a `*.` wildcard) and its port (undefined: any port). */
+  host?: string | undefined
+  port?: number | undefined
 }
 
 export function parseOriginPattern(source: string): OriginPattern {
@@ -98,7 +140,12 @@ export function parseOriginPattern(source: string): OriginPattern {
     if (url.pathname !== '/' || url.search || url.hash || url.username || url.password)
       throw new Error(`"${source}" is not an origin (scheme://host[:port], nothing after)`)
     const key = originKey(url)
-    return { source, matches: (candidate) => originKey(candidate) === key }
+    return {
+      source,
+      matches: (candidate) => originKey(candidate) === key,
+      host: bareHost(url.hostname),
+      port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+    }
   }
   if (!/^(\*\.)?[a-z0-9.-]+$|^\[[0-9a-f:.]+\]$/i.test(trimmed))
     throw new Error(`"${source}" is not an origin or host name`)
@@ -109,14 +156,15 @@ export function parseOriginPattern(source: string): OriginPattern {
       source,
       matches: (candidate) =>
         (candidate.protocol === 'http:' || candidate.protocol === 'https:') &&
-        candidate.hostname.toLowerCase().endsWith(suffix),
+        bareHost(candidate.hostname).endsWith(suffix),
     }
   }
   return {
     source,
     matches: (candidate) =>
       (candidate.protocol === 'http:' || candidate.protocol === 'https:') &&
-      candidate.hostname.toLowerCase() === host,
+      bareHost(candidate.hostname) === bareHost(host),
+    host: bareHost(host),
   }
 }
 
@@ -132,6 +180,11 @@ const REFUSED_SCHEMES = new Set([
 ])
 
 type Resolver = (host: string) => Promise<string[]>
+
+/** The port a URL reaches (its scheme's default when none is written). */
+function portOf(url: URL): number {
+  return Number(url.port || (url.protocol === 'https:' ? 443 : 80))
+}
 
 const defaultResolver: Resolver = async (host) => {
   const { lookup } = await import('node:dns/promises')
@@ -181,6 +234,14 @@ export class UrlPolicy {
     const httpUrl = scheme.startsWith('ws') ? new URL(raw.replace(/^ws/, 'http')) : url
     if (this.blocked.some((pattern) => pattern.matches(httpUrl)))
       return { reason: `${httpUrl.origin} is blocked (--blocked-origins)` }
+    const host = bareHost(httpUrl.hostname)
+    if (this.blocked.length) {
+      // Judged on the address it reaches, not on its spelling: localhost, [::1], 0.0.0.0 or an alias
+      // of a blocked address is that address. (The proxy makes the same decision on what it dials.)
+      const addresses = isIP(host) ? [host] : await this.addressesOf(host).catch(() => [])
+      const rule = await this.blockedEndpoint(addresses, portOf(httpUrl))
+      if (rule) return { reason: `${httpUrl.origin} is blocked (--blocked-origins: it reaches ${rule})` }
+    }
     if (this.allowed.length) {
       // An allow-list opens exactly what it names, private addresses included, and nothing else.
       return this.allowed.some((pattern) => pattern.matches(httpUrl))
@@ -188,7 +249,6 @@ export class UrlPolicy {
         : { reason: `${httpUrl.origin} is not in --allowed-origins` }
     }
     if (this.options.allowPrivateNetwork) return undefined
-    const host = httpUrl.hostname.replace(/^\[|\]$/g, '')
     if (isIP(host)) {
       return isPrivateAddress(host) ? { reason: `${host} is a private or loopback address` } : undefined
     }
@@ -205,30 +265,54 @@ export class UrlPolicy {
   }
 
   /**
+   * The blocked origin (its text) that names the address and port a connection to `addresses`
+   * reaches, if any. Each blocked origin's host is resolved like a request's, and both sides are
+   * compared as {@link canonicalAddress}es, so no other spelling or name of the same server gets
+   * through. `*.` wildcards name no address and are matched by name only.
+   */
+  private async blockedEndpoint(addresses: string[], port: number): Promise<string | undefined> {
+    const reached = new Set(addresses.map((address) => canonicalAddress(address)))
+    for (const pattern of this.blocked) {
+      if (pattern.host === undefined || (pattern.port !== undefined && pattern.port !== port)) continue
+      let named: string[]
+      try {
+        named = isIP(pattern.host) ? [pattern.host] : await this.addressesOf(pattern.host)
+      } catch {
+        continue
+      }
+      if (named.some((address) => reached.has(canonicalAddress(address)))) return pattern.source
+    }
+    return undefined
+  }
+
+  /**
    * Decides where a connection for `host:port` may go, and returns the one address to connect to:
    * the address judged is the address dialled, so a name cannot resolve to a public address for the
    * check and a private one for the connection. `schemes`: the origins the connection may serve
    * (a CONNECT tunnel does not say whether it carries https or ws).
    */
   async dial(host: string, port: number, schemes: string[]): Promise<{ address: string } | Refusal> {
-    const bare = host.replace(/^\[|\]$/g, '')
+    const bare = bareHost(host)
     const urls = schemes.map(
       (scheme) => new URL(`${scheme}//${isIP(bare) === 6 ? `[${bare}]` : bare}:${port}/`),
     )
     const blocked = urls.find((url) => this.blocked.some((pattern) => pattern.matches(url)))
     if (blocked) return { reason: `${blocked.origin} is blocked (--blocked-origins)` }
-    const listed = urls.some((url) => this.allowed.some((pattern) => pattern.matches(url)))
-    if (this.allowed.length && !listed)
-      return { reason: `${urls[0]?.origin ?? host} is not in --allowed-origins` }
     let addresses: string[]
     if (isIP(bare)) addresses = [bare]
     else {
       try {
-        addresses = await this.addressesOf(bare.toLowerCase())
+        addresses = await this.addressesOf(bare)
       } catch {
         return { reason: `${bare} does not resolve` }
       }
     }
+    // Every address the name has is judged (not only the one dialled): a block wins over any allow.
+    const rule = await this.blockedEndpoint(addresses, port)
+    if (rule) return { reason: `${bare}:${port} is blocked (--blocked-origins: it reaches ${rule})` }
+    const listed = urls.some((url) => this.allowed.some((pattern) => pattern.matches(url)))
+    if (this.allowed.length && !listed)
+      return { reason: `${urls[0]?.origin ?? host} is not in --allowed-origins` }
     if (!listed && !this.options.allowPrivateNetwork) {
       const inside = addresses.find(isPrivateAddress)
       if (inside) return { reason: `${bare} is or resolves to a private or loopback address (${inside})` }

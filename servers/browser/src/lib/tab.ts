@@ -34,11 +34,49 @@ export interface OpenDialog {
 }
 
 export const CONSOLE_LIMIT = 200
+/**
+ * Console messages a page may log in one second. Every message crosses the DevTools pipe and is
+ * parsed by this process: a page logging without pause would take this process's time from every
+ * other call. Past this rate the page's scripts are stopped (until the tab navigates).
+ */
+export const CONSOLE_FLOOD_PER_SECOND = 2000
 export const NETWORK_LIMIT = 300
 
 function push<T>(ring: T[], item: T, limit: number): void {
   ring.push(item)
   if (ring.length > limit) ring.splice(0, ring.length - limit)
+}
+
+/** A call on a tab that ran out of its time limit (the page may still be busy with it). */
+export class CallTimeoutError extends Error {
+  override name = 'CallTimeoutError'
+  constructor(readonly limitMs: number) {
+    super(`The page did not answer within ${limitMs} ms`)
+  }
+}
+
+/**
+ * `work`'s outcome, or a {@link CallTimeoutError} after `limitMs`, or the abort reason once `signal`
+ * aborts: whichever comes first. `work` is not stopped (a CDP call cannot be taken back); its late
+ * outcome is ignored.
+ */
+export function bounded<T>(work: Promise<T>, limitMs: number, signal?: AbortSignal): Promise<T> {
+  work.catch(() => undefined)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => finish(() => reject(signal?.reason ?? new Error('aborted')))
+    const timer = setTimeout(() => finish(() => reject(new CallTimeoutError(limitMs))), limitMs)
+    function finish(settle: () => void) {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+      settle()
+    }
+    if (signal?.aborted) return onAbort()
+    signal?.addEventListener('abort', onAbort, { once: true })
+    work.then(
+      (value) => finish(() => resolve(value)),
+      (error: unknown) => finish(() => reject(error)),
+    )
+  })
 }
 
 /** Error from puppeteer/CDP when a ref's node is gone. */
@@ -85,7 +123,16 @@ export class Tab {
   navigationRequests = 0
   crashed = false
   closed = false
-  private queue: Promise<unknown> = Promise.resolve()
+  /**
+   * The generation of the document a call is navigating away from, while it does: that document's
+   * dialogs are closed at once (a beforeunload prompt accepted), so a page cannot hold the tab with
+   * them. The new document's dialogs are reported as usual.
+   */
+  leaving: number | undefined
+  /** Set when the page's scripts were stopped (a console flood); cleared by the next navigation. */
+  scriptsStopped = false
+  private consoleWindow = { start: 0, count: 0 }
+  private queue: Promise<void> = Promise.resolve()
   private dialogWaiters: Array<(dialog: OpenDialog) => void> = []
 
   private constructor(
@@ -163,6 +210,7 @@ export class Tab {
       void tab.judge(request, policy, onRefused)
     })
     page.on('console', (message) => {
+      if (tab.floods()) return
       const where = message.location()
       push(
         tab.console,
@@ -217,6 +265,11 @@ export class Tab {
       tab.refs.clear()
     })
     page.on('dialog', (dialog) => {
+      if (tab.leaving === tab.generation) {
+        const leave = dialog.type() === 'beforeunload' ? dialog.accept() : dialog.dismiss()
+        void leave.catch(() => undefined)
+        return
+      }
       const open: OpenDialog = {
         type: dialog.type(),
         message: dialog.message().slice(0, 1000),
@@ -269,11 +322,77 @@ export class Tab {
     }
   }
 
-  /** Runs `work` after every earlier call on this tab has finished. */
-  run<T>(work: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(work, work)
-    this.queue = next.catch(() => undefined)
-    return next
+  /** Counts a console message; true when the page floods (its scripts are then stopped once). */
+  private floods(): boolean {
+    const now = Date.now()
+    if (now - this.consoleWindow.start >= 1000) this.consoleWindow = { start: now, count: 0 }
+    if (++this.consoleWindow.count <= CONSOLE_FLOOD_PER_SECOND) return false
+    if (!this.scriptsStopped) {
+      this.scriptsStopped = true
+      push(
+        this.console,
+        {
+          level: 'warn',
+          text: `[The page logged over ${CONSOLE_FLOOD_PER_SECOND} console messages in a second: its scripts were stopped until the tab navigates.]`,
+        },
+        CONSOLE_LIMIT,
+      )
+      // Both are served while the page's script runs (DevTools interrupts it for them).
+      void this.cdp.send('Emulation.setScriptExecutionDisabled', { value: true }).catch(() => undefined)
+      void this.cdp.send('Runtime.terminateExecution').catch(() => undefined)
+    }
+    return true
+  }
+
+  /**
+   * Before navigating away: lets the page go. Its scripts run again if a flood had stopped them; an
+   * open dialog is closed; and a page that does not answer within a second (a script that never
+   * returns, a dialog loop) has its running script terminated. False when it still does not answer.
+   */
+  async release(): Promise<boolean> {
+    if (this.scriptsStopped) {
+      this.scriptsStopped = false
+      await bounded(this.cdp.send('Emulation.setScriptExecutionDisabled', { value: false }), 1000).catch(
+        () => undefined,
+      )
+    }
+    if (this.dialog) await this.answerDialog(this.dialog.type === 'beforeunload')
+    const answers = () =>
+      bounded(this.cdp.send('Runtime.evaluate', { expression: '0' }), 1000).then(
+        () => true,
+        () => false,
+      )
+    if (await answers()) return true
+    // Asked again after the termination: a page that was only slow, or whose loop ended, is kept.
+    await bounded(this.cdp.send('Runtime.terminateExecution'), 1000).catch(() => undefined)
+    return answers()
+  }
+
+  /**
+   * Runs `work` after the earlier calls on this tab, within `limitMs` of being called (waiting
+   * included) and until `signal` aborts. A call that runs out of time rejects with
+   * {@link CallTimeoutError} and gives up its place at once: a page that never answers (a busy
+   * loop, a huge document) holds up the calls on its own tab for at most one time limit each, and
+   * never the calls on other tabs.
+   */
+  async run<T>(work: () => Promise<T>, limitMs: number, signal: AbortSignal): Promise<T> {
+    const before = this.queue
+    let release = () => {}
+    this.queue = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    try {
+      return await bounded(
+        before.then(() => {
+          signal.throwIfAborted()
+          return work()
+        }),
+        limitMs,
+        signal,
+      )
+    } finally {
+      release()
+    }
   }
 
   /** Resolves when a dialog opens (or at once if one is open); `cancel` forgets the waiter. */

@@ -5,9 +5,11 @@ import {
   type BrowserSettings,
   browse,
   defineTool,
-  fullSnapshot,
+  dialogText,
   onTab,
+  pageInfo,
   pageOutput,
+  pageResult,
   tabArgument,
 } from './shared.js'
 
@@ -19,6 +21,16 @@ const puppeteerWait = {
   networkidle: 'networkidle0',
 } as const
 
+/** {@link Tab.release} with the page's own dialogs closed meanwhile; false when it does not answer. */
+async function leave(tab: Tab): Promise<boolean> {
+  tab.leaving = tab.generation
+  try {
+    return await tab.release()
+  } finally {
+    tab.leaving = undefined
+  }
+}
+
 /**
  * Runs a navigation and turns its failures into errors the model can act on: a refused address
  * (the page's own URL, a redirect hop) says which rule refused it; a slow page is a timeout that
@@ -29,10 +41,19 @@ async function navigation(
   settings: BrowserSettings,
   go: () => Promise<unknown>,
 ): Promise<{ data: { tab: string; url: string }; text: string }> {
+  await leave(tab)
   const refusedBefore = tab.refusedCount
   tab.lastRefusedTopLevel = undefined
+  // Leaving the page is what was asked: the dialogs of the page being left are closed, a
+  // beforeunload prompt ("leave the page?") accepted.
+  tab.leaving = tab.generation
+  const dialog = tab.nextDialog()
   try {
-    await go()
+    const going = go()
+    going.catch(() => undefined)
+    // A dialog the page opens while loading blocks its load: the call reports it instead of waiting.
+    const opened = await Promise.race([going.then(() => undefined), dialog.promise])
+    if (opened) return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(opened)}` }
   } catch (error) {
     const refusal = tab.refusalSince(refusedBefore)
     if (refusal)
@@ -53,8 +74,11 @@ async function navigation(
     const net = /net::ERR_[A-Z_]+/.exec(message)
     if (net) throw new ToolError('unavailable', `Navigation failed: ${net[0]}`, { hint: 'Check the URL.' })
     throw error
+  } finally {
+    tab.leaving = undefined
+    dialog.cancel()
   }
-  return fullSnapshot(tab, settings)
+  return pageResult(tab, settings)
 }
 
 export const navigate = defineTool({
@@ -82,14 +106,17 @@ export const navigate = defineTool({
     const refusal = await deps.host.policy.check(target.href, { topLevel: true })
     if (refusal)
       throw new ToolError('permission_denied', `Refused ${shownUrl(target.href)}: ${refusal.reason}`)
-    return onTab(context, tabId, (tab) =>
-      navigation(tab, deps.settings, () =>
+    return onTab(context, tabId, async (stuck, session) => {
+      // A page that does not let go (a script that never returns, a dialog loop) is left behind:
+      // the tab goes on in a fresh page.
+      const tab = (await leave(stuck)) ? stuck : await session.replacePage(stuck)
+      return navigation(tab, deps.settings, () =>
         tab.page.goto(target.href, {
           waitUntil: puppeteerWait[wait_until],
           timeout: deps.settings.timeoutNavigation,
         }),
-      ),
-    )
+      )
+    })
   },
 })
 

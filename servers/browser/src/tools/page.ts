@@ -1,9 +1,8 @@
-import { promises as fs } from 'node:fs'
-// node:fs/promises loads on first use through the getter, not at start.
-import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { ToolError, z } from '@keel-mcp/core'
 import { boxOf, fieldKind, resolveRef, setFiles } from '../lib/element.js'
+import { assertPageSize, PDF_MAX_ELEMENTS } from '../lib/limits.js'
 import { writeOutput } from '../lib/output.js'
+import type { Tab } from '../lib/tab.js'
 import {
   act,
   browse,
@@ -19,28 +18,6 @@ import {
   untrusted,
 } from './shared.js'
 
-/** Resolves a path and proves, after following links, that it lies inside one of the upload dirs. */
-async function uploadable(path: string, dirs: string[]): Promise<string> {
-  let real: string
-  try {
-    real = await fs.realpath(resolve(path))
-  } catch {
-    throw new ToolError('not_found', `No file ${path}`)
-  }
-  for (const dir of dirs) {
-    const root = await fs.realpath(dir).catch(() => undefined)
-    if (!root) continue
-    const inside = relative(root, real)
-    if (inside && !inside.startsWith(`..${sep}`) && inside !== '..' && !isAbsolute(inside)) {
-      if (!(await fs.stat(real)).isFile()) throw new ToolError('invalid_argument', `${path} is not a file`)
-      return real
-    }
-  }
-  throw new ToolError('permission_denied', `${path} is outside the upload directories`, {
-    hint: `Files can be uploaded only from: ${dirs.join(', ')}`,
-  })
-}
-
 export const uploadFile = defineTool({
   name: 'upload_file',
   title: 'Upload file',
@@ -53,8 +30,8 @@ export const uploadFile = defineTool({
   output: pageOutput,
   annotations: act,
   async run({ ref, paths, tab: tabId }, context) {
-    const dirs = context.deps.settings.uploadDirs
-    const files = await Promise.all(paths.map((path) => uploadable(path, dirs)))
+    // Private copies of what was checked: the page never reads the paths themselves.
+    const files = await Promise.all(paths.map((path) => context.deps.uploads.copy(path)))
     return perform(context, tabId, async (tab) => {
       const element = await resolveRef(tab, ref)
       if ((await fieldKind(tab, element)).kind !== 'file')
@@ -238,6 +215,43 @@ export const evaluate = defineTool({
   },
 })
 
+/** Largest PDF save_pdf returns. */
+export const PDF_MAX_BYTES = 20 * 1024 * 1024
+
+/**
+ * Prints the page to PDF as a stream read in chunks, stopping (and closing the stream) as soon as
+ * it passes `maxBytes`: a huge print never lands in memory whole.
+ */
+async function printPdf(tab: Tab, maxBytes: number): Promise<Buffer> {
+  const { stream } = (await tab.cdp.send('Page.printToPDF', {
+    printBackground: true,
+    transferMode: 'ReturnAsStream',
+  })) as { stream?: string }
+  if (!stream) throw new Error('Chromium returned no PDF stream')
+  const chunks: Buffer[] = []
+  let size = 0
+  try {
+    for (;;) {
+      const chunk = (await tab.cdp.send('IO.read', { handle: stream, size: 1024 * 1024 })) as {
+        data: string
+        base64Encoded?: boolean
+        eof: boolean
+      }
+      const bytes = Buffer.from(chunk.data, chunk.base64Encoded ? 'base64' : 'utf8')
+      size += bytes.byteLength
+      if (size > maxBytes)
+        throw new ToolError('too_large', `The PDF is over the ${maxBytes}-byte cap`, {
+          hint: 'Take a screenshot instead, or print a smaller page.',
+        })
+      chunks.push(bytes)
+      if (chunk.eof) break
+    }
+  } finally {
+    await tab.cdp.send('IO.close', { handle: stream }).catch(() => undefined)
+  }
+  return Buffer.concat(chunks)
+}
+
 export const savePdf = defineTool({
   name: 'save_pdf',
   title: 'Save PDF',
@@ -248,12 +262,8 @@ export const savePdf = defineTool({
   async run({ to_file, tab: tabId }, context) {
     const dir = to_file ? outputDirOf(context.deps.settings) : undefined
     return onTab(context, tabId, async (tab) => {
-      const pdf = await tab.page.pdf({
-        printBackground: true,
-        timeout: context.deps.settings.timeoutNavigation,
-      })
-      if (pdf.byteLength > 20 * 1024 * 1024)
-        throw new ToolError('too_large', `The PDF is ${pdf.byteLength} bytes, over the 20 MiB cap`)
+      await assertPageSize(tab, PDF_MAX_ELEMENTS, 'PDF')
+      const pdf = await printPdf(tab, PDF_MAX_BYTES)
       const info = pageInfo(tab)
       if (dir) {
         const file = await writeOutput(dir, 'page', tab.id, 'pdf', pdf)

@@ -1,9 +1,11 @@
 import { nodeCrypto, type ToolContext, ToolError, toolFactory, z } from '@keel-mcp/core'
 import type { BrowserHost, BrowserSession } from '../lib/browser.js'
 import { changedElements, describeChanges, watchChanges } from '../lib/changes.js'
+import { assertPageSize, PageTooLargeError, SNAPSHOT_MAX_ELEMENTS } from '../lib/limits.js'
 import { takeSnapshot } from '../lib/page-tree.js'
 import { parseRef } from '../lib/snapshot.js'
 import type { OpenDialog, Tab } from '../lib/tab.js'
+import type { UploadStore } from '../lib/upload.js'
 import { shownUrl } from '../lib/url.js'
 
 /** Settings the tools read (from the command line). */
@@ -20,6 +22,8 @@ export interface BrowserSettings {
 export interface BrowserDeps {
   host: BrowserHost
   settings: BrowserSettings
+  /** Private copies of the files upload_file hands to pages. */
+  uploads: UploadStore
   /** Session keys whose close hook is registered. */
   watched: Set<string>
 }
@@ -129,7 +133,7 @@ export async function sessionOf(context: Context): Promise<{ session: BrowserSes
   return { session, notices }
 }
 
-function dialogText(dialog: OpenDialog): string {
+export function dialogText(dialog: OpenDialog): string {
   return `A ${dialog.type} dialog is open: ${JSON.stringify(dialog.message)}${dialog.type === 'prompt' ? ` (default ${JSON.stringify(dialog.defaultValue)})` : ''}. Answer it with handle_dialog.`
 }
 
@@ -141,7 +145,7 @@ export async function onTab<T extends { text: string }>(
   context: Context,
   tabId: string | undefined,
   work: (tab: Tab, session: BrowserSession) => Promise<T>,
-  options: { keepDialog?: boolean } = {},
+  options: { keepDialog?: boolean; limitMs?: number } = {},
 ): Promise<T> {
   const { session, notices } = await sessionOf(context)
   const tab = await session.tab(tabId)
@@ -149,7 +153,8 @@ export async function onTab<T extends { text: string }>(
     notices.push(session.notice)
     session.notice = undefined
   }
-  return tab.run(async () => {
+  const limit = options.limitMs ?? callLimit(context.deps.settings)
+  const call = async () => {
     if (tab.dialog && !options.keepDialog) {
       const open = await tab.answerDialog(tab.dialog.type === 'alert' || tab.dialog.type === 'beforeunload')
       if (open)
@@ -159,7 +164,17 @@ export async function onTab<T extends { text: string }>(
     }
     const result = await work(tab, session)
     return notices.length ? { ...result, text: `${notices.join('\n')}\n${result.text}` } : result
-  })
+  }
+  return tab.run(call, limit, context.signal)
+}
+
+/**
+ * How long one call on a tab may take in all, waiting for earlier calls on the tab included: its
+ * navigation limit, and its action limit three times over (the action, the snapshot after it, the
+ * reads around them). Past it the call answers `timeout` and the tab's next call goes ahead.
+ */
+export function callLimit(settings: BrowserSettings, actionTimeout = settings.timeoutAction): number {
+  return settings.timeoutNavigation + actionTimeout + 2 * settings.timeoutAction
 }
 
 /** The structured result of a tool that leaves the model on a page. */
@@ -167,9 +182,16 @@ export function pageInfo(tab: Tab): { tab: string; url: string } {
   return { tab: tab.id, url: shownUrl(tab.page.url()) }
 }
 
-/** The page's title (empty while a dialog blocks the page, or when it does not answer). */
+/**
+ * The page's title as the browser process knows it (`Target.getTargetInfo` is answered there):
+ * a page whose renderer is busy, or blocked by a dialog, still has one, at once.
+ */
 export async function titleOf(tab: Tab): Promise<string> {
-  return tab.dialog ? '' : await Promise.race([tab.page.title().catch(() => ''), delay(2000, '')])
+  const info = tab.cdp
+    .send('Target.getTargetInfo')
+    .then(({ targetInfo }) => (targetInfo.title === targetInfo.url ? '' : targetInfo.title))
+    .catch(() => '')
+  return Promise.race([info, delay(1000, '')])
 }
 
 export function delay<T>(ms: number, value: T): Promise<T> {
@@ -214,11 +236,19 @@ async function afterAction(
 ): Promise<{ data: { tab: string; url: string }; text: string }> {
   const info = pageInfo(tab)
   if (mode === 'full') {
-    const full = await fullSnapshot(tab, settings)
+    const full = await pageResult(tab, settings)
     return { ...full, text: `${note}${full.text}` }
   }
   if (mode === 'none') return { data: info, text: `${note}Done. Tab ${tab.id} (${info.url})` }
   const changed = await changedElements(tab)
+  // The same bound as a snapshot's: a page too large or too deep is not read, even in part.
+  try {
+    await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot')
+  } catch (error) {
+    if (!(error instanceof PageTooLargeError)) throw error
+    const noSnapshot = withoutSnapshot(tab, error)
+    return { ...noSnapshot, text: `${note}${noSnapshot.text}` }
+  }
   const described = await describeChanges(tab, targets, changed, settings.snapshotMaxChars)
   const parts: string[] = []
   if (described.acted.length) parts.push(`Acted on: ${described.acted.join('; ')}`)
@@ -227,6 +257,30 @@ async function afterAction(
   if (described.cut) parts.push('[More changed: snapshot for the rest.]')
   const body = parts.join('\n')
   return { data: info, text: `${note}Tab ${tab.id} (${info.url})\n${untrusted(body)}` }
+}
+
+/**
+ * What a call that left the model on a page returns: the full snapshot, or, for a page too large to
+ * read whole, where the tab is and why there is no snapshot (the call itself did its work).
+ */
+export async function pageResult(
+  tab: Tab,
+  settings: BrowserSettings,
+): Promise<{ data: { tab: string; url: string }; text: string }> {
+  try {
+    return await fullSnapshot(tab, settings)
+  } catch (error) {
+    if (error instanceof PageTooLargeError) return withoutSnapshot(tab, error)
+    throw error
+  }
+}
+
+function withoutSnapshot(
+  tab: Tab,
+  error: PageTooLargeError,
+): { data: { tab: string; url: string }; text: string } {
+  const info = pageInfo(tab)
+  return { data: info, text: `Tab ${tab.id} (${info.url})\nNo snapshot: ${error.message}. ${error.hint}` }
 }
 
 /**
@@ -242,7 +296,8 @@ export async function perform(
   const { settings } = context.deps
   const actionTimeout = options.actionTimeout ?? settings.timeoutAction
   const mode = options.snapshot ?? 'changes'
-  return onTab(context, tabId, async (tab) => {
+  const limitMs = callLimit(settings, actionTimeout)
+  const act = async (tab: Tab) => {
     const page = tab.page
     const generation = tab.generation
     const urlBefore = page.url()
@@ -308,7 +363,7 @@ export async function perform(
             text: `${note}Tab ${tab.id} loaded ${info.url} ${JSON.stringify(await titleOf(tab))}.`,
           }
         }
-        const full = await fullSnapshot(tab, settings)
+        const full = await pageResult(tab, settings)
         return { ...full, text: `${note}${full.text}` }
       }
       // A navigation within the document (an anchor, pushState): same page, same refs.
@@ -319,5 +374,6 @@ export async function perform(
       page.off('request', onRequest)
       stopWaiting.abort()
     }
-  })
+  }
+  return onTab(context, tabId, act, { limitMs })
 }

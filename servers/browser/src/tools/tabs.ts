@@ -4,11 +4,13 @@ import { shownUrl } from '../lib/url.js'
 import {
   browse,
   defineTool,
+  delay,
   fullSnapshot,
   onTab,
   pageOutput,
   sessionOf,
   tabArgument,
+  titleOf,
   untrusted,
 } from './shared.js'
 
@@ -27,7 +29,8 @@ export const listTabs = defineTool({
       [...session.tabs.values()].map(async (tab) => ({
         tab: tab.id,
         url: shownUrl(tab.page.url()),
-        title: tab.dialog ? '' : await tab.page.title().catch(() => ''),
+        // From the browser process: a busy or blocked page never holds up the list.
+        title: await titleOf(tab),
         current: tab.id === session.current,
       })),
     )
@@ -94,7 +97,12 @@ export const closeTab = defineTool({
     const id = tabId ?? session.current
     const tab = id ? session.tabs.get(id) : undefined
     if (!id || !tab) throw id ? new TabGoneError(id) : new ToolError('not_found', 'No tab is open')
-    await tab.run(() => tab.page.close({ runBeforeUnload: false }))
+    // Not queued behind the tab's calls, and without beforeunload: a page that is busy, in a
+    // dialog loop or trapping unload is closed all the same (the browser process closes it).
+    await Promise.race([
+      tab.page.close({ runBeforeUnload: false }).catch(() => undefined),
+      delay(5000, undefined),
+    ])
     session.tabs.delete(id)
     if (session.current === id) session.current = [...session.tabs.keys()].at(-1)
     return {

@@ -1,0 +1,79 @@
+import type { Tab } from './tab.js'
+
+/**
+ * Elements a page may have for the server to read its whole accessibility tree (snapshot) or print
+ * it (save_pdf). Chromium builds the tree, or lays out the print, in the page's renderer, where it
+ * cannot be interrupted: on this project's machine 20,000 buttons take 3.5 s to fetch as a tree,
+ * 200,000 take 31 s, and a PDF of 200,000 does not finish in 120 s. A page over the cap is refused
+ * before that work starts, with a hint, instead of holding its tab for minutes.
+ */
+export const SNAPSHOT_MAX_ELEMENTS = 60_000
+export const PDF_MAX_ELEMENTS = 60_000
+/**
+ * Nesting depth of a page a snapshot reads. Chromium's HTML parser stops nesting at 512; a script
+ * can nest deeper, and a renderer asked for the accessibility tree of 10,000 levels crashes.
+ */
+export const SNAPSHOT_MAX_DEPTH = 512
+
+/** A page too large for the whole-page work a call asked for. */
+export class PageTooLargeError extends Error {
+  override name = 'PageTooLargeError'
+  constructor(
+    message: string,
+    readonly hint: string,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * How many elements the tab's document has (shadow roots not counted) and, when that is within
+ * `maxElements`, how deeply they nest: one call into the page, `getElementsByTagName('*')` being a
+ * count the engine keeps and the depth an iterative walk (no recursion a deep page could exhaust).
+ */
+export async function pageSize(tab: Tab, maxElements: number): Promise<{ elements: number; depth: number }> {
+  const { result } = (await tab.cdp.send('Runtime.evaluate', {
+    expression: `(() => {
+      const elements = document.getElementsByTagName('*').length
+      if (elements > ${maxElements} || !document.documentElement) return { elements, depth: 0 }
+      let depth = 0, level = 1, node = document.documentElement
+      while (node) {
+        if (level > depth) depth = level
+        if (node.firstElementChild) { node = node.firstElementChild; level++; continue }
+        while (node && !node.nextElementSibling) { node = node.parentElement; level-- }
+        if (node) node = node.nextElementSibling
+      }
+      return { elements, depth }
+    })()`,
+    returnByValue: true,
+  })) as { result: { value?: { elements?: unknown; depth?: unknown } } }
+  const value = result.value ?? {}
+  return {
+    elements: typeof value.elements === 'number' ? value.elements : 0,
+    depth: typeof value.depth === 'number' ? value.depth : 0,
+  }
+}
+
+/**
+ * Refuses a whole-page read of a page over `max` elements (or, for a snapshot, nested too deeply);
+ * returns the page's size otherwise.
+ */
+export async function assertPageSize(
+  tab: Tab,
+  max: number,
+  what: 'snapshot' | 'PDF',
+): Promise<{ elements: number; depth: number }> {
+  const { elements, depth } = await pageSize(tab, max)
+  const hint =
+    what === 'snapshot'
+      ? 'take_screenshot shows it; or navigate to a smaller page.'
+      : 'Take a screenshot instead, or print a smaller page.'
+  if (elements > max)
+    throw new PageTooLargeError(`The page has ${elements} elements, over the ${max} a ${what} reads`, hint)
+  if (what === 'snapshot' && depth > SNAPSHOT_MAX_DEPTH)
+    throw new PageTooLargeError(
+      `The page nests ${depth} levels deep, over the ${SNAPSHOT_MAX_DEPTH} a snapshot reads`,
+      hint,
+    )
+  return { elements, depth }
+}
