@@ -1,5 +1,5 @@
 import { McpServer } from '@modelcontextprotocol/server'
-import { createClientAccess, requestStateCodec } from './client-access.js'
+import { createClientAccess, requestStateCodec, servesModernEra } from './client-access.js'
 import type { HandlerContext, SessionAccess } from './define.js'
 import type { InstanceOptions, InstanceParts, InstanceState, Runtime } from './instance.js'
 import { logData, type McpLogLevel, mcpLevelAtLeast, toMcpLevel } from './logger.js'
@@ -16,10 +16,32 @@ export type { InstanceOptions, Runtime } from './instance.js'
 export { RESULT_TEXT_CEILING_BYTES } from './tool-call.js'
 export { describeIssues, selectTools, useSchemaCache } from './tool-schema.js'
 
+/** How long a 2026-07-28 client may reuse a listing, in ms (SEP-2549 `ttlMs`). */
+export const LISTING_TTL_MS = 5 * 60_000
+
+/**
+ * Cache hints for the 2026-07-28 listings that are fixed for the life of the process: the tools,
+ * prompts and resource templates, and `server/discover`. Resource lists and reads change with
+ * what they show, so they keep the SDK's `ttlMs: 0`. Behind authentication an answer is the
+ * caller's (`private`); otherwise any cache may keep it (`public`).
+ */
+function listingCacheHints(config: Runtime<unknown, unknown>['config']) {
+  const hint = {
+    ttlMs: LISTING_TTL_MS,
+    cacheScope: config.authToken || config.auth.issuer ? ('private' as const) : ('public' as const),
+  }
+  return {
+    'tools/list': hint,
+    'prompts/list': hint,
+    'resources/templates/list': hint,
+    'server/discover': hint,
+  }
+}
+
 /**
  * Builds one `McpServer` for a connection (stdio, an HTTP session) or a single stateless
  * request. Tool calls are served by core's own `tools/list` and `tools/call` handlers so that
- * argument errors are JSON-RPC -32602, domain errors are tool results, and every call gets a
+ * argument and domain errors are tool results (SEP-1303), an unknown tool is JSON-RPC -32602, and every call gets a
  * timeout, a signal, progress and a log line.
  */
 export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOptions = {}): McpServer {
@@ -54,6 +76,7 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
           : {}),
       },
       ...(instructions ? { instructions } : {}),
+      cacheHints: listingCacheHints(config),
       // The codec (Web Crypto, a key) is made on the first state to check or mint: a start that
       // never sees one does not load Web Crypto.
       requestState: { verify: (state, context) => requestStateCodec().verify(state, context) },
@@ -111,8 +134,10 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
         const level = toMcpLevel(record.level)
         void mcp.sendLoggingMessage({ level, logger: record.logger, data: logData(record) }).catch(() => {})
       },
-      // Asked before a record is built: below the client's level nothing is built for it.
-      (level) => mcpLevelAtLeast(toMcpLevel(level), state.clientLevel ?? 'warning'),
+      // Asked before a record is built: below the client's level nothing is built for it. A
+      // 2026-07-28 client gets log messages only on the requests that ask for them, never these.
+      (level) =>
+        !servesModernEra(server) && mcpLevelAtLeast(toMcpLevel(level), state.clientLevel ?? 'warning'),
     )
     const previous = server.onclose
     server.onclose = () => {

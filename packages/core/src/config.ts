@@ -86,9 +86,19 @@ export interface CommonConfig {
 /** The parsed configuration a server receives. */
 export type ParsedConfig<C> = CommonConfig & { options: C; positionals: string[] }
 
-/** A configuration problem: printed as one line, exit code 1. */
+/**
+ * A configuration problem: printed as one line. Exit code 1, or 2 for a usage error the command
+ * line alone shows (a toolset or tool name that does not exist).
+ */
 export class ConfigError extends Error {
   override name = 'ConfigError'
+
+  constructor(
+    message: string,
+    readonly exitCode: 1 | 2 = 1,
+  ) {
+    super(message)
+  }
 }
 
 const list = (value: string | string[] | undefined): string[] =>
@@ -492,16 +502,7 @@ export function parseConfig<C>(
     warnings.push(
       '--redis-url with --auth-issuer but no --auth-resource: each replica names its own address as the resource; set --auth-resource to the URL clients reach (the load balancer), the same on every replica',
     )
-  const toolsets = common.toolsets
-  if (source.toolsets && toolsets.length) {
-    for (const name of toolsets) {
-      if (name !== 'all' && !(name in source.toolsets)) {
-        throw new ConfigError(
-          `Invalid --toolsets: unknown toolset "${name}"; known: all, ${Object.keys(source.toolsets).join(', ')}`,
-        )
-      }
-    }
-  }
+  checkToolsets(source.toolsets, common.toolsets)
 
   const options: Record<string, unknown> = {}
   for (const [key, spec] of Object.entries(serverOptions)) {
@@ -628,6 +629,25 @@ function flagLine(
   return left.length >= 30 ? `${left}\n${' '.repeat(30)}${right}` : `${left.padEnd(30)}${right}`
 }
 
+/**
+ * Refuses toolset names the server does not have (exit 2): a typo would otherwise start a server
+ * with no tools and say nothing. `all` is accepted everywhere, also where there are no toolsets.
+ */
+function checkToolsets(known: Record<string, string> | undefined, asked: string[]): void {
+  const unknown = asked.filter((name) => name !== 'all' && !(known && name in known))
+  if (!unknown.length) return
+  const names = unknown.map((name) => `"${name}"`).join(', ')
+  if (!known)
+    throw new ConfigError(
+      `Invalid --toolsets: unknown toolset ${names}; this server has no toolsets (all its tools are served): choose tools with --tools or --exclude-tools`,
+      2,
+    )
+  throw new ConfigError(
+    `Invalid --toolsets: unknown toolset ${names}; known: all, ${Object.keys(known).join(', ')}`,
+    2,
+  )
+}
+
 /** The `--help` text of a server. */
 export function helpText<C>(source: ConfigSource<C>): string {
   const bin = source.bin ?? `mcp-server-${source.name}`
@@ -644,10 +664,15 @@ export function helpText<C>(source: ConfigSource<C>): string {
     lines.push('', 'Toolsets:')
     for (const [name, description] of Object.entries(source.toolsets))
       lines.push(`  ${name.padEnd(28)}${description}`)
+  } else {
+    lines.push('', 'Toolsets: none (all tools are served); choose tools with --tools and --exclude-tools.')
   }
   lines.push('', 'Common options:')
-  for (const flag of commonFlagsOf(source))
+  for (const flag of commonFlagsOf(source)) {
+    // A server without toolsets does not offer --toolsets as if it had some.
+    if (flag.key === 'toolsets' && !source.toolsets) continue
     lines.push(flagLine(flag.flag, flag.type, flag.placeholder, flag.env, flag.description))
+  }
   lines.push('', 'OAuth 2.1 resource server (HTTP):')
   for (const flag of AUTH_FLAGS)
     lines.push(flagLine(flag.flag, flag.type, flag.placeholder, flag.env, flag.description))

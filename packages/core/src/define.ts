@@ -104,6 +104,11 @@ export interface ToolContext<D> {
   readonly client: ClientAccess
   /** The JSON-RPC id of this call. */
   readonly requestId: string | number
+  /**
+   * The state this call works on, for a tool that declares `handle` (see {@link ToolSpec.handle}):
+   * the handle passed, the connection's own state, or a handle minted for this call.
+   */
+  readonly handle?: HandleBinding
   /** The client connection this call belongs to (for per-client state such as a browser context). */
   readonly session: SessionAccess
   /**
@@ -126,6 +131,65 @@ export interface SessionAccess {
    * request answered for a request served on its own, or process shutdown). Errors are logged.
    */
   onClose(callback: () => void | Promise<void>): void
+}
+
+/**
+ * The state a stateful call is bound to. Keep the state under `key`, never under the handle:
+ * the handle is the caller's secret and stays out of maps, logs and errors.
+ */
+export interface HandleBinding {
+  /** The handle kind (`session`). */
+  readonly kind: string
+  /**
+   * What the server keeps this state under: `handle:<id>` for a handle, the connection's id
+   * (`stdio`, a 2025-era session id) for the connection's own state.
+   */
+  readonly key: string
+  /** The handle the model passes, or `undefined` for a connection's own state. */
+  readonly token: string | undefined
+  /** Minted by this call: core adds it to the result (structuredContent and text). */
+  readonly minted: boolean
+  /** Ends the handle (the kind's `close` frees the state); later calls with it are refused. */
+  close(): Promise<void>
+  /** Internal: the call is over (core calls it). */
+  release(): void
+}
+
+/**
+ * A kind of state handle a server mints (SEP-2567, "explicit state handles"): a 2026-07-28
+ * request belongs to no connection, so the model carries the handle from call to call.
+ */
+export interface HandleKindSpec<D> {
+  /** The tool that opens one (named in errors: "call open_session"). */
+  opener: string
+  /** The tool that ends one, if any (named when the cap is reached). */
+  closer?: string
+  /**
+   * Handles one subject (the OAuth `sub`; without OAuth, everyone) keeps; past it the least
+   * recently used idle one ends. Default 32. A function reads it from the deps (a configured limit).
+   */
+  maxPerSubject?: number | ((deps: D) => number)
+  /**
+   * Handles of this kind the process keeps, all subjects together; past it the least recently used
+   * idle one ends. Default 1024. Set it at or below what the state can hold (e.g. browser contexts),
+   * so an abandoned handle gives way before the server refuses new state.
+   */
+  maxTotal?: number | ((deps: D) => number)
+  /** The text line a result with a new handle starts with (default: the handle and "pass it on"). */
+  mintedText?(token: string): string
+  /** Frees the state kept under `key` (on close, idle expiry, eviction, or a connection's end). */
+  close(key: string, deps: D): Promise<void> | void
+}
+
+/** How a tool uses a handle kind. */
+export interface ToolHandleUse {
+  /** The kind, a key of {@link ServerSpec.handles}; the tool's input takes it as an argument of that name. */
+  kind: string
+  /**
+   * `always`: the tool opens new state each call (`open_session`). `when-missing`: on a lone
+   * request without the argument it opens new state (`navigate`). Unset: it needs existing state.
+   */
+  opens?: 'always' | 'when-missing'
 }
 
 /** An icon (MCP 2025-11-25 `Icon`). */
@@ -193,6 +257,11 @@ export interface ToolSpec<I extends Shape, O extends Shape | undefined, D> {
   taskSupport?: 'optional' | 'required'
   /** Icons shown next to the tool by clients that display them. */
   icons?: Icon[]
+  /**
+   * The tool works on state that spans calls: core binds each call to it (see
+   * {@link HandleKindSpec}) and gives the tool `context.handle`.
+   */
+  handle?: ToolHandleUse
   run(args: Infer<I>, context: ToolContext<D>): Promise<ToolOutput<O>> | ToolOutput<O>
 }
 
@@ -354,6 +423,8 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
   resources?: ResourceSpec<D>[]
   resourceTemplates?: ResourceTemplateSpec<D>[]
   prompts?: PromptSpec<D>[]
+  /** Kinds of explicit state handles the server mints (SEP-2567), by argument name (`session`). */
+  handles?: Record<string, HandleKindSpec<D>>
   /** Builds dependencies once per process. Keep it cheap: open pools and clients lazily. */
   createDeps(context: DepsContext<C>): D | Promise<D>
   /** Releases what `createDeps` built (pools, browsers). Called once on shutdown, with a deadline. */

@@ -5,14 +5,17 @@ import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '
 import {
   type AuthInfo,
   createMcpHandler,
+  InMemoryServerEventBus,
   isLegacyRequest,
   type McpServer,
 } from '@modelcontextprotocol/server'
 import type { AuthGate, GateAnswer } from './auth/gate.js'
 import { createInstance, type Runtime } from './build-server.js'
+import { ListenWatches, prepareListen } from './change-streams.js'
 import { useStateSecret } from './client-access.js'
 import { isLoopback } from './config.js'
 import { BoundedEventStore } from './event-store.js'
+import { stateRoute } from './handles.js'
 import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
 import type { Cluster, ClusterSession, SessionHooks } from './scale/cluster.js'
 
@@ -190,13 +193,25 @@ export async function serveHttp<D, C>(
     config.redisUrl && !config.stateless
       ? await (await import('./scale/cluster.js')).Cluster.start(runtime, hooksFor('cluster'))
       : undefined
+  // Change events of 2026-07-28 listen streams: across replicas through Redis, else in process.
+  const bus = cluster?.bus ?? new InMemoryServerEventBus(onerror)
+  const watches = [...(spec.resources ?? []), ...(spec.resourceTemplates ?? [])].some(
+    (resource) => resource.subscribe,
+  )
+    ? new ListenWatches(runtime, (uri) => bus.publish({ kind: 'resource_updated', uri }))
+    : undefined
   const perRequest = createMcpHandler(factory, {
     legacy: config.stateless ? 'stateless' : 'reject',
     onerror,
     maxRequestBodySize: config.maxBodyBytes,
-    ...(cluster ? { bus: cluster.bus } : {}),
+    bus,
   })
   const perRequestNode = toNodeHandler(perRequest, { onerror, maxRequestBodySize: config.maxBodyBytes })
+  cluster?.handles.serveWith((request, authInfo, parsedBody, session) =>
+    session
+      ? cluster.serveRelayed(session, request, authInfo)
+      : perRequest.fetch(request, { ...(authInfo ? { authInfo } : {}), parsedBody }),
+  )
   // OAuth 2.1 resource server: loaded only when an issuer is configured.
   const issuer = config.auth.issuer
   const gate: AuthGate | undefined = issuer
@@ -403,6 +418,16 @@ export async function serveHttp<D, C>(
       sendAnswer(res, challenge)
       return
     }
+    // A lone 2026-07-28 call carrying another replica's state handle is served by that replica.
+    if (cluster && !sessionId) {
+      const route = stateRoute(runtime as Runtime<unknown, unknown>, parsed)
+      if (
+        typeof route === 'object' &&
+        !(await isLegacyRequest(await toWebRequest(req, parsed), parsed)) &&
+        (await cluster.handles.relay(route.owner, req, res, parsed, verified))
+      )
+        return
+    }
     if (session && cluster && sessionId) {
       const routed = await cluster.route(sessionId, parsed)
       if (!routed.exists) {
@@ -419,19 +444,31 @@ export async function serveHttp<D, C>(
         return
       }
       parsed = Array.isArray(parsed) ? routed.rest : routed.rest[0]
+      // A stateful call is served where its state lives: the replica its handle names, or the one
+      // holding this session's own state.
+      const route = stateRoute(runtime as Runtime<unknown, unknown>, parsed)
+      const owner = route === 'connection' ? await cluster.stateOwner(sessionId) : route?.owner
+      const principal = gate ? { principal: clientOf(req) } : {}
+      if (
+        owner &&
+        owner !== cluster.replica &&
+        (await cluster.handles.relay(owner, req, res, parsed, verified, { id: sessionId, ...principal }))
+      )
+        return
     }
     if (session) {
       const current = session
       await busy(current, () => current.transport.handleRequest(req, res, parsed))
       return
     }
+    const watchUntilClosed = (release: () => void) => res.once('close', release)
     if (config.stateless) {
-      await perRequestNode(req, res, parsed)
+      await perRequestNode(req, res, await prepareListen(watches, parsed, watchUntilClosed))
       return
     }
     const webRequest = await toWebRequest(req, parsed)
     if (!(await isLegacyRequest(webRequest, parsed))) {
-      await perRequestNode(req, res, parsed)
+      await perRequestNode(req, res, await prepareListen(watches, parsed, watchUntilClosed))
       return
     }
     const message = parsed as { method?: string; id?: string | number }
@@ -606,6 +643,7 @@ export async function serveHttp<D, C>(
       await Promise.allSettled([...sessions.values()].map((session) => session.server.close()))
       sessions.clear()
       await perRequest.close().catch(() => {})
+      watches?.close()
       await cluster?.close()
       httpServer.closeAllConnections()
       await closing

@@ -34,6 +34,8 @@ export {
   type DepsContext,
   defineServer,
   defineTool,
+  type HandleBinding,
+  type HandleKindSpec,
   type HandlerContext,
   type Icon,
   type Infer,
@@ -50,6 +52,7 @@ export {
   svgIcon,
   type ToolAnnotations,
   type ToolContext,
+  type ToolHandleUse,
   type ToolOutput,
   type ToolSpec,
   toolFactory,
@@ -66,6 +69,7 @@ export {
   type ToolErrorKind,
   type ToolErrorOptions,
 } from './errors.js'
+export { handleArgument } from './handles.js'
 export type { HttpEndpoint } from './http.js'
 export { nodeCrypto } from './lazy-crypto.js'
 export {

@@ -3,8 +3,8 @@ import {
   ProtocolErrorCode,
   ResourceNotFoundError,
   ResourceTemplate,
-  UriTemplate,
 } from '@modelcontextprotocol/server'
+import { subscriptionHook } from './change-streams.js'
 import type { ResourceContents } from './define.js'
 import { errorReference, formatToolError } from './errors.js'
 import { type InstanceParts, mapError } from './instance.js'
@@ -96,15 +96,11 @@ export function registerResources<D, C>(parts: InstanceParts<D, C>): void {
     )
   }
   if (subscribable) {
-    const matchers = templates
-      .filter((template) => template.subscribe)
-      .map((template) => ({ template, matcher: new UriTemplate(template.uriTemplate) }))
+    const hookFor = subscriptionHook(spec)
     server.setRequestHandler('resources/subscribe', async (request) => {
       const uri = request.params.uri
       if (state.subscriptions.has(uri)) return {}
-      const fixed = resources.find((resource) => resource.uri === uri && resource.subscribe)
-      const matched = fixed ? undefined : matchers.find(({ matcher }) => matcher.match(uri))
-      const subscribe = fixed?.subscribe ?? matched?.template.subscribe
+      const subscribe = hookFor(uri)
       if (!subscribe)
         throw new ProtocolError(
           ProtocolErrorCode.InvalidParams,
@@ -123,12 +119,7 @@ export function registerResources<D, C>(parts: InstanceParts<D, C>): void {
       state.subscriptions.set(uri, () => {})
       let dispose: (() => void) | undefined
       try {
-        dispose = await subscribe.call(
-          fixed ?? matched?.template,
-          url,
-          notify,
-          handlerContext(runtime.shutdownSignal),
-        )
+        dispose = await subscribe(url, notify, handlerContext(runtime.shutdownSignal))
       } catch (error) {
         state.subscriptions.delete(uri)
         return readErrors(error, uri)

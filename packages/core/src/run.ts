@@ -1,8 +1,10 @@
 import { serveStdio } from '@modelcontextprotocol/server/stdio'
 import { createInstance, type Runtime, selectTools, useSchemaCache } from './build-server.js'
+import { stdioChangeStreams } from './change-streams.js'
 import { ConfigError, type ParsedConfig, parseConfig } from './config.js'
 import type { ServerSpec } from './define.js'
 import { ToolError } from './errors.js'
+import { checkHandleTools, closeHandles } from './handles.js'
 import { boundHeapGrowth } from './heap.js'
 import type { HttpEndpoint } from './http.js'
 import { createLogger, type Logger } from './logger.js'
@@ -75,18 +77,14 @@ export async function prepare<D, C>(
   useSchemaCache(
     openSchemaCache(spec, config, secrets, (options.env ?? process.env).KEEL_COMPILE_CACHE_DEBUG === '1'),
   )
-  let tools: ReturnType<typeof selectTools<D, C>>
-  try {
-    tools = selectTools(spec, config)
-  } catch (error) {
-    if (error instanceof ToolError) throw new ConfigError(error.message)
-    throw error
-  }
+  const tools = selectTools(spec, config)
   const deps = await spec.createDeps({
     config: config as ParsedConfig<C>,
     logger,
     addSecret: (value) => redactor.addSecret(value),
   })
+  // A stateful tool must take its handle kind's argument, or no handle could ever reach it.
+  checkHandleTools(spec, tools)
   return {
     spec,
     config,
@@ -126,7 +124,7 @@ export async function run<D, C>(
     const message =
       error instanceof ConfigError || error instanceof ToolError ? error.message : (error as Error)?.message
     process.stderr.write(`${bin}: ${redactor.redact(message ?? String(error))}\n`)
-    if (manage) process.exit(1)
+    if (manage) process.exit(error instanceof ConfigError ? error.exitCode : 1)
     throw error
   }
   const { config, logger } = runtime
@@ -145,6 +143,7 @@ export async function run<D, C>(
       shutdownController.abort(new Error('server shutting down'))
       const stop = async () => {
         await Promise.allSettled([http?.close(), stdio?.close()])
+        closeHandles(runtime as Runtime<unknown, unknown>)
         await spec.dispose?.(runtime.deps)
       }
       let timer: NodeJS.Timeout | undefined
@@ -195,11 +194,25 @@ export async function run<D, C>(
         },
       )
     } else {
-      const transport = new LineTransport({ onEnd: () => exitAfter('stdin closed', 0) })
-      stdio = serveStdio(() => createInstance(runtime, { forwardProcessLogs: true, connection: 'stdio' }), {
-        transport,
-        onerror: (error) => logger.debug('stdio error', { error: error.message }),
+      const streams = stdioChangeStreams(runtime)
+      const transport = new LineTransport({
+        onEnd: () => exitAfter('stdin closed', 0),
+        prepare: (message) => streams.prepare(message),
       })
+      const served = serveStdio(
+        (context) => {
+          const instance = createInstance(runtime, { forwardProcessLogs: true, connection: 'stdio' })
+          streams.attach(instance, context?.era)
+          return instance
+        },
+        { transport, onerror: (error) => logger.debug('stdio error', { error: error.message }) },
+      )
+      stdio = {
+        close: async () => {
+          streams.close()
+          await served.close()
+        },
+      }
       logger.debug('serving MCP over stdio', { tools: runtime.tools.length })
     }
   } catch (error) {

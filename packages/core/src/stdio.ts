@@ -10,6 +10,11 @@ export interface LineTransportOptions {
   maxLineBytes?: number
   /** Called once when the input ends (the client closed stdin) or fails. */
   onEnd?: () => void
+  /**
+   * Sees every inbound message before the server does; when it returns a promise, that message
+   * is delivered as the promise's value, and the ones after it wait their turn (order is kept).
+   */
+  prepare?: (message: JSONRPCMessage) => Promise<unknown> | undefined
 }
 
 /**
@@ -26,6 +31,9 @@ export class LineTransport implements Transport {
   readonly #output: Writable
   readonly #maxLineBytes: number
   readonly #onEnd: (() => void) | undefined
+  readonly #prepare: LineTransportOptions['prepare']
+  /** Set while a prepared message is on its way: later messages queue behind it. */
+  #queue: Promise<void> | undefined
   #chunks: Buffer[] = []
   #pending = 0
   #discarding = false
@@ -37,6 +45,7 @@ export class LineTransport implements Transport {
     this.#output = options.output ?? process.stdout
     this.#maxLineBytes = options.maxLineBytes ?? 32 * 1024 * 1024
     this.#onEnd = options.onEnd
+    this.#prepare = options.prepare
   }
 
   async start(): Promise<void> {
@@ -98,8 +107,43 @@ export class LineTransport implements Transport {
       this.#reply(errorResponse(check.id, check.code, check.message))
       return
     }
+    this.#deliver(message as JSONRPCMessage)
+  }
+
+  #deliver(message: JSONRPCMessage) {
+    if (this.#queue) {
+      const queue: Promise<void> = this.#queue.then(() => this.#dispatch(message))
+      this.#queue = queue.finally(() => {
+        if (this.#queue === queue) this.#queue = undefined
+      })
+      return
+    }
+    const prepared = this.#prepare?.(message)
+    if (!prepared) {
+      this.#emit(message)
+      return
+    }
+    const queue: Promise<void> = prepared.then(
+      (ready) => this.#emit(ready as JSONRPCMessage),
+      (error: Error) => {
+        this.onerror?.(error)
+        this.#emit(message)
+      },
+    )
+    this.#queue = queue.finally(() => {
+      if (this.#queue === queue) this.#queue = undefined
+    })
+  }
+
+  /** A message whose turn has come: prepared (awaited) in order, then delivered. */
+  async #dispatch(message: JSONRPCMessage): Promise<void> {
+    const prepared = this.#prepare?.(message)
+    this.#emit(prepared ? ((await prepared.catch(() => message)) as JSONRPCMessage) : message)
+  }
+
+  #emit(message: JSONRPCMessage) {
     try {
-      this.onmessage?.(message as JSONRPCMessage)
+      this.onmessage?.(message)
     } catch (error) {
       this.onerror?.(error as Error)
     }

@@ -6,8 +6,9 @@ import {
 } from '@modelcontextprotocol/server'
 import { assertWriteScope, requestAuthOf } from './auth/context.js'
 import { InputNeeded, modernClientAccess, requestStateCodec, servesModernEra } from './client-access.js'
-import type { AnyTool, ClientAccess, ContentBlock, ToolContext } from './define.js'
+import type { AnyTool, ClientAccess, ContentBlock, HandleBinding, ToolContext } from './define.js'
 import { errorReference, formatToolError, isAbortError, ToolError } from './errors.js'
+import { bindHandle, settleHandle } from './handles.js'
 import { type InstanceParts, mapError, type Runtime } from './instance.js'
 import { truncateUtf8 } from './limits.js'
 import { type LogRecord, logData, type McpLogLevel, mcpLevelAtLeast, toMcpLevel } from './logger.js'
@@ -92,7 +93,8 @@ interface CallChannel<D> {
   progressToken: string | number | undefined
   /** Extra `_meta` for every notification of this call (a task's related-task key). */
   meta?: Record<string, unknown>
-  logThreshold: McpLogLevel | undefined
+  /** The lowest level forwarded to the caller; `none` forwards nothing; unset means warnings and errors. */
+  logThreshold: McpLogLevel | 'none' | undefined
   notify(notification: { method: string; params: Record<string, unknown> }): Promise<void>
   log(level: McpLogLevel, data: unknown, logger: string | undefined): Promise<void>
 }
@@ -104,6 +106,36 @@ function unknownTool(runtime: Runtime<unknown, unknown>, name: string): Protocol
   )
 }
 
+/** Arguments that do not match a tool's input schema: which fields, and what was expected. */
+class InvalidArguments extends Error {
+  constructor(
+    readonly tool: string,
+    readonly text: string,
+    readonly issues: Array<{ path: string; message: string }>,
+  ) {
+    super(`Invalid arguments for tool ${tool}: ${text}`)
+  }
+
+  /**
+   * The tool result the caller gets (SEP-1303, MCP 2025-11-25 and later): a validation failure is
+   * a tool execution error the model can read and correct, not a protocol error a host may hide.
+   */
+  toResult(): Record<string, unknown> {
+    const error = new ToolError('invalid_argument', this.message, {
+      hint: `Call ${this.tool} again with arguments that match its input schema (see tools/list).`,
+    })
+    return {
+      content: [{ type: 'text', text: formatToolError(error) }],
+      isError: true,
+      _meta: { 'keel/error': { kind: 'invalid_argument', issues: this.issues } },
+    }
+  }
+}
+
+/**
+ * The tool and its parsed arguments. An unknown tool is a JSON-RPC error (-32602: the request
+ * names nothing that exists); arguments that fail the schema throw {@link InvalidArguments}.
+ */
 function validateCall(runtime: Runtime<unknown, unknown>, name: string, raw: unknown): ValidatedCall {
   const tool = runtime.tools.find((candidate) => candidate.name === name)
   if (!tool) throw unknownTool(runtime, name)
@@ -111,10 +143,7 @@ function validateCall(runtime: Runtime<unknown, unknown>, name: string, raw: unk
   const parsed = plan.schema.safeParse(raw ?? {})
   if (!parsed.success) {
     const { text, issues } = describeIssues(parsed.error)
-    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool ${name}: ${text}`, {
-      tool: name,
-      issues,
-    })
+    throw new InvalidArguments(name, text, issues)
   }
   return { tool, plan, args: parsed.data }
 }
@@ -163,7 +192,9 @@ async function executeCall<D, C>(
     (record: LogRecord) => {
       void channel.log(toMcpLevel(record.level), logData(record), record.logger).catch(() => {})
     },
-    (level) => mcpLevelAtLeast(toMcpLevel(level), channel.logThreshold ?? 'warning'),
+    (level) =>
+      channel.logThreshold !== 'none' &&
+      mcpLevelAtLeast(toMcpLevel(level), channel.logThreshold ?? 'warning'),
   )
   const progressToken = channel.progressToken
   let lastProgress = Number.NEGATIVE_INFINITY
@@ -194,9 +225,18 @@ async function executeCall<D, C>(
     },
   }
   let outcome = 'ok'
+  // A stateful tool's call is bound to its state first (handles.ts); a bad handle is a tool error.
+  let binding: HandleBinding | undefined
+  const handleSpec = tool.handle ? runtime.spec.handles?.[tool.handle.kind] : undefined
   try {
+    binding = bindHandle(runtime as Runtime<unknown, unknown>, tool, {
+      args: call.args as Record<string, unknown>,
+      session: channel.session,
+      subject: channel.auth?.subject,
+    })
+    const context = binding ? { ...toolContext, handle: binding } : toolContext
     const output = await Promise.race([
-      Promise.resolve().then(() => tool.run(call.args as never, toolContext)),
+      Promise.resolve().then(() => tool.run(call.args as never, context)),
       stopped,
     ])
     let structured: Record<string, unknown> | undefined
@@ -214,10 +254,14 @@ async function executeCall<D, C>(
     ]
     const result: Record<string, unknown> = { content: capContent(content) }
     if (structured !== undefined) result.structuredContent = structured
-    return mcp.server.projectCallToolResult(result as never, plan.outputJson as never) as never
+    const projected = mcp.server.projectCallToolResult(result as never, plan.outputJson as never)
+    return (await settleHandle(binding, projected as never, handleSpec as never)) as never
   } catch (error) {
     if (error instanceof InputNeeded) {
       outcome = 'input_required'
+      // The tool runs again from the start on the client's retry: state it opened now is not kept.
+      binding?.release()
+      if (binding?.minted) await binding.close()
       const requestState = await requestStateCodec().mint({ answers: error.answers })
       return inputRequired({ inputRequests: error.requests, requestState }) as never
     }
@@ -241,7 +285,7 @@ async function executeCall<D, C>(
       }
     }
     outcome = `error:${toolError.kind}`
-    return {
+    const failure = {
       content: [{ type: 'text', text: formatToolError(toolError) }],
       isError: true,
       ...(toolError.details
@@ -252,6 +296,7 @@ async function executeCall<D, C>(
           }
         : {}),
     }
+    return settleHandle(binding, failure, handleSpec as never)
   } finally {
     clearTimeout(timer)
     channel.signal.removeEventListener('abort', abortOnCancel)
@@ -303,6 +348,8 @@ interface CallRequestContext {
     id: string | number
     signal: AbortSignal
     _meta?: Record<string, unknown>
+    /** 2026-07-28: the reserved `_meta` keys of the request, lifted out by the SDK. */
+    envelope?: Record<string, unknown>
   }
 }
 
@@ -327,14 +374,27 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     progressToken: ctx.mcpReq._meta?.progressToken as string | number | undefined,
     logThreshold: logThresholdOf(ctx),
   })
-  const logThresholdOf = (ctx: CallRequestContext) => {
+  // 2026-07-28: a request opts in to log messages with its envelope's level (the SDK lifts it out
+  // of `_meta`); without one it gets none. 2025: `logging/setLevel`, else warnings and errors.
+  const logThresholdOf = (ctx: CallRequestContext): McpLogLevel | 'none' | undefined => {
+    if (servesModernEra(server)) {
+      const level = ctx.mcpReq.envelope?.[LOG_LEVEL_META_KEY]
+      return typeof level === 'string' ? (level as McpLogLevel) : 'none'
+    }
     const metaLevel = ctx.mcpReq._meta?.[LOG_LEVEL_META_KEY]
     return (typeof metaLevel === 'string' ? metaLevel : state.clientLevel) as McpLogLevel | undefined
   }
 
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const name = request.params.name
-    const call = validateCall(runtime as Runtime<unknown, unknown>, name, request.params.arguments)
+    let call: ValidatedCall
+    try {
+      call = validateCall(runtime as Runtime<unknown, unknown>, name, request.params.arguments)
+    } catch (error) {
+      if (!(error instanceof InvalidArguments)) throw error
+      runtime.logger.debug('tool call', { tool: name, durationMs: 0, outcome: 'error:invalid_argument' })
+      return error.toResult() as never
+    }
     assertWriteScope(runtime.config.auth, call.tool, (ctx as CallRequestContext).http)
     const modern = servesModernEra(server)
     if (tasks && !modern && call.tool.taskSupport === 'required') {
@@ -389,7 +449,18 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         'Invalid tools/call request: task must be { ttl?: number }',
       )
     }
-    const call = validateCall(runtime as Runtime<unknown, unknown>, params.name, params.arguments)
+    let call: ValidatedCall
+    try {
+      call = validateCall(runtime as Runtime<unknown, unknown>, params.name, params.arguments)
+    } catch (error) {
+      // A task-augmented call is answered with a task or a JSON-RPC error: the 2025-11-25 tasks
+      // draft has no result to carry a validation failure before the task exists.
+      if (!(error instanceof InvalidArguments)) throw error
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, error.message, {
+        tool: error.tool,
+        issues: error.issues,
+      })
+    }
     assertWriteScope(runtime.config.auth, call.tool, ctx.http)
     if (!call.tool.taskSupport) {
       throw new ProtocolError(

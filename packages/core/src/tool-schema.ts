@@ -1,7 +1,6 @@
 import { z } from 'zod'
-import type { ParsedConfig } from './config.js'
+import { ConfigError, type ParsedConfig } from './config.js'
 import type { AnyTool, ServerSpec } from './define.js'
-import { ToolError } from './errors.js'
 import type { SchemaCache } from './schema-cache.js'
 
 // How tools are listed: one JSON Schema per tool, built once per process; and which tools a
@@ -276,15 +275,19 @@ export function describeIssues(error: z.ZodError): {
   return { text: issues.map((issue) => `${issue.path}: ${issue.message}`).join('; '), issues }
 }
 
-/** Applies toolsets, read-only and allow/deny lists. Throws on unknown tool names in the lists. */
+/** Applies toolsets, read-only and allow/deny lists. Throws a {@link ConfigError} (exit 2) on unknown tool names in the lists. */
 export function selectTools<D, C>(spec: ServerSpec<D, C>, config: ParsedConfig<C>): AnyTool<D>[] {
   const all = typeof spec.tools === 'function' ? spec.tools(config) : spec.tools
   const names = new Set(all.map((tool) => tool.name))
-  for (const name of [...config.tools, ...config.excludeTools]) {
-    if (!names.has(name)) {
-      throw new ToolError(
-        'invalid_argument',
-        `unknown tool "${name}" in --tools/--exclude-tools; known: ${[...names].join(', ')}`,
+  for (const [flag, asked] of [
+    ['--tools', config.tools],
+    ['--exclude-tools', config.excludeTools],
+  ] as const) {
+    const unknown = asked.filter((name) => !names.has(name))
+    if (unknown.length) {
+      throw new ConfigError(
+        `Invalid ${flag}: unknown tool ${unknown.map((name) => `"${name}"`).join(', ')}; known: ${[...names].join(', ')}`,
+        2,
       )
     }
   }

@@ -74,6 +74,33 @@ describe('parseConfig', () => {
     expect(() => parse(argv, env)).toThrow(message)
   })
 
+  it('refuses unknown toolsets as a usage error (exit 2), naming every unknown one and the known ones', () => {
+    const error = captured(() => parse(['--toolsets', 'nope,basic,also-nope']))
+    expect(error).toBeInstanceOf(ConfigError)
+    expect(error.exitCode).toBe(2)
+    expect(error.message).toBe(
+      'Invalid --toolsets: unknown toolset "nope", "also-nope"; known: all, basic, faults',
+    )
+    expect(captured(() => parse(['--frobnicate'])).exitCode).toBe(1)
+  })
+
+  it('on a server without toolsets, refuses --toolsets names saying so, accepts "all", and leaves the flag out of --help', () => {
+    const { toolsets: _none, ...plain } = fixture
+    const error = captured(() => parseConfig(plain, ['--toolsets', 'files'], {}))
+    expect(error.exitCode).toBe(2)
+    expect(error.message).toMatch(
+      /unknown toolset "files"; this server has no toolsets .*--tools or --exclude-tools/,
+    )
+    expect(captured(() => parseConfig(plain, [], { MCP_TOOLSETS: 'files' })).exitCode).toBe(2)
+    expect(parseConfig(plain, ['--toolsets', 'all'], {}).kind).toBe('config')
+    const help = parseConfig(plain, ['--help'], {})
+    const text = help.kind === 'help' ? help.text : ''
+    expect(text).not.toContain('--toolsets')
+    expect(text).toContain('Toolsets: none (all tools are served)')
+    const withToolsets = parse(['--help'])
+    expect(withToolsets.kind === 'help' ? withToolsets.text : '').toContain('--toolsets <all|a,b>')
+  })
+
   it('returns help text listing server and common options', () => {
     const outcome = parse(['--help'])
     expect(outcome.kind).toBe('help')
@@ -145,3 +172,13 @@ describe('parseConfig', () => {
     )
   })
 })
+
+function captured(work: () => unknown): ConfigError {
+  try {
+    work()
+  } catch (error) {
+    if (error instanceof ConfigError) return error
+    throw error
+  }
+  throw new Error('expected a ConfigError')
+}

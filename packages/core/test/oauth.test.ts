@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from
 import { importJWK, SignJWT } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type HttpEndpoint, serveHttp } from '../src/http.js'
-import { defineServer, toolFactory, z } from '../src/index.js'
+import { defineServer, handleArgument, toolFactory, z } from '../src/index.js'
 import { prepare } from '../src/run.js'
 import {
   BROWSER_CLIENT,
@@ -66,11 +66,35 @@ const addNote = defineTool({
   },
 })
 
+// A state handle is bound to the subject that opened it.
+const openNotebook = defineTool({
+  name: 'open_notebook',
+  title: 'Open notebook',
+  description: 'Opens a notebook; returns its handle.',
+  input: {},
+  output: { notebook: z.string().optional() },
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  handle: { kind: 'notebook', opens: 'always' },
+  run: () => ({ data: {} }),
+})
+
+const readNotebook = defineTool({
+  name: 'read_notebook',
+  title: 'Read notebook',
+  description: 'Reads a notebook.',
+  input: { notebook: handleArgument('Notebook handle') },
+  output: { key: z.string(), notebook: z.string().optional() },
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  handle: { kind: 'notebook' },
+  run: (_input, { handle }) => ({ data: { key: handle?.key ?? '' } }),
+})
+
 const spec = defineServer<Deps>({
   name: 'oauth-fixture',
   version: '1.0.0',
   description: 'OAuth test server',
-  tools: [whoami, addNote],
+  tools: [whoami, addNote, openNotebook, readNotebook],
+  handles: { notebook: { opener: 'open_notebook', close: () => {} } },
   createDeps: () => ({ notes: [] }),
 })
 
@@ -309,7 +333,12 @@ describe('OAuth 2.1 resource server', () => {
     await mcp.connect(transport)
     try {
       const { tools } = await mcp.listTools()
-      expect(tools.map((tool) => tool.name).sort()).toEqual(['add_note', 'whoami'])
+      expect(tools.map((tool) => tool.name).sort()).toEqual([
+        'add_note',
+        'open_notebook',
+        'read_notebook',
+        'whoami',
+      ])
       // The client asks for what the 401 challenge named: the scope every call needs, no more.
       const me = await mcp.callTool({ name: 'whoami', arguments: {} })
       // The access token is for this server alone: tools never see it, so none can pass it on.
@@ -379,6 +408,27 @@ describe('OAuth 2.1 resource server', () => {
       expect(deps.notes).toContain('writer: modern')
     } finally {
       await mcp.close()
+    }
+  })
+
+  it("binds a state handle to its subject: another subject's call with it is refused", async () => {
+    const writer = sdkClient(endpoint, issuer, 'writer', 'modern')
+    const reader = sdkClient(endpoint, issuer, 'reader', 'modern')
+    await writer.mcp.connect(writer.transport)
+    await reader.mcp.connect(reader.transport)
+    try {
+      const opened = await writer.mcp.callTool({ name: 'open_notebook', arguments: {} })
+      const notebook = (opened.structuredContent as { notebook: string }).notebook
+      const own = await writer.mcp.callTool({ name: 'read_notebook', arguments: { notebook } })
+      expect(own.isError).toBeFalsy()
+      const stolen = await reader.mcp.callTool({ name: 'read_notebook', arguments: { notebook } })
+      expect(stolen.isError).toBe(true)
+      expect((stolen.content as Array<{ text: string }>)[0]?.text).toMatch(
+        /^permission_denied: The notebook handle belongs to another caller[\s\S]*open_notebook/,
+      )
+    } finally {
+      await writer.mcp.close()
+      await reader.mcp.close()
     }
   })
 

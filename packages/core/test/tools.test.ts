@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { ConfigError } from '../src/index.js'
 import {
   type Connection,
   connectInMemory,
@@ -77,19 +78,25 @@ describe.each(generations)('tool calls ($label)', ({ options }) => {
     expect(result.content[0]).toEqual({ type: 'text', text: '{"echoed":"hi hi"}' })
   })
 
-  it('answers schema-invalid arguments with -32602 naming the field and the problem', async () => {
+  it('answers schema-invalid arguments with a tool error naming the field and the problem (SEP-1303)', async () => {
     await setup()
-    const error = await expectRpcError(client.callTool({ name: 'echo', arguments: { message: 42 } }), -32602)
-    expect(error.message).toMatch(/message: .*expected string/i)
+    const result = await client.callTool({ name: 'echo', arguments: { message: 42 } })
+    expect(result.isError).toBe(true)
+    expect(result.structuredContent).toBeUndefined()
+    expect(result.content[0].text).toMatch(
+      /^invalid_argument: Invalid arguments for tool echo: message: .*expected string, received number\nHint: /,
+    )
+    expect(result._meta?.['keel/error']).toEqual({
+      kind: 'invalid_argument',
+      issues: [{ path: 'message', message: expect.stringMatching(/expected string/) }],
+    })
   })
 
   it('refuses unknown arguments instead of ignoring them', async () => {
     await setup()
-    const error = await expectRpcError(
-      client.callTool({ name: 'echo', arguments: { message: 'x', mesage: 'y' } }),
-      -32602,
-    )
-    expect(error.message).toContain('unknown argument(s): mesage')
+    const result = await client.callTool({ name: 'echo', arguments: { message: 'x', mesage: 'y' } })
+    expect(result.isError).toBe(true)
+    expect(result.content[0].text).toContain('unknown argument(s): mesage')
   })
 
   it('answers an unknown tool with -32602 listing the available tools', async () => {
@@ -250,11 +257,20 @@ describe('tool selection', () => {
     await expectRpcError(client.callTool({ name: 'increment', arguments: {} }), -32602)
   })
 
-  it('an unknown name in --tools is a configuration error', async () => {
-    await expect(connectInMemory(fixture, { argv: ['--tools', 'ecko'] })).rejects.toThrow(
-      /unknown tool "ecko"/,
-    )
-  })
+  it.each([['--tools'], ['--exclude-tools']])(
+    'an unknown name in %s is a usage error (exit 2) listing the known tools',
+    async (flag) => {
+      const refused = await connectInMemory(fixture, { argv: [flag, 'echo,ecko'] }).then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+      expect(refused).toBeInstanceOf(ConfigError)
+      expect((refused as ConfigError).exitCode).toBe(2)
+      expect((refused as ConfigError).message).toMatch(
+        new RegExp(`^Invalid ${flag}: unknown tool "ecko"; known: echo, increment, `),
+      )
+    },
+  )
 })
 
 describe('resources, prompts and completions', () => {

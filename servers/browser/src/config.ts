@@ -1,7 +1,15 @@
 import { type OptionSpecs, z } from '@keel-mcp/core'
 
 /** Optional capabilities, off unless named in --caps. */
-export const CAPABILITIES = ['evaluate', 'pdf', 'downloads', 'vision', 'network', 'devtools'] as const
+export const CAPABILITIES = [
+  'evaluate',
+  'pdf',
+  'downloads',
+  'vision',
+  'network',
+  'devtools',
+  'emulate',
+] as const
 export type Capability = (typeof CAPABILITIES)[number]
 
 /** The browser server's own options (the common flags come from core). */

@@ -19,7 +19,7 @@ beforeAll(async () => {
   connection = await connect([
     '--allow-private-network',
     '--caps',
-    'vision,downloads,network,devtools',
+    'vision,downloads,network,devtools,emulate',
     '--download-dir',
     downloadDir,
     '--output-dir',

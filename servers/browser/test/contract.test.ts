@@ -36,7 +36,6 @@ describe('browser contract', () => {
         'press_key',
         'drag',
         'take_screenshot',
-        'emulate',
         'list_tabs',
         'new_tab',
         'select_tab',
@@ -45,6 +44,8 @@ describe('browser contract', () => {
         'network_requests',
         'wait_for',
         'handle_dialog',
+        'open_session',
+        'close_session',
       ])
     } finally {
       await plain.close()
@@ -60,7 +61,7 @@ describe('browser contract', () => {
     }
     const more = await connect([
       '--caps',
-      'vision,downloads,network,devtools',
+      'vision,downloads,network,devtools,emulate',
       '--download-dir',
       '.',
       '--output-dir',
@@ -78,6 +79,7 @@ describe('browser contract', () => {
           'route',
           'save_storage_state',
           'performance_trace',
+          'emulate',
         ]),
       )
     } finally {
@@ -124,7 +126,7 @@ describe('browser contract', () => {
     const connection = await connect(all)
     try {
       const { tools } = await connection.client.listTools()
-      expect(tools).toHaveLength(26)
+      expect(tools).toHaveLength(27)
       expect(JSON.stringify(tools).length / 4 / tools.length).toBeLessThanOrEqual(155)
     } finally {
       await connection.close()

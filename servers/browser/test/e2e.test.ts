@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { connectHttp, connectStdio, runProcess, spawnHttp, spawnRaw } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Fixtures, startFixtures } from './fixtures.js'
-import { refOf } from './helpers.js'
+import { browseFlow, refOf } from './helpers.js'
 
 /** The built bin (`pnpm run build` first): core, SDK and zod inlined; puppeteer-core external, loaded on first use. */
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
@@ -66,6 +66,27 @@ describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s clien
   })
 })
 
+describe('the built bin over stdio with a 2026-07-28 client', () => {
+  it('keeps the connection’s own session: no handle is needed or returned', async () => {
+    const connection = await connectStdio({
+      command: process.execPath,
+      args: [BIN, '--allow-private-network'],
+      era: 'modern',
+    })
+    try {
+      const navigated = await connection.client.callTool({
+        name: 'navigate',
+        arguments: { url: `${fixtures.url}/form` },
+      })
+      expect(navigated.isError).toBeFalsy()
+      expect(navigated.structuredContent?.session).toBeUndefined()
+      await browseFlow(connection, fixtures.url)
+    } finally {
+      await connection.close()
+    }
+  })
+})
+
 describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client', (generation) => {
   it('gives every HTTP session its own browser context: cookies are never shared', async () => {
     const server = await spawnHttp(process.execPath, [BIN, '--allow-private-network'])
@@ -87,8 +108,46 @@ describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client
   })
 })
 
+describe('the built bin over Streamable HTTP: a multi-step flow in both generations', () => {
+  it('a 2026-07-28 client (no session) carries the session handle from call to call', async () => {
+    const server = await spawnHttp(process.execPath, [BIN, '--allow-private-network'])
+    const connection = await connectHttp(server.url, { era: 'modern' })
+    try {
+      const navigated = await connection.client.callTool({
+        name: 'navigate',
+        arguments: { url: `${fixtures.url}/form` },
+      })
+      const session = navigated.structuredContent?.session as string
+      expect(session).toMatch(/^session\./)
+      expect(textOf(navigated)).toContain(session)
+      await browseFlow(connection, fixtures.url, session)
+      const closed = await connection.client.callTool({ name: 'close_session', arguments: { session } })
+      expect(closed.isError).toBeFalsy()
+    } finally {
+      await connection.close()
+      await server.close()
+    }
+  })
+
+  it('a 2025-era client (v1, initialize) needs no handle: its session is the connection', async () => {
+    const server = await spawnHttp(process.execPath, [BIN, '--allow-private-network'])
+    const connection = await connectHttp(server.url, { generation: 'v1' })
+    try {
+      const navigated = await connection.client.callTool({
+        name: 'navigate',
+        arguments: { url: `${fixtures.url}/form` },
+      })
+      expect(navigated.structuredContent?.session).toBeUndefined()
+      await browseFlow(connection, fixtures.url)
+    } finally {
+      await connection.close()
+      await server.close()
+    }
+  })
+})
+
 describe('the built bin over stateless HTTP', () => {
-  it('serves each request in a browser context of its own, closed when the request is answered', async () => {
+  it('opens a session of its own for each navigate that carries no session handle', async () => {
     const server = await spawnHttp(process.execPath, [BIN, '--allow-private-network', '--stateless'])
     const connection = await connectHttp(server.url)
     try {
@@ -98,8 +157,10 @@ describe('the built bin over stateless HTTP', () => {
           arguments: { url: `${fixtures.url}${path}` },
         })
         expect(result.isError).toBeFalsy()
-        // Nothing survives a request: the cookie set by the first is gone for the second.
+        // The client does not pass the handle on: each navigate starts a new session, so the cookie
+        // set by the first is not there for the second.
         expect(textOf(result)).toContain('cookie: none')
+        expect(result.structuredContent).toMatchObject({ session: expect.stringMatching(/^session\./) })
       }
     } finally {
       await connection.close()

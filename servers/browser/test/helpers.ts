@@ -1,4 +1,5 @@
 import { type Connection, connectInMemory } from '@keel-mcp/core/testing'
+import { expect } from 'vitest'
 import type { BrowserHost } from '../src/lib/browser.js'
 import { createServer } from '../src/server.js'
 
@@ -76,4 +77,32 @@ export async function until<T>(read: () => Promise<T>, done: (value: T) => boole
     value = await read()
   }
   return value
+}
+
+/** After navigate to /form: snapshot → type → click (form submitted) → new_tab → list_tabs → select_tab → go_back. */
+export async function browseFlow(connection: Connection, site: string, session?: string) {
+  const withSession = (args: Record<string, unknown>) => (session ? { ...args, session } : args)
+  const snapshot = await call(connection, 'snapshot', withSession({}))
+  expect(snapshot.isError, snapshot.text).toBe(false)
+  expect(snapshot.text).toMatch(/textbox "Name"/)
+  const typed = await call(
+    connection,
+    'type',
+    withSession({ ref: refOf(snapshot.text, /textbox "Name"/), text: 'Ada' }),
+  )
+  expect(typed.isError, typed.text).toBe(false)
+  const clicked = await call(connection, 'click', withSession({ ref: refOf(snapshot.text, /button "Send"/) }))
+  expect(clicked.isError, clicked.text).toBe(false)
+  expect(clicked.text).toContain('name=Ada')
+  const opened = await call(connection, 'new_tab', withSession({}))
+  expect(opened.structured?.tab).toBe('t2')
+  const tabs = await call(connection, 'list_tabs', withSession({}))
+  expect(tabs.structured?.tabs).toHaveLength(2)
+  expect(tabs.text).toContain('/submitted?name=Ada')
+  const selected = await call(connection, 'select_tab', withSession({ tab: 't1' }))
+  expect(selected.isError, selected.text).toBe(false)
+  const back = await call(connection, 'go_back', withSession({}))
+  expect(back.isError, back.text).toBe(false)
+  expect(back.structured?.url).toBe(`${site}/form`)
+  return { tabs }
 }

@@ -84,4 +84,48 @@ describe('example contract', () => {
       await connection.close()
     }
   })
+
+  it('tells a 2026-07-28 change stream when a note is added, and stops watching when it closes', async () => {
+    const updates: string[] = []
+    let wake: () => void = () => {}
+    const connection = await connectInMemory(server, {
+      era: 'modern',
+      onResourceUpdated: (params) => {
+        updates.push(String(params.uri))
+        wake()
+      },
+    })
+    // Counts the watches the resource's subscribe hook holds open.
+    const notes = connection.runtime.deps.notes
+    const onChange = notes.onChange.bind(notes)
+    let watching = 0
+    notes.onChange = (listener) => {
+      watching++
+      const stop = onChange(listener)
+      return () => {
+        watching--
+        stop()
+      }
+    }
+    try {
+      const stream = await connection.client.listen({
+        resourceSubscriptions: ['note://index', 'note://nope'],
+      })
+      expect(watching).toBe(1)
+      // note://nope is served by no subscribable resource: left out of the acknowledgement.
+      expect(stream.honored).toEqual({ resourceSubscriptions: ['note://index'] })
+      const arrived = new Promise<void>((resolve) => {
+        wake = resolve
+      })
+      await connection.client.callTool({ name: 'add_note', arguments: { title: 'milk', body: 'buy' } })
+      await arrived
+      expect(updates).toEqual(['note://index'])
+      await stream.close()
+      for (let attempt = 0; attempt < 100 && watching > 0; attempt++)
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      expect(watching).toBe(0)
+    } finally {
+      await connection.close()
+    }
+  })
 })

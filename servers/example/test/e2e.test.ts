@@ -75,8 +75,9 @@ describe('the wire, raw', () => {
       { name: 'add_note', arguments: { title: 7, body: 'x' } },
       4,
     )
-    expect(wrongTypes.error.code).toBe(-32602)
-    expect(wrongTypes.error.message).toContain('title')
+    // SEP-1303: a schema violation is a tool error the model can read, not a protocol error.
+    expect(wrongTypes.result.isError).toBe(true)
+    expect(wrongTypes.result.content[0].text).toMatch(/^invalid_argument: .*title: .*expected string/)
     const missingName = await raw.request('tools/call', { arguments: {} }, 5)
     expect(missingName.error.code).toBe(-32602)
     const ok = await raw.request('tools/call', { name: 'search_notes', arguments: {} }, 6)

@@ -1,7 +1,7 @@
 import { checkToolContract, toolListSnapshot } from '@keel-mcp/core/testing'
 import { describe, expect, it } from 'vitest'
 import { server, tools } from '../src/server.js'
-import { call, connect, ok, rejected, useConnections } from './helpers.js'
+import { call, connect, invalidArguments, ok, rejected, useConnections } from './helpers.js'
 import { makeTree, useTempDirectories } from './temp-tree.js'
 
 const tempDirectory = useTempDirectories()
@@ -112,11 +112,11 @@ describe('bad input', () => {
     ['a string for a list', 'directory_tree', { path: '.', exclude: 'dist' }, /exclude/],
     ['an unknown sort', 'list_directory', { path: '.', sort: 'color' }, /sort/],
     ['too much context', 'search_content', { path: '.', pattern: 'x', context: 100 }, /context/],
-  ])('refuses %s with -32602 naming the field', async (_name, tool, args, message) => {
+  ])('refuses %s with a tool error naming the field', async (_name, tool, args, message) => {
     const directory = await tempDirectory()
     await makeTree(directory, { 'a.txt': 'alpha\n' })
     const connection = await connect([directory])
-    await rejected(connection, tool, args, message)
+    await invalidArguments(connection, tool, args, message)
     // The server keeps serving.
     expect((await ok(connection, 'read_text_file', { path: 'a.txt' })).text).toBe('alpha\n')
   })

@@ -132,6 +132,43 @@ describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client
   })
 })
 
+describe('2026-07-28 change streams with the SDK v2 client', () => {
+  it.each(['stdio', 'http'] as const)(
+    'deliver notifications/resources/updated on a subscriptions/listen stream (%s)',
+    async (transport) => {
+      const { root } = await workspace()
+      const uri = `file://${root}/notes.md`
+      const updates: string[] = []
+      let wake: () => void = () => {}
+      const options = {
+        era: 'modern' as const,
+        onResourceUpdated: (params: Record<string, unknown>) => {
+          updates.push(String(params.uri))
+          wake()
+        },
+      }
+      let connection: Connection
+      if (transport === 'stdio') {
+        connection = await connectStdio({ command: process.execPath, args: [BIN, root], ...options })
+      } else {
+        const server = await spawnHttp(process.execPath, [BIN, root])
+        open.push(server)
+        connection = await connectHttp(server.url, options)
+      }
+      open.unshift(connection)
+      const stream = await connection.client.listen({ resourceSubscriptions: [uri, `file://${root}/../x`] })
+      expect(stream.honored).toEqual({ resourceSubscriptions: [uri] })
+      const arrived = new Promise<void>((resolve) => {
+        wake = resolve
+      })
+      await ok(connection, 'write_file', { path: 'notes.md', content: 'changed\n' })
+      await arrived
+      expect(updates).toEqual([uri])
+      await stream.close()
+    },
+  )
+})
+
 describe('HTTP sessions', () => {
   it('narrow each session by its own client roots, without leaking into the others', async () => {
     const { base, root, other } = await workspace()
@@ -210,14 +247,16 @@ describe('the wire, raw', () => {
     expectOnlyJsonRpc(raw.lines)
   })
 
-  it('answers a bad tool argument with -32602 and keeps serving', async () => {
+  it('answers a bad tool argument with a tool error naming the field, and keeps serving', async () => {
     const { root } = await workspace()
     const raw = spawnRaw(process.execPath, [BIN, root])
     open.push({ close: async () => void (await raw.end()) })
     await raw.initialize()
     const wrong = await raw.request('tools/call', { name: 'read_text_file', arguments: { path: ['x'] } })
-    expect(wrong.error.code).toBe(-32602)
-    expect(wrong.error.message).toContain('path')
+    expect(wrong.result.isError).toBe(true)
+    expect(wrong.result.content[0].text).toMatch(
+      /^invalid_argument: Invalid arguments for tool read_text_file: path: .*expected string/,
+    )
     const right = await raw.request('tools/call', {
       name: 'read_text_file',
       arguments: { path: 'src/main.ts' },
@@ -279,8 +318,35 @@ describe('the command line', () => {
     expect(help.code).toBe(0)
     expect(help.stdout).toContain('Usage: mcp-server-fs [directory...] [options]')
     expect(help.stdout).toContain('--read-only')
+    // fs has no toolsets: it says so instead of offering --toolsets.
+    expect(help.stdout).toContain('Toolsets: none (all tools are served)')
+    expect(help.stdout).not.toContain('--toolsets')
     const version = await runBin(['--version'])
     const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
     expect(version.stdout.trim()).toBe(pkg.version)
+  })
+
+  it.each([
+    [
+      '--toolsets',
+      'files',
+      /^mcp-server-fs: Invalid --toolsets: unknown toolset "files"; this server has no toolsets/,
+    ],
+    [
+      '--tools',
+      'read_file',
+      /^mcp-server-fs: Invalid --tools: unknown tool "read_file"; known: read_text_file, /,
+    ],
+    [
+      '--exclude-tools',
+      'write',
+      /^mcp-server-fs: Invalid --exclude-tools: unknown tool "write"; known: .*write_file/,
+    ],
+  ])('refuses %s %s at start with exit 2, naming what exists', async (flag, value, message) => {
+    const { root } = await workspace()
+    const { code, stdout, stderr } = await runBin([root, flag, value])
+    expect(code).toBe(2)
+    expect(stdout).toBe('')
+    expect(stderr).toMatch(message)
   })
 })

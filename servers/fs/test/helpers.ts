@@ -77,7 +77,25 @@ export async function fails(
   return result.text
 }
 
-/** Asserts the call is refused at the protocol level (JSON-RPC -32602, e.g. a schema violation). */
+/**
+ * Asserts arguments that fail the tool's schema come back as a tool error (SEP-1303) naming the
+ * field and the problem, with the issues in `_meta['keel/error']`.
+ */
+export async function invalidArguments(
+  connection: Pick<Connection, 'client'>,
+  name: string,
+  args: Record<string, unknown>,
+  message: RegExp,
+): Promise<void> {
+  const result = await connection.client.callTool({ name, arguments: args })
+  const text = (result.content as Array<{ text?: string }>).map((block) => block.text ?? '').join('\n')
+  expect(result.isError, text).toBe(true)
+  expect(text.startsWith(`invalid_argument: Invalid arguments for tool ${name}: `), text).toBe(true)
+  expect(text).toMatch(message)
+  expect(result._meta?.['keel/error']).toMatchObject({ kind: 'invalid_argument', issues: expect.any(Array) })
+}
+
+/** Asserts the call is refused at the protocol level (JSON-RPC -32602, e.g. an unknown tool). */
 export async function rejected(
   connection: Pick<Connection, 'client'>,
   name: string,

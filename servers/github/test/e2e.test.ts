@@ -109,6 +109,29 @@ describe('the command line', () => {
     expect(stderr).toContain('must use https://')
     expect(stderr).not.toContain(TOKEN)
   })
+
+  it.each([
+    [
+      '--toolsets',
+      'gists',
+      /^mcp-server-github: Invalid --toolsets: unknown toolset "gists"; known: all, default, context, repos/,
+    ],
+    [
+      '--tools',
+      'get_repo',
+      /^mcp-server-github: Invalid --tools: unknown tool "get_repo"; known: .*get_repository/,
+    ],
+    [
+      '--exclude-tools',
+      'merge',
+      /^mcp-server-github: Invalid --exclude-tools: unknown tool "merge"; known: .*merge_pull_request/,
+    ],
+  ])('refuses %s %s at start with exit 2, naming what exists', async (flag, value, message) => {
+    const { code, stdout, stderr } = await runBin([flag, value], { GITHUB_TOKEN: TOKEN })
+    expect(code).toBe(2)
+    expect(stdout).toBe('')
+    expect(stderr).toMatch(message)
+  })
 })
 
 describe('start-up cost', () => {

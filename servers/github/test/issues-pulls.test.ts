@@ -252,9 +252,9 @@ describe('pull requests', () => {
       ),
     ).toEqual({ merged: true, sha: 'm1', message: 'Pull Request successfully merged' })
     expect(fake.requests[0]?.body).toEqual({ merge_method: 'squash', sha: 'a'.repeat(40) })
-    await expect(call('merge_pull_request', { repo: 'octo/demo', pull_number: 6 })).rejects.toThrow(
-      /merge_method/,
-    )
+    const missing = await call('merge_pull_request', { repo: 'octo/demo', pull_number: 6 })
+    expect(errorKind(missing)).toBe('invalid_argument')
+    expect(textOf(missing)).toMatch(/merge_method/)
   })
 
   it('get_pull_request_status follows check-run pages and reads the recorded combined status', async () => {

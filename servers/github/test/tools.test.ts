@@ -131,7 +131,9 @@ describe('actions', () => {
 describe('arguments', () => {
   it('refuses a repo that is not owner/name, naming the field', async () => {
     const { fake, call } = await setup()
-    await expect(call('get_repository', { repo: 'just-a-name' })).rejects.toThrow(/repo: must be owner\/name/)
+    const result = await call('get_repository', { repo: 'just-a-name' })
+    expect(errorKind(result)).toBe('invalid_argument')
+    expect(result.content[0].text).toMatch(/repo: must be owner\/name/)
     expect(fake.requests).toHaveLength(0)
   })
 })

@@ -252,10 +252,10 @@ describe('describe_table', () => {
     expect(textOf(result)).toContain('Hint: Pass the schema separately: schema "shop", table "orders".')
   })
 
-  it('refuses a bad argument with a JSON-RPC error naming the field', async () => {
-    await expect(
-      (await client()).callTool({ name: 'describe_table', arguments: { table: '' } }),
-    ).rejects.toThrow(/table/)
+  it('refuses a bad argument with a tool error naming the field', async () => {
+    const result = await (await client()).callTool({ name: 'describe_table', arguments: { table: '' } })
+    expect(errorKind(result)).toBe('invalid_argument')
+    expect(textOf(result)).toMatch(/table: /)
   })
 })
 
@@ -463,8 +463,10 @@ describe('query', () => {
     ['a non-scalar parameter', { sql: 'SELECT $1', params: [{ a: 1 }] }, /params/],
     ['an unknown format', { sql: 'SELECT 1', format: 'xml' }, /format/],
     ['no sql', {}, /sql/],
-  ])('refuses %s as invalid params', async (_label, args, message) => {
-    await expect((await client()).callTool({ name: 'query', arguments: args })).rejects.toThrow(message)
+  ])('refuses %s with a tool error naming the field', async (_label, args, message) => {
+    const result = await (await client()).callTool({ name: 'query', arguments: args })
+    expect(errorKind(result)).toBe('invalid_argument')
+    expect(textOf(result)).toMatch(message)
   })
 })
 

@@ -241,4 +241,29 @@ describe('the command line', () => {
       'mcp-server-postgres: Invalid env DATABASE_URL: must be a postgres:// or postgresql:// URL',
     )
   })
+
+  it.each([
+    [
+      '--toolsets',
+      'schema',
+      /^mcp-server-postgres: Invalid --toolsets: unknown toolset "schema"; this server has no toolsets/,
+    ],
+    [
+      '--tools',
+      'run_query',
+      /^mcp-server-postgres: Invalid --tools: unknown tool "run_query"; known: .*query/,
+    ],
+    [
+      '--exclude-tools',
+      'explain',
+      /^mcp-server-postgres: Invalid --exclude-tools: unknown tool "explain"; known: /,
+    ],
+  ])('refuses %s %s at start with exit 2, naming what exists', async (flag, value, message) => {
+    const { code, stdout, stderr } = await runBin([flag, value], {
+      DATABASE_URL: 'postgres://keel@127.0.0.1:1/none',
+    })
+    expect(code).toBe(2)
+    expect(stdout).toBe('')
+    expect(stderr).toMatch(message)
+  })
 })

@@ -95,4 +95,21 @@ describe('the process', () => {
     expect(result.stderr.trim().split('\n')).toHaveLength(1)
     expect(result.stderr).toContain('must be https://')
   })
+
+  it.each([
+    ['--toolsets', 'canvas', /^mcp-server-slack: Invalid --toolsets: unknown toolset "canvas"; known: all, /],
+    [
+      '--tools',
+      'list_channel',
+      /^mcp-server-slack: Invalid --tools: unknown tool "list_channel"; known: list_channels, /,
+    ],
+    ['--exclude-tools', 'react', /^mcp-server-slack: Invalid --exclude-tools: unknown tool "react"; known: /],
+  ])('refuses %s %s at start with exit 2, naming what exists', async (flag, value, message) => {
+    const result = await runProcess(process.execPath, [BIN, flag, value], {
+      env: { SLACK_BOT_TOKEN: 'xoxb-0000000000-unknown-names' },
+    })
+    expect(result.code).toBe(2)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toMatch(message)
+  })
 })

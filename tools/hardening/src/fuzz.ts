@@ -17,6 +17,8 @@ export type Expected =
       alsoAccepted?: { codes: number[]; reason: string }
     }
   | { kind: 'answer'; id: string | number }
+  /** A tool result with `isError: true` and an `invalid_argument:` text (SEP-1303 validation failure). */
+  | { kind: 'tool error'; id: string | number }
   | { kind: 'silent' }
 
 export interface FuzzCase {
@@ -424,7 +426,8 @@ function categoryTable(cheapCall: ToolCall, giant: number): Category[] {
         else args.unexpected = value
         return {
           payload: request(id, 'tools/call', { name: cheapCall.name, arguments: args }),
-          expected: keys.length ? errorFor(id, INVALID_PARAMS) : { kind: 'answer', id },
+          // Arguments that fail the schema are a tool error the model reads (SEP-1303), not -32602.
+          expected: keys.length ? { kind: 'tool error', id } : { kind: 'answer', id },
         }
       },
     },
@@ -446,7 +449,8 @@ function categoryTable(cheapCall: ToolCall, giant: number): Category[] {
         const keys = Object.keys(cheapCall.arguments)
         const args: Record<string, unknown> = { ...cheapCall.arguments }
         args[keys.length ? pick(rng, keys) : 'padding'] = text
-        // The tool answers: a result (maybe isError) or, when the schema caps the length, -32602.
+        // The tool answers with a result: its own, or (when the schema caps the length) an
+        // invalid_argument tool error.
         return {
           payload: request(id, 'tools/call', { name: cheapCall.name, arguments: args }),
           expected: { kind: 'answer', id },
@@ -538,6 +542,14 @@ export function checkAnswer(
       : `${name()} expected no answer, got ${JSON.stringify(answer).slice(0, 300)}`
   }
   if (answer === undefined) return `${name()} got no answer`
+  if (expected.kind === 'tool error') {
+    if (answer.id !== expected.id) return `${name()} answered with id ${JSON.stringify(answer.id)}`
+    const result = answer.result as { isError?: unknown; content?: Array<{ text?: unknown }> } | undefined
+    const text = result?.content?.[0]?.text
+    if (result?.isError !== true || typeof text !== 'string' || !text.startsWith('invalid_argument: '))
+      return `${name()} expected an invalid_argument tool error, got ${JSON.stringify(answer).slice(0, 300)}`
+    return undefined
+  }
   if (expected.kind === 'answer') {
     if (answer.id !== expected.id) return `${name()} answered with id ${JSON.stringify(answer.id)}`
     if (answer.error && (answer.error.code === -32603 || typeof answer.error.code !== 'number'))

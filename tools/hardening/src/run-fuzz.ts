@@ -26,7 +26,7 @@ function countCode(codes: Record<string, number>, answer: Answer | undefined) {
 /** Expected id key of a case's answer, or undefined when it must have none or answers with id null. */
 function answerKey(fuzzCase: FuzzCase): string | undefined {
   const { expected } = fuzzCase
-  if (expected.kind === 'answer') return idKey(expected.id)
+  if (expected.kind === 'answer' || expected.kind === 'tool error') return idKey(expected.id)
   if (expected.kind === 'error' && expected.id !== null) return idKey(expected.id)
   return undefined
 }

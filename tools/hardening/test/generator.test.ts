@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { generate, PARSE_ERROR } from '../src/fuzz.js'
+import { checkAnswer, generate, PARSE_ERROR } from '../src/fuzz.js'
 
 const cheapCall = { name: 'read_text_file', arguments: { path: 'notes.md' } }
 
@@ -32,10 +32,37 @@ describe('the fuzz generator', () => {
     const cases = generate({ seed: 7, count: 10_000, cheapCall, maxGiantBytes: 70_000 })
     const ids = cases.flatMap((fuzzCase) =>
       fuzzCase.expected.kind === 'answer' ||
+      fuzzCase.expected.kind === 'tool error' ||
       (fuzzCase.expected.kind === 'error' && fuzzCase.expected.id !== null)
         ? [JSON.stringify(fuzzCase.expected.id)]
         : [],
     )
     expect(new Set(ids).size).toBe(ids.length)
+  })
+})
+
+describe('checkAnswer for a schema violation (SEP-1303)', () => {
+  const fuzzCase = {
+    index: 3,
+    category: 'tools/call with wrong argument types',
+    payload: '{}',
+    expected: { kind: 'tool error' as const, id: 'f1-3' },
+  }
+
+  it('accepts an invalid_argument tool result and refuses a JSON-RPC error or a success', () => {
+    const toolError = {
+      id: 'f1-3',
+      result: {
+        isError: true,
+        content: [{ type: 'text', text: 'invalid_argument: Invalid arguments for tool x: a: …' }],
+      },
+    }
+    expect(checkAnswer(fuzzCase, toolError, 1)).toBeUndefined()
+    expect(checkAnswer(fuzzCase, { id: 'f1-3', error: { code: -32602, message: 'bad' } }, 1)).toMatch(
+      /expected an invalid_argument tool error/,
+    )
+    expect(
+      checkAnswer(fuzzCase, { id: 'f1-3', result: { content: [{ type: 'text', text: 'ok' }] } }, 1),
+    ).toMatch(/expected an invalid_argument tool error/)
   })
 })

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { defineServer, toolFactory, z } from '@keel-mcp/core'
+import { defineServer, handleArgument, toolFactory, z } from '@keel-mcp/core'
 
 // A small server built on core to run as several replicas: each tool shows one thing a session
 // needs across replicas (who served the call, progress, questions to the client, log level).
@@ -121,11 +121,43 @@ const listRoots = defineTool({
   },
 })
 
+// A counter per state handle (SEP-2567): which replica holds it and who may use it.
+const counters = new Map<string, number>()
+const counter = handleArgument('Counter handle from open_counter')
+
+const openCounter = defineTool({
+  name: 'open_counter',
+  title: 'Open counter',
+  description: 'Opens a counter on this replica; returns its handle.',
+  input: {},
+  output: { pid: z.number(), counter: z.string().optional() },
+  annotations: readOnly,
+  handle: { kind: 'counter', opens: 'always' },
+  run: () => ({ data: { pid: process.pid } }),
+})
+
+const bump = defineTool({
+  name: 'bump',
+  title: 'Bump',
+  description: 'Adds one to the counter; says which replica holds it.',
+  input: { counter },
+  output: { pid: z.number(), value: z.number(), subject: z.string(), counter: z.string().optional() },
+  annotations: readOnly,
+  handle: { kind: 'counter' },
+  run: (_input, { handle, auth }) => {
+    const key = handle?.key ?? ''
+    const value = (counters.get(key) ?? 0) + 1
+    counters.set(key, value)
+    return { data: { pid: process.pid, value, subject: auth?.subject ?? '' } }
+  },
+})
+
 export const server = defineServer({
   name: 'scale-replica',
   version: '0.0.0',
   description: 'A replica of a Keel server, for the scale-out tests.',
-  tools: [whoami, count, talk, tally, askName, askModel, listRoots],
+  tools: [whoami, count, talk, tally, askName, askModel, listRoots, openCounter, bump],
+  handles: { counter: { opener: 'open_counter', close: (key) => void counters.delete(key) } },
   resources: [
     {
       name: 'ticks',

@@ -67,6 +67,7 @@ export function oauthClient(
   url: string,
   client: ClientName,
   capabilities: Record<string, unknown> = {},
+  era?: 'modern',
 ) {
   const provider = new ClientCredentialsProvider({
     clientId: client,
@@ -75,6 +76,9 @@ export function oauthClient(
     expectedIssuer: issuer.url,
   })
   const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: provider })
-  const mcp = new Client({ name: `oauth-scale-${client}`, version: '1.0.0' }, { capabilities })
+  const mcp = new Client({ name: `oauth-scale-${client}`, version: '1.0.0' }, {
+    capabilities,
+    ...(era === 'modern' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {}),
+  } as never)
   return { mcp, transport }
 }

@@ -321,4 +321,49 @@ describe('a token without the write scope', () => {
     const logs = replicas.map((replica) => replica.stderr())
     for (const log of logs) expect(log).toMatch(/refused a call that needs the write scope/)
   })
+
+  it("relays a state handle's calls to its replica as its subject's, and refuses them to another subject there", async () => {
+    const writer = oauthClient(issuer, nginx.url, 'writer', {}, 'modern')
+    const reader = oauthClient(issuer, nginx.url, 'reader', {}, 'modern')
+    await writer.mcp.connect(writer.transport)
+    await reader.mcp.connect(reader.transport)
+    try {
+      const opened = (await writer.mcp.callTool({ name: 'open_counter' })).structuredContent as {
+        pid: number
+        counter: string
+      }
+      // Round robin: these calls land on every replica, and each is served where the counter is.
+      for (let value = 1; value <= 4; value++) {
+        const bumped = (await writer.mcp.callTool({ name: 'bump', arguments: { counter: opened.counter } }))
+          .structuredContent
+        expect(bumped).toMatchObject({ pid: opened.pid, value, subject: 'writer' })
+      }
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const stolen = await reader.mcp.callTool({ name: 'bump', arguments: { counter: opened.counter } })
+        expect(stolen.isError).toBe(true)
+        expect((stolen.content as Array<{ text: string }>)[0]?.text).toMatch(/belongs to another caller/)
+      }
+    } finally {
+      await writer.mcp.close()
+      await reader.mcp.close()
+    }
+  })
+
+  it('serves the stateful calls of an OAuth session on the replica holding its state, as its owner', async () => {
+    const session = await openSession(nginx.url, 'writer')
+    const values: number[] = []
+    const pids = new Set<number>()
+    for (let id = 10; id < 14; id++) {
+      const answer = await post(nginx.url, 'writer', session, call(id, 'bump'))
+      expect(answer.status, answer.text).toBe(200)
+      const result = messagesOf(answer).find((message) => message.id === id)?.result as {
+        structuredContent: { pid: number; value: number; subject: string }
+      }
+      expect(result.structuredContent.subject).toBe('writer')
+      values.push(result.structuredContent.value)
+      pids.add(result.structuredContent.pid)
+    }
+    expect(values).toEqual([1, 2, 3, 4])
+    expect(pids.size).toBe(1)
+  })
 })

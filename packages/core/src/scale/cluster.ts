@@ -1,13 +1,16 @@
-import { randomBytes, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
+  type AuthInfo,
   type JSONRPCMessage,
   type McpServer,
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server'
 import type { Redis } from 'ioredis'
 import { createInstance, type Runtime } from '../build-server.js'
+import { handlesOf } from '../handles.js'
 import type { Logger } from '../logger.js'
+import { HandleRelay } from './handle-relay.js'
 import { connectRedis, duplicateConnection } from './redis.js'
 import { RedisServerEventBus } from './redis-event-bus.js'
 import { RedisEventStore } from './redis-event-store.js'
@@ -61,8 +64,11 @@ export class StoreUnavailable extends Error {
 
 /** The shared state of all replicas of one server, kept in Redis. */
 export class Cluster {
-  /** This process's id among the replicas (also sent as the `x-keel-replica` header). */
-  readonly replica = randomBytes(6).toString('hex')
+  /**
+   * This process's id among the replicas (also sent as the `x-keel-replica` header): the one its
+   * state handles name, so a call carrying one is relayed here.
+   */
+  readonly replica: string
   readonly #local = new Map<string, ClusterSession>()
   readonly #restoring = new Map<string, Promise<ClusterSession | undefined>>()
   readonly #streams = new Set<Redis>()
@@ -71,6 +77,8 @@ export class Cluster {
   #closed = false
   /** Change events for 2026-07-28 `subscriptions/listen` streams, shared by all replicas. */
   readonly bus: RedisServerEventBus
+  /** Calls carrying a state handle, relayed to the replica that holds its state. */
+  readonly handles: HandleRelay
 
   private constructor(
     private readonly runtime: Runtime<unknown, unknown>,
@@ -79,8 +87,17 @@ export class Cluster {
     private readonly logger: Logger,
     private readonly hooks: SessionHooks,
   ) {
+    this.replica = handlesOf(runtime).replica
     this.#prefix = `keel:${runtime.spec.name}:`
     this.#ttlMs = runtime.config.sessionIdleMs
+    // A relayed call may run as long as any call, plus the trip there and back.
+    this.handles = new HandleRelay(
+      redis,
+      this.#prefix,
+      this.replica,
+      logger,
+      runtime.config.toolTimeoutMs + 10_000,
+    )
     this.bus = new RedisServerEventBus(redis, `${this.#prefix}server-events`, (error) =>
       logger.warn('a change event was not shared', { error: error.message }),
     )
@@ -104,6 +121,7 @@ export class Cluster {
       cluster.#replicaChannel(cluster.replica),
       cluster.#broadcastChannel(),
       cluster.bus.channel,
+      ...cluster.handles.channels,
     )
     runtime.logger.info('sessions and events are shared through Redis', { replica: cluster.replica })
     return cluster
@@ -314,6 +332,7 @@ export class Cluster {
       this.bus.dispatch(text)
       return
     }
+    if (this.handles.dispatch(channel, text)) return
     let payload: Relayed & Partial<Broadcast>
     try {
       payload = JSON.parse(text)
@@ -387,6 +406,40 @@ export class Cluster {
       number,
     ]
     return Number(listeners) > 0
+  }
+
+  /**
+   * The replica holding session `id`'s own state (what its stateful calls without a handle work
+   * on, e.g. its browser context): the first replica to serve such a call claims it, and a
+   * replica claims it again when the holder is gone (the state is gone with it).
+   */
+  async stateOwner(id: string): Promise<string> {
+    const key = this.#recordKey(id)
+    if (await this.#store(() => this.redis.hsetnx(key, 'state', this.replica))) return this.replica
+    const owner = await this.#store(() => this.redis.hget(key, 'state'))
+    if (!owner || owner === this.replica || (await this.#alive(owner))) return owner || this.replica
+    await this.#store(() => this.redis.hset(key, 'state', this.replica))
+    this.logger.info('took over the state of a session whose replica is gone', { session: id })
+    return this.replica
+  }
+
+  /** Serves a request of session `id` relayed here because this replica holds its state. */
+  async serveRelayed(
+    session: { id: string; principal?: string },
+    request: Request,
+    authInfo: AuthInfo | undefined,
+  ): Promise<Response> {
+    const restored = await this.restore(this.hooks, session.id, session.principal)
+    if (!restored)
+      return Response.json(
+        {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: -32001, message: 'Session not found: start a new session with initialize' },
+        },
+        { status: 404 },
+      )
+    return restored.transport.inner.handleRequest(request, authInfo ? { authInfo } : undefined)
   }
 
   /** Removes a session from Redis and tells the other replicas to drop it. */

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { Client, InMemoryTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio'
-import { createMcpHandler } from '@modelcontextprotocol/server'
+import { createMcpHandler, InMemoryServerEventBus } from '@modelcontextprotocol/server'
 import { z } from 'zod'
 import { createInstance, type Runtime } from '../build-server.js'
+import { ListenWatches, prepareListen } from '../change-streams.js'
 import type { ServerSpec } from '../define.js'
 import { createLogger } from '../logger.js'
 import { prepare } from '../run.js'
@@ -33,6 +34,14 @@ export interface TestClient {
   getPrompt(params: { name: string; arguments?: Record<string, string> }): Promise<Record<string, any>>
   complete(params: Record<string, unknown>): Promise<Record<string, any>>
   subscribeResource(params: { uri: string }): Promise<unknown>
+  /**
+   * v2 with `era: 'modern'` only: opens a 2026-07-28 `subscriptions/listen` stream; its change
+   * notifications reach the `on…` callbacks (e.g. `onResourceUpdated`). Resolves once acknowledged.
+   */
+  listen(filter: {
+    resourceSubscriptions?: string[]
+    toolsListChanged?: boolean
+  }): Promise<{ honored: Record<string, unknown>; close(): Promise<void> }>
   setLoggingLevel(level: string): Promise<unknown>
   ping(): Promise<unknown>
   getServerVersion(): { name: string; version: string } | undefined
@@ -121,6 +130,11 @@ function adapt(client: any, generation: 'v1' | 'v2', extraClose?: () => Promise<
     getPrompt: (params) => client.getPrompt(params),
     complete: (params) => client.complete(params),
     subscribeResource: (params) => client.subscribeResource(params),
+    async listen(filter) {
+      if (generation !== 'v2') throw new Error('subscriptions/listen needs the v2 client')
+      const subscription = await client.listen(filter)
+      return { honored: subscription.honoredFilter, close: () => subscription.close() }
+    },
     setLoggingLevel: (level) => client.setLoggingLevel(level),
     ping: () => client.ping(),
     getServerVersion: () => client.getServerVersion(),
@@ -196,15 +210,28 @@ export async function connectInMemory<D, C>(
     await spec.dispose?.(runtime.deps)
   }
   if (options.era === 'modern') {
-    const handler = createMcpHandler(() => createInstance(runtime, { connection: 'request' }))
+    // As the HTTP front door does: listen streams have their resources watched (change-streams.ts).
+    const bus = new InMemoryServerEventBus()
+    const watches = new ListenWatches(runtime, (uri) => bus.publish({ kind: 'resource_updated', uri }))
+    const handler = createMcpHandler(() => createInstance(runtime, { connection: 'request' }), { bus })
+    const fetchInMemory = async (url: string | URL | Request, init?: RequestInit) => {
+      const request = new Request(url, init)
+      if (typeof init?.body !== 'string' || !init.body.includes('subscriptions/listen'))
+        return handler.fetch(request)
+      const prepared = await prepareListen(watches, JSON.parse(init.body), (release) =>
+        request.signal.addEventListener('abort', release, { once: true }),
+      )
+      return handler.fetch(new Request(request, { body: JSON.stringify(prepared) }))
+    }
     const client = v2Client(options)
     await client.connect(
       new StreamableHTTPClientTransport(new URL('http://in-memory.test/mcp'), {
-        fetch: (url: string | URL | Request, init?: RequestInit) => handler.fetch(new Request(url, init)),
+        fetch: fetchInMemory,
       } as never),
     )
     const adapted = adapt(client, 'v2', async () => {
       await handler.close()
+      watches.close()
       await disposeAll()
     })
     return { client: adapted, close: () => adapted.close(), runtime }

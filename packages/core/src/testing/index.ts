@@ -1,6 +1,7 @@
 /**
  * `@keel-mcp/core/testing`: real SDK clients (v2 and v1) connected to a server in memory, over a
- * spawned stdio process, or over HTTP; raw wire access for protocol tests; a recorder of the modules a spawned server loads; and the contract check
+ * spawned stdio process, or over HTTP; the Python MCP SDK's client (a venv made once) driving a
+ * built bin; raw wire access for protocol tests; a recorder of the modules a spawned server loads; and the contract check
  * every server's tool list must pass.
  *
  * @packageDocumentation
@@ -18,6 +19,18 @@ export {
 } from './clients.js'
 export { checkToolContract, TOOL_NAME_PATTERN, toolListSnapshot } from './contract.js'
 export { type ModuleLoadRecorder, recordModuleLoads } from './module-loads.js'
+export {
+  PYTHON_MCP_VERSION,
+  type PythonMcp,
+  type PythonPlan,
+  type PythonRun,
+  type PythonStep,
+  type PythonStepResult,
+  type PythonTarget,
+  pythonMcp,
+  runPythonClient,
+  runPythonScript,
+} from './python.js'
 export {
   listToolsAndExit,
   type RawStdio,

@@ -266,7 +266,7 @@ export class BrowserHost {
           ? `The browser holds ${count} sessions' contexts, its limit (--max-contexts ${limit})`
           : `This session has ${count} tabs open, its limit (--max-tabs ${limit})`,
         what === 'context'
-          ? 'Close other MCP sessions, or try again when one ends.'
+          ? 'Close other MCP sessions or browser sessions (close_session), or try again when one ends.'
           : 'Close a tab (close_tab), or navigate in an open one.',
       )
     const used = await this.memoryBytes()

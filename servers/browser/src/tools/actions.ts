@@ -152,10 +152,10 @@ export const hover = defineTool({
   name: 'hover',
   title: 'Hover',
   description: 'Moves the mouse over an element.',
-  input: { ref: refArgument, snapshot: snapshotArgument, tab: tabArgument },
+  input: { ref: refArgument, tab: tabArgument },
   output: pageOutput,
   annotations: browse,
-  async run({ ref, snapshot, tab: tabId }, context) {
+  async run({ ref, tab: tabId }, context) {
     return perform(
       context,
       tabId,
@@ -164,7 +164,7 @@ export const hover = defineTool({
         await tab.page.mouse.move(point.x, point.y)
         return undefined
       },
-      { snapshot, targets: [ref] },
+      { targets: [ref] },
     )
   },
 })
@@ -220,10 +220,10 @@ export const drag = defineTool({
   name: 'drag',
   title: 'Drag',
   description: 'Drags one element onto another.',
-  input: { from: refArgument, to: refArgument, snapshot: snapshotArgument, tab: tabArgument },
+  input: { from: refArgument, to: refArgument, tab: tabArgument },
   output: pageOutput,
   annotations: act,
-  async run({ from, to, snapshot, tab: tabId }, context) {
+  async run({ from, to, tab: tabId }, context) {
     return perform(
       context,
       tabId,
@@ -238,7 +238,7 @@ export const drag = defineTool({
         await mouse.up()
         return undefined
       },
-      { snapshot, targets: [from, to] },
+      { targets: [from, to] },
     )
   },
 })

@@ -6,6 +6,7 @@ import {
   defineTool,
   fullSnapshot,
   listCursorArgument,
+  listOffset,
   maxTokensArgument,
   onTab,
   pageOutput,
@@ -47,7 +48,7 @@ export const consoleMessages = defineTool({
       const lines = entries.map(
         (entry) => `[${levelOf(entry.level)}] ${entry.text}${entry.location ? ` (${entry.location})` : ''}`,
       )
-      const { shown, notice } = withinBudget(lines, Number(cursor ?? 0), cap, 'console_messages')
+      const { shown, notice } = withinBudget(lines, listOffset(cursor), cap, 'console_messages')
       return {
         data: { tab: tab.id, count: entries.length },
         text: shown.length
@@ -78,7 +79,7 @@ export const networkRequests = defineTool({
         (entry) =>
           `[${entry.id}] ${entry.method} ${entry.url} ${entry.failed ? `failed: ${entry.failed}` : (entry.status ?? '')} ${entry.type}${entry.size !== undefined ? ` ${entry.size}B` : ''}`,
       )
-      const { shown, notice } = withinBudget(lines, Number(cursor ?? 0), cap, 'network_requests')
+      const { shown, notice } = withinBudget(lines, listOffset(cursor), cap, 'network_requests')
       return {
         data: { tab: tab.id, count: entries.length },
         text: shown.length ? `${untrusted(shown.join('\n'))}${notice}` : 'No requests recorded.',

@@ -84,7 +84,8 @@ async function navigation(
 export const navigate = defineTool({
   name: 'navigate',
   title: 'Navigate',
-  description: 'Opens a URL; returns the page snapshot with refs for actions.',
+  description:
+    'Opens a URL; returns the page snapshot with refs for actions. With no session on a sessionless request it starts one: pass its handle on.',
   input: {
     url: z.string().describe('URL'),
     wait_until: waitUntil,
@@ -93,6 +94,7 @@ export const navigate = defineTool({
   output: pageOutput,
   annotations: browse,
   taskSupport: 'optional',
+  handle: { kind: 'session', opens: 'when-missing' },
   async run({ url, wait_until, tab: tabId }, context) {
     const { deps } = context
     let target: URL
@@ -131,6 +133,15 @@ function historyTool(name: 'go_back' | 'go_forward', title: string, description:
     async run({ tab: tabId }, context) {
       const { settings } = context.deps
       return onTab(context, tabId, async (tab) => {
+        // Asked of the tab's own history first: with no entry to go to there is nothing to wait for.
+        const history = await tab.cdp.send('Page.getNavigationHistory')
+        const target = history.currentIndex + (name === 'go_back' ? -1 : 1)
+        if (target < 0 || target >= history.entries.length)
+          throw new ToolError(
+            'not_found',
+            `No ${name === 'go_back' ? 'earlier' : 'later'} page in this tab's history`,
+            { hint: 'navigate to a URL instead.' },
+          )
         const before = tab.page.url()
         let moved = true
         const result = await navigation(tab, settings, async () => {

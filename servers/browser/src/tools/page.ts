@@ -118,7 +118,7 @@ export const waitFor = defineTool({
   input: {
     text: z.string().min(1).optional().describe('Text to appear'),
     text_gone: z.string().min(1).optional().describe('Text to disappear'),
-    seconds: z.number().min(0).max(60).optional().describe('Seconds to wait'),
+    seconds: z.number().min(0).max(60).optional().describe('Seconds to wait (with a text: at most)'),
     tab: tabArgument,
   },
   output: pageOutput,
@@ -128,18 +128,25 @@ export const waitFor = defineTool({
     if (text === undefined && text_gone === undefined && seconds === undefined)
       throw new ToolError('invalid_argument', 'Give text, text_gone or seconds')
     const { settings } = context.deps
-    const limit = Math.max(settings.timeoutNavigation, (seconds ?? 0) * 1000 + 1000)
+    // With a text condition, seconds bounds the wait; without, the navigation timeout does.
+    // (Puppeteer reads a timeout of 0 as none: the shortest wait is one polling round.)
+    const textLimit = seconds !== undefined ? Math.max(100, seconds * 1000) : settings.timeoutNavigation
+    const limit = Math.max(textLimit, (seconds ?? 0) * 1000)
     return perform(
       context,
       tabId,
       async (tab) => {
         if (seconds !== undefined && text === undefined && text_gone === undefined) {
           await new Promise<void>((done, fail) => {
-            const timer = setTimeout(done, seconds * 1000)
-            context.signal.addEventListener('abort', () => {
+            const stop = () => {
               clearTimeout(timer)
               fail(context.signal.reason)
-            })
+            }
+            const timer = setTimeout(() => {
+              context.signal.removeEventListener('abort', stop)
+              done()
+            }, seconds * 1000)
+            context.signal.addEventListener('abort', stop, { once: true })
           })
           return `Waited ${seconds} s.`
         }
@@ -149,11 +156,18 @@ export const waitFor = defineTool({
           await tab.page.waitForFunction(
             `(() => { const body = document.body ? document.body.innerText : ''; const wanted = ${wanted}; const gone = ${gone};
             return (wanted === null || body.includes(wanted)) && (gone === null || !body.includes(gone)) })()`,
-            { timeout: limit, polling: 100, signal: context.signal },
+            { timeout: textLimit, polling: 100, signal: context.signal },
           )
         } catch (error) {
-          if ((error as Error).name === 'TimeoutError')
-            throw new ToolError('timeout', `The text condition was not met within ${limit} ms`)
+          if ((error as Error).name === 'TimeoutError') {
+            const within = seconds !== undefined ? `${seconds} s` : `${textLimit} ms`
+            const what = text
+              ? `${JSON.stringify(text)} did not appear`
+              : `${JSON.stringify(text_gone)} did not disappear`
+            throw new ToolError('timeout', `${what} within ${within}`, {
+              hint: 'The tab is still usable: take a snapshot to see its state.',
+            })
+          }
           throw error
         }
         return text ? `Found ${JSON.stringify(text)}.` : `${JSON.stringify(text_gone)} is gone.`

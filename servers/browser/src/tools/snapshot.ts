@@ -28,7 +28,7 @@ export const snapshot = defineTool({
     depth: z.number().int().min(1).max(100).optional().describe('Levels'),
     cursor: z.string().max(2000).optional().describe('From a cut one'),
     max_tokens: maxTokensArgument,
-    boxes: z.boolean().default(false).describe('With boxes'),
+    boxes: z.boolean().optional().describe('Boxes'),
     to_file: toFileArgument,
     tab: tabArgument,
   },
