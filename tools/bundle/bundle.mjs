@@ -43,6 +43,13 @@ const vendorPlugin = {
         vendored.set(args.path, { specifier: args.path, resolveDir: args.resolveDir })
       return { path: `./vendor/${args.path}.js`, external: true }
     })
+    // A module of core's own named `*.vendor.js` (the OpenTelemetry SDK) is also a vendor file:
+    // what it imports is parsed only by the processes that load it.
+    builder.onResolve({ filter: /\.vendor\.js$/ }, (args) => {
+      const name = args.path.split('/').pop().replace(/\.js$/, '')
+      if (!vendored.has(name)) vendored.set(name, { specifier: args.path, resolveDir: args.resolveDir })
+      return { path: `./vendor/${name}.js`, external: true }
+    })
     builder.onResolve({ filter: /^keel-vendor:/ }, (args) => {
       const name = args.path.slice(VENDOR_PREFIX.length)
       if (!vendored.has(name)) vendored.set(name, args.pluginData)

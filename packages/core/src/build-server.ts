@@ -16,6 +16,27 @@ export type { InstanceOptions, Runtime } from './instance.js'
 export { RESULT_TEXT_CEILING_BYTES } from './tool-call.js'
 export { describeIssues, selectTools, useSchemaCache } from './tool-schema.js'
 
+/** Runtimes whose `spec.warmUp` has been started: once per process, whatever the connections. */
+const warmedUp = new WeakSet<object>()
+
+function warmUpOnce<D, C>(runtime: Runtime<D, C>): void {
+  const warmUp = runtime.spec.warmUp
+  if (warmUp === undefined || warmedUp.has(runtime)) return
+  warmedUp.add(runtime)
+  // On the next turn: the initialize exchange is over, and nothing waits for this.
+  setImmediate(() => {
+    const started = performance.now()
+    Promise.resolve()
+      .then(() => warmUp(runtime.deps, runtime.shutdownSignal))
+      .then(() => runtime.logger.debug('warmed up', { durationMs: Math.round(performance.now() - started) }))
+      .catch((error: unknown) =>
+        runtime.logger.debug('warm-up failed; the first call does the work', {
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      )
+  }).unref()
+}
+
 /** How long a 2026-07-28 client may reuse a listing, in ms (SEP-2549 `ttlMs`). */
 export const LISTING_TTL_MS = 5 * 60_000
 
@@ -83,6 +104,13 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     },
   )
   const server = mcp.server
+  const initializedBefore = server.oninitialized
+  server.oninitialized = () => {
+    initializedBefore?.()
+    warmUpOnce(runtime)
+  }
+  // A lone request (2026-07-28, --stateless) has no initialize: its first request starts it.
+  if (connection === 'request') warmUpOnce(runtime)
   const state: InstanceState = { clientLevel: undefined, roots: undefined, subscriptions: new Map() }
   const closers: Array<() => void | Promise<void>> = []
   const closedBefore = server.onclose

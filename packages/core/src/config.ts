@@ -12,6 +12,12 @@ import {
   once,
 } from './auth-config.js'
 import { type LogLevel, parseLogLevel } from './logger.js'
+import {
+  OBSERVE_FLAGS,
+  OBSERVE_SETTINGS,
+  type ObserveConfig,
+  observeConfigProblem,
+} from './observe-config.js'
 
 /** One server-specific option: a flag and/or env vars, validated by a zod schema. */
 export interface OptionSpec<T> {
@@ -53,6 +59,8 @@ export interface CommonConfig {
   authToken: string | undefined
   /** OAuth 2.1 resource server (on when `auth.issuer` is set). */
   auth: AuthConfig
+  /** Metrics, tracing, audit log and rate limits (all off unless set). */
+  observe: ObserveConfig
   /** Streamable HTTP without sessions (for replicas behind a load balancer). */
   stateless: boolean
   /** Extra Host header names accepted on HTTP (besides localhost names when bound to loopback). */
@@ -427,8 +435,11 @@ export function parseConfig<C>(
   const serverOptions = (source.options ?? {}) as Record<string, OptionSpec<unknown>>
   const argOptions: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = {}
   const commonFlags = commonFlagsOf(source)
-  for (const flag of [...commonFlags, ...AUTH_FLAGS])
-    argOptions[flag.flag] = { type: flag.type, ...(flag.multiple ? { multiple: true } : {}) }
+  for (const flag of [...commonFlags, ...AUTH_FLAGS, ...OBSERVE_FLAGS])
+    argOptions[flag.flag] = {
+      type: flag.type,
+      ...('multiple' in flag && flag.multiple ? { multiple: true } : {}),
+    }
   for (const spec of Object.values(serverOptions)) {
     if (argOptions[spec.flag]) throw new Error(`option --${spec.flag} is defined twice`)
     argOptions[spec.flag] = {
@@ -481,6 +492,9 @@ export function parseConfig<C>(
   const authProblem = authConfigProblem(auth, common.authToken)
   if (authProblem) throw new ConfigError(authProblem)
   warnings.push(...authConfigWarnings(auth, common.transport, common.host))
+  const observe = parseObserve(values, env)
+  const observeProblem = observeConfigProblem(observe, common.transport)
+  if (observeProblem) throw new ConfigError(observeProblem)
   let logLevel: LogLevel = 'info'
   if (common.logLevel !== undefined) {
     const level = parseLogLevel(common.logLevel)
@@ -551,6 +565,7 @@ export function parseConfig<C>(
       ...rest,
       authToken: rest.authToken,
       auth,
+      observe,
       stateSecret,
       redisUrl: rest.redisUrl,
       logLevel,
@@ -589,6 +604,24 @@ function parseAuth(
     throw new ConfigError(`Invalid ${where}: ${parsed.message}`)
   }
   return parsed.data as unknown as AuthConfig
+}
+
+function parseObserve(
+  values: Record<string, string | boolean | string[] | undefined>,
+  env: NodeJS.ProcessEnv,
+): ObserveConfig {
+  const raw: Record<string, unknown> = {}
+  for (const flag of OBSERVE_FLAGS) {
+    const fromArgv = values[flag.flag]
+    const fromEnv = fromArgv === undefined ? readEnv(env, flag.env)?.value : undefined
+    raw[flag.key] = flag.type === 'boolean' ? (fromArgv ?? truthy(fromEnv)) : (fromArgv ?? fromEnv)
+  }
+  const parsed = validateSettings(OBSERVE_SETTINGS, raw)
+  if (!parsed.success) {
+    const flag = OBSERVE_FLAGS.find((candidate) => candidate.key === parsed.key)
+    throw new ConfigError(`Invalid --${flag?.flag} (env ${flag?.env.join('/')}): ${parsed.message}`)
+  }
+  return parsed.data as unknown as ObserveConfig
 }
 
 /** The state secret from the flag or env var, or read from a file (one trailing newline dropped). */
@@ -676,7 +709,10 @@ export function helpText<C>(source: ConfigSource<C>): string {
   lines.push('', 'OAuth 2.1 resource server (HTTP):')
   for (const flag of AUTH_FLAGS)
     lines.push(flagLine(flag.flag, flag.type, flag.placeholder, flag.env, flag.description))
-  lines.push('', 'HTTP serves MCP at /mcp and a health check at /healthz.')
+  lines.push('', 'Operations (off unless set):')
+  for (const flag of OBSERVE_FLAGS)
+    lines.push(flagLine(flag.flag, flag.type, flag.placeholder, flag.env, flag.description))
+  lines.push('', 'HTTP serves MCP at /mcp, a health check at /healthz and readiness at /readyz.')
   if (source.helpFooter) lines.push('', source.helpFooter)
   return `${lines.join('\n')}\n`
 }

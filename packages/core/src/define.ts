@@ -258,6 +258,12 @@ export interface ToolSpec<I extends Shape, O extends Shape | undefined, D> {
   /** Icons shown next to the tool by clients that display them. */
   icons?: Icon[]
   /**
+   * Arguments whose values the audit log (`--audit-log`) may record, e.g. `['path']` or
+   * `['repo', 'issue_number']`. Others are recorded by size only. Never name one that can hold a
+   * secret or a document's content.
+   */
+  auditArguments?: readonly (keyof Infer<I> & string)[]
+  /**
    * The tool works on state that spans calls: core binds each call to it (see
    * {@link HandleKindSpec}) and gives the tool `context.handle`.
    */
@@ -427,8 +433,22 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
   handles?: Record<string, HandleKindSpec<D>>
   /** Builds dependencies once per process. Keep it cheap: open pools and clients lazily. */
   createDeps(context: DepsContext<C>): D | Promise<D>
+  /**
+   * Optional: work the first call would otherwise pay for (connect a pool, load a parser). Called
+   * once per process, after the first client finished `initialize` (on `notifications/initialized`;
+   * on the 2026-07-28 era, which has none, with the first request), off the start-up path and never
+   * awaited by a request. A failure is logged at debug level and
+   * the first call simply does the work itself. `signal` aborts when the process shuts down.
+   */
+  warmUp?(deps: D, signal: AbortSignal): Promise<void> | void
   /** Releases what `createDeps` built (pools, browsers). Called once on shutdown, with a deadline. */
   dispose?(deps: D): Promise<void> | void
+  /**
+   * Readiness (`/readyz`): resolves when the server's upstream is usable now (database reachable,
+   * browser launchable, API token valid); rejects with what is wrong. Cheap and side-effect free:
+   * load balancers ask often. Unset: ready whenever the process serves.
+   */
+  ready?(deps: D): Promise<unknown>
   /** Maps domain errors to tool errors (pure). */
   mapError?: ErrorMapper
   /** Called when a client says its roots changed. */

@@ -17,6 +17,8 @@ import { isLoopback } from './config.js'
 import { BoundedEventStore } from './event-store.js'
 import { stateRoute } from './handles.js'
 import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
+import { observer } from './observe/hooks.js'
+import { answerReadiness, type ReadinessCheck } from './readiness.js'
 import type { Cluster, ClusterSession, SessionHooks } from './scale/cluster.js'
 
 /** A running HTTP endpoint. */
@@ -224,6 +226,17 @@ export async function serveHttp<D, C>(
       })
     : undefined
 
+  // /readyz: the server's own upstream (spec.ready) and, with replicas, Redis.
+  const readiness: Record<string, ReadinessCheck> = {
+    ...(spec.ready ? { [spec.name]: () => spec.ready?.(runtime.deps) as Promise<unknown> } : {}),
+    ...(cluster ? { redis: () => cluster.ping() } : {}),
+  }
+  runtime.operations?.observer.gauge(
+    'mcp_sessions',
+    'Open 2025-era HTTP sessions on this replica.',
+    () => sessions.size,
+  )
+
   const sweep = setInterval(
     () => {
       const now = Date.now()
@@ -418,6 +431,55 @@ export async function serveHttp<D, C>(
       sendAnswer(res, challenge)
       return
     }
+    const watching = observer()
+    if (watching) {
+      const message = parsed as { id?: string | number; method?: unknown; params?: { name?: unknown } }
+      if (watching.admit && message.method === 'tools/call') {
+        const tool = runtime.tools.find((candidate) => candidate.name === message.params?.name)
+        // The client whose budget pays: the OAuth subject, else the 2025 session, else the token or address.
+        const payer = gate && verified ? clientOf(req) : (sessionId ?? clientOf(req))
+        const admission = tool
+          ? await watching.admit(payer, tool.annotations.readOnlyHint === true)
+          : { allowed: true, retryAfterMs: 0 }
+        if (!admission.allowed) {
+          const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000))
+          sendJson(
+            res,
+            429,
+            errorResponse(
+              message.id ?? null,
+              -32000,
+              `Too many calls: the ${admission.budget ?? 'call'} rate limit allows more in ${seconds} s`,
+            ),
+            { 'retry-after': String(seconds) },
+          )
+          return
+        }
+      }
+      if (typeof message.method === 'string' && message.id !== undefined) {
+        const observation = watching.request({
+          method: message.method,
+          id: message.id,
+          transport: 'http',
+          params: message.params,
+        })
+        res.once('close', () => observation.end(res.statusCode >= 400 ? res.statusCode : undefined))
+        await observation.run(() => dispatch(req, res, parsed, session, sessionId))
+        return
+      }
+    }
+    await dispatch(req, res, parsed, session, sessionId)
+  }
+
+  /** Serves a checked POST: routed to its session, served on its own, or opening a session. */
+  async function dispatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    parsed: unknown,
+    session: Session | undefined,
+    sessionId: string | undefined,
+  ) {
+    const verified = (req as IncomingMessage & { auth?: AuthInfo }).auth
     // A lone 2026-07-28 call carrying another replica's state handle is served by that replica.
     if (cluster && !sessionId) {
       const route = stateRoute(runtime as Runtime<unknown, unknown>, parsed)
@@ -524,6 +586,20 @@ export async function serveHttp<D, C>(
   // second), so trickling sockets are closed in seconds; responses (SSE streams) are not limited.
   const httpServer: Server = createServer({ connectionsCheckingInterval: 1000 }, (req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost')
+    if (url.pathname === '/readyz') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        sendJson(res, 405, { error: 'Method not allowed' }, { allow: 'GET, HEAD' })
+        return
+      }
+      void answerReadiness(res, readiness).catch(() => {
+        if (!res.headersSent) sendJson(res, 503, { status: 'not ready' })
+      })
+      return
+    }
+    if (url.pathname === '/metrics' && config.observe.metrics && runtime.operations) {
+      runtime.operations.serve(req, res)
+      return
+    }
     if (url.pathname === '/healthz') {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         sendJson(res, 405, { error: 'Method not allowed' }, { allow: 'GET, HEAD' })

@@ -89,6 +89,8 @@ export {
   type LogLevel,
   type LogRecord,
 } from './logger.js'
+export { traceUpstream } from './observe/hooks.js'
+export type { ObserveConfig, Rate } from './observe-config.js'
 export { Redactor, redactor } from './redact.js'
 export { prepare, type RunningServer, type RunOptions, run, serveHttp } from './run.js'
 export { LineTransport, type LineTransportOptions } from './stdio.js'

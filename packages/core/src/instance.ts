@@ -4,6 +4,7 @@ import type { ParsedConfig } from './config.js'
 import type { AnyTool, ClientRoot, HandlerContext, ServerSpec, SessionAccess } from './define.js'
 import { mapSystemError, ToolError } from './errors.js'
 import type { Logger, McpLogLevel } from './logger.js'
+import type { Operations } from './observe/start.js'
 import type { TaskRegistry } from './tasks.js'
 
 /** What every server instance of one process shares. */
@@ -16,6 +17,8 @@ export interface Runtime<D, C> {
   tools: AnyTool<D>[]
   /** Aborted when the process shuts down: running calls stop. */
   shutdownSignal: AbortSignal
+  /** Metrics, audit, rate limits and tracing, when an operations flag is set (see observe/). */
+  operations?: Operations
 }
 
 /** Options of one server instance. */

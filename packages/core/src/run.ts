@@ -8,6 +8,7 @@ import { checkHandleTools, closeHandles } from './handles.js'
 import { boundHeapGrowth } from './heap.js'
 import type { HttpEndpoint } from './http.js'
 import { createLogger, type Logger } from './logger.js'
+import { observing } from './observe-config.js'
 import { redactor } from './redact.js'
 import { openSchemaCache } from './schema-cache.js'
 import { LineTransport } from './stdio.js'
@@ -128,6 +129,24 @@ export async function run<D, C>(
     throw error
   }
   const { config, logger } = runtime
+  if (observing(config.observe)) {
+    try {
+      const { startOperations } = await import('./observe/start.js')
+      runtime.operations = await startOperations({
+        config: config.observe,
+        redisUrl: config.redisUrl,
+        serviceName: bin,
+        serviceVersion: spec.version,
+        logger,
+        readiness: spec.ready ? { [spec.name]: () => spec.ready?.(runtime.deps) as Promise<unknown> } : {},
+      })
+    } catch (error) {
+      process.stderr.write(`${bin}: cannot start: ${redactor.redact((error as Error).message)}\n`)
+      await spec.dispose?.(runtime.deps)
+      if (manage) process.exit(1)
+      throw error
+    }
+  }
   let http: HttpEndpoint | undefined
   let stdio: { close(): Promise<void> } | undefined
   let closing: Promise<void> | undefined
@@ -145,6 +164,7 @@ export async function run<D, C>(
         await Promise.allSettled([http?.close(), stdio?.close()])
         closeHandles(runtime as Runtime<unknown, unknown>)
         await spec.dispose?.(runtime.deps)
+        await runtime.operations?.close()
       }
       let timer: NodeJS.Timeout | undefined
       const timedOut = new Promise<'timeout'>((resolve) => {

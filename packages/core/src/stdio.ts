@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream'
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server'
 import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
+import { observer, type RequestObservation } from './observe/hooks.js'
 
 /** Options of {@link LineTransport}. */
 export interface LineTransportOptions {
@@ -39,6 +40,8 @@ export class LineTransport implements Transport {
   #discarding = false
   #closed = false
   #ended = false
+  /** Requests being served, while an observer is installed: ended when their response is sent. */
+  readonly #observed = new Map<string | number, RequestObservation>()
 
   constructor(options: LineTransportOptions = {}) {
     this.#input = options.input ?? process.stdin
@@ -105,6 +108,19 @@ export class LineTransport implements Transport {
     const check = checkEnvelope(message)
     if (!check.ok) {
       this.#reply(errorResponse(check.id, check.code, check.message))
+      return
+    }
+    const watching = observer()
+    const request = message as { id?: string | number; method?: unknown; params?: unknown }
+    if (watching && typeof request.method === 'string' && request.id !== undefined) {
+      const observation = watching.request({
+        method: request.method,
+        id: request.id,
+        transport: 'stdio',
+        params: request.params,
+      })
+      this.#observed.set(request.id, observation)
+      observation.run(() => this.#deliver(message as JSONRPCMessage))
       return
     }
     this.#deliver(message as JSONRPCMessage)
@@ -184,6 +200,15 @@ export class LineTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
+    if (this.#observed.size) {
+      const answer = message as { id?: string | number; method?: unknown; error?: { code?: number } }
+      const observation =
+        answer.method === undefined && answer.id !== undefined ? this.#observed.get(answer.id) : undefined
+      if (observation) {
+        this.#observed.delete(answer.id as string | number)
+        observation.end(answer.error ? (answer.error.code ?? -32603) : undefined)
+      }
+    }
     return this.#write(message)
   }
 

@@ -12,6 +12,7 @@ import { bindHandle, settleHandle } from './handles.js'
 import { type InstanceParts, mapError, type Runtime } from './instance.js'
 import { truncateUtf8 } from './limits.js'
 import { type LogRecord, logData, type McpLogLevel, mcpLevelAtLeast, toMcpLevel } from './logger.js'
+import { type CallObservation, observer } from './observe/hooks.js'
 import { redactor } from './redact.js'
 import { RELATED_TASK_META_KEY, type TaskControl, type TaskRegistry } from './tasks.js'
 import { describeIssues, planFor, type ToolPlan } from './tool-schema.js'
@@ -95,6 +96,9 @@ interface CallChannel<D> {
   meta?: Record<string, unknown>
   /** The lowest level forwarded to the caller; `none` forwards nothing; unset means warnings and errors. */
   logThreshold: McpLogLevel | 'none' | undefined
+  /** How the call arrived, for the operations hooks (metrics, audit, rate limits). */
+  transport: 'stdio' | 'http' | 'memory'
+  era: 'modern' | 'legacy'
   notify(notification: { method: string; params: Record<string, unknown> }): Promise<void>
   log(level: McpLogLevel, data: unknown, logger: string | undefined): Promise<void>
 }
@@ -149,13 +153,82 @@ function validateCall(runtime: Runtime<unknown, unknown>, name: string, raw: unk
 }
 
 /**
- * Runs one validated call to its result: signal (caller ∪ timeout ∪ shutdown), progress, log
- * forwarding, output schema check, error mapping and the per-call log line. Never throws.
+ * Runs one validated call to its result, observed (metrics, audit, rate limits, a span) when an
+ * operations flag is set. Never throws.
  */
-async function executeCall<D, C>(
+function executeCall<D, C>(
   parts: InstanceParts<D, C>,
   call: ValidatedCall,
   channel: CallChannel<D>,
+): Promise<Record<string, unknown>> {
+  const watching = observer()
+  return watching ? observedCall(parts, call, channel, watching) : runCall(parts, call, channel)
+}
+
+async function observedCall<D, C>(
+  parts: InstanceParts<D, C>,
+  call: ValidatedCall,
+  channel: CallChannel<D>,
+  watching: NonNullable<ReturnType<typeof observer>>,
+): Promise<Record<string, unknown>> {
+  const { tool } = call
+  const readOnly = tool.annotations.readOnlyHint === true
+  const subject = channel.auth?.subject
+  const args = (call.args ?? {}) as Record<string, unknown>
+  const safe = tool.auditArguments?.filter((name) => args[name] !== undefined)
+  const observation: CallObservation = watching.call({
+    tool: tool.name,
+    readOnly,
+    transport: channel.transport,
+    session: channel.session.id,
+    subject,
+    era: channel.era,
+    argumentsBytes: Buffer.byteLength(JSON.stringify(args)),
+    safeArguments: safe?.length ? Object.fromEntries(safe.map((name) => [name, args[name]])) : undefined,
+  })
+  // Over HTTP the front door has charged the call already (and answered 429 when over).
+  if (channel.transport !== 'http' && watching.admit) {
+    const admission = await watching.admit(subject ?? channel.session.id ?? 'stdio', readOnly)
+    if (!admission.allowed) {
+      const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000))
+      const error = new ToolError(
+        'rate_limited',
+        `Too many calls: the ${admission.budget ?? 'call'} rate limit allows more in ${seconds} s`,
+        { hint: `Wait ${seconds} s before calling again.` },
+      )
+      const text = formatToolError(error)
+      observation.end({
+        outcome: 'rate_limited',
+        errorKind: 'rate_limited',
+        resultBytes: Buffer.byteLength(text),
+      })
+      return { content: [{ type: 'text', text }], isError: true }
+    }
+  }
+  let outcome = 'ok'
+  const result = await observation.run(() =>
+    runCall(parts, call, channel, (reported) => {
+      outcome = reported
+    }),
+  )
+  const kind = outcome.startsWith('error:') ? outcome.slice(6) : undefined
+  observation.end({
+    outcome: kind ? (kind === 'timeout' || kind === 'cancelled' ? kind : 'error') : outcome,
+    ...(kind ? { errorKind: kind } : {}),
+    resultBytes: Buffer.byteLength(JSON.stringify(result)),
+  })
+  return result
+}
+
+/**
+ * Runs one validated call to its result: signal (caller ∪ timeout ∪ shutdown), progress, log
+ * forwarding, output schema check, error mapping and the per-call log line. Never throws.
+ */
+async function runCall<D, C>(
+  parts: InstanceParts<D, C>,
+  call: ValidatedCall,
+  channel: CallChannel<D>,
+  report?: (outcome: string) => void,
 ): Promise<Record<string, unknown>> {
   const { runtime, mcp } = parts
   const { config, logger } = runtime
@@ -301,6 +374,7 @@ async function executeCall<D, C>(
     clearTimeout(timer)
     channel.signal.removeEventListener('abort', abortOnCancel)
     leaveShutdown()
+    report?.(outcome)
     logger.debug('tool call', {
       tool: name,
       durationMs: Math.round((performance.now() - started) * 100) / 100,
@@ -369,6 +443,11 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
   const channelFor = (ctx: CallRequestContext, client: ClientAccess) => ({
     requestId: ctx.mcpReq.id,
     session: sessionFor(ctx.sessionId),
+    transport: (ctx.http ? 'http' : sessionFor(ctx.sessionId).id === 'stdio' ? 'stdio' : 'memory') as
+      | 'http'
+      | 'stdio'
+      | 'memory',
+    era: (servesModernEra(server) ? 'modern' : 'legacy') as 'modern' | 'legacy',
     auth: requestAuthOf(ctx.http?.authInfo),
     client,
     progressToken: ctx.mcpReq._meta?.progressToken as string | number | undefined,

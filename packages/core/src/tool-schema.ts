@@ -170,7 +170,87 @@ function simplify(node: Node, { keepTypes }: { keepTypes: boolean }): Node {
       out = rest
     }
   }
-  return out
+  return Array.isArray(out.type) ? splitTypes(out) : out
+}
+
+/** Keywords that constrain only values of these types (JSON Schema 2020-12, validation vocabulary). */
+const KEYWORD_TYPES: Record<string, string[]> = {
+  minLength: ['string'],
+  maxLength: ['string'],
+  pattern: ['string'],
+  format: ['string'],
+  contentEncoding: ['string'],
+  contentMediaType: ['string'],
+  minimum: ['number', 'integer'],
+  maximum: ['number', 'integer'],
+  exclusiveMinimum: ['number', 'integer'],
+  exclusiveMaximum: ['number', 'integer'],
+  multipleOf: ['number', 'integer'],
+  items: ['array'],
+  prefixItems: ['array'],
+  contains: ['array'],
+  minItems: ['array'],
+  maxItems: ['array'],
+  uniqueItems: ['array'],
+  properties: ['object'],
+  required: ['object'],
+  additionalProperties: ['object'],
+  patternProperties: ['object'],
+  propertyNames: ['object'],
+  minProperties: ['object'],
+  maxProperties: ['object'],
+}
+/** Keywords about the whole value (what it means), kept beside the branches. */
+const ANNOTATIONS = new Set([
+  'description',
+  'title',
+  'default',
+  'examples',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+])
+
+const fitsType = (value: unknown, type: string) => {
+  const actual = typeOfValue(value)
+  return actual === type || (actual === 'integer' && type === 'number')
+}
+
+/**
+ * `type: [a, b]` → `anyOf: [{type: a, …}, {type: b, …}]`, the same set of values: each branch keeps
+ * the keywords that constrain its type and the `enum`/`const` values of its type. A type list is
+ * legal JSON Schema, but clients that map tool schemas onto a single-`type` dialect (the OpenAPI
+ * subset some model APIs take) reject or loosen it; `anyOf` of single types is the portable form.
+ */
+function splitTypes(node: Node): Node {
+  const types = [...new Set(node.type as string[])]
+  if (types.length === 1) return { ...node, type: types[0] }
+  const outer: Node = {}
+  const shared: Node = {}
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'type') continue
+    if (ANNOTATIONS.has(key)) outer[key] = value
+    else shared[key] = value
+  }
+  const branches: Node[] = []
+  for (const type of types) {
+    const branch: Node = { type }
+    let possible = true
+    for (const [key, value] of Object.entries(shared)) {
+      if (key === 'enum' && Array.isArray(value)) {
+        const values = value.filter((item) => fitsType(item, type))
+        if (!values.length) possible = false
+        else if (type !== 'null') branch.enum = values
+      } else if (key === 'const') {
+        if (!fitsType(value, type)) possible = false
+        else if (type !== 'null') branch.const = value
+      } else if (!KEYWORD_TYPES[key] || KEYWORD_TYPES[key].includes(type)) {
+        branch[key] = value
+      }
+    }
+    if (possible) branches.push(branch)
+  }
+  return { anyOf: branches, ...outer }
 }
 
 /**

@@ -42,7 +42,11 @@ beforeAll(async () => {
     },
   })
   const outputs = Object.entries(result.metafile.outputs)
-  main = join(process.cwd(), outputs.find(([, output]) => output.entryPoint)?.[0] ?? '')
+  // The entry's own output (dynamic imports of dependencies get an entryPoint of their own too).
+  main = join(
+    process.cwd(),
+    outputs.find(([file, output]) => output.entryPoint && /[\\/]main\.mjs$/.test(file))?.[0] ?? '',
+  )
   joseChunks = outputs
     .filter(([, output]) => Object.keys(output.inputs).some((input) => input.includes('/jose/')))
     .map(([file]) => pathToFileURL(join(process.cwd(), file)).href)

@@ -78,15 +78,26 @@ describe('tools/list schemas', () => {
         state: { enum: ['open', 'closed'] },
         reason: { enum: ['a', 'b', null] },
         author: {
-          type: ['object', 'null'],
-          properties: { login: { type: 'string' }, name: { type: ['string', 'null'] } },
-          required: ['login', 'name'],
+          anyOf: [
+            {
+              type: 'object',
+              properties: {
+                login: { type: 'string' },
+                name: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+              },
+              required: ['login', 'name'],
+            },
+            { type: 'null' },
+          ],
         },
         people: {
           type: 'array',
           items: {
             type: 'object',
-            properties: { login: { type: 'string' }, name: { type: ['string', 'null'] } },
+            properties: {
+              login: { type: 'string' },
+              name: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+            },
             required: ['login', 'name'],
           },
         },
@@ -94,7 +105,7 @@ describe('tools/list schemas', () => {
         when: { type: 'string' },
         note: { type: 'string' },
         anything: {},
-        description: { type: ['string', 'null'] },
+        description: { anyOf: [{ type: 'string' }, { type: 'null' }] },
         extra: {
           type: 'array',
           items: { type: 'object', properties: { id: { type: 'number' } }, required: ['id'] },
@@ -127,11 +138,57 @@ describe('tools/list schemas', () => {
         merge_method: { type: 'string', enum: ['merge', 'squash'] },
         include_patch: { type: 'boolean' },
         head_sha: { type: 'string', description: 'Head' },
-        reason: { type: ['string', 'null'], enum: ['a', 'b', null], description: 'Why' },
+        reason: { anyOf: [{ type: 'string', enum: ['a', 'b'] }, { type: 'null' }], description: 'Why' },
         state: { type: 'string', enum: ['open', 'closed'], default: 'open', description: 'Filter' },
         when: { type: 'string', pattern: '^\\d+$', description: 'Digits' },
       },
       required: ['count'],
+    })
+  })
+
+  it('lists no type arrays anywhere: each becomes anyOf branches of one type, keeping the same values', () => {
+    const unions = defineTool({
+      name: 'get_unions',
+      title: 'Unions',
+      description: 'Unions of every kind.',
+      input: {
+        value: z.union([z.string().min(2), z.number().max(9), z.boolean(), z.null()]),
+        pick: z.union([z.literal('x'), z.literal(3), z.null()]).optional(),
+        plain: z.array(z.union([z.string(), z.number(), z.boolean(), z.null()])).describe('Values'),
+        choice: z.enum(['a', 'b']).nullable().describe('Pick one'),
+      },
+      output: { maybe: z.array(z.number()).nullable() },
+      annotations: { readOnlyHint: true },
+      run: () => ({ data: { maybe: null } }),
+    })
+    const listed = planFor(unions).listed
+    const text = JSON.stringify(listed)
+    expect(text).not.toMatch(/"type":\[/)
+    const { value, pick, plain, choice } = (listed.inputSchema as { properties: Record<string, any> })
+      .properties
+    const branchTypes = (schema: { anyOf: Array<{ type?: string }> }) =>
+      schema.anyOf.map((branch) => branch.type)
+    expect(new Set(branchTypes(value))).toEqual(new Set(['string', 'number', 'boolean', 'null']))
+    expect(value.anyOf.find((branch: { type: string }) => branch.type === 'string')).toMatchObject({
+      minLength: 2,
+    })
+    expect(value.anyOf.find((branch: { type: string }) => branch.type === 'number')).toMatchObject({
+      maximum: 9,
+    })
+    expect(value.anyOf.find((branch: { type: string }) => branch.type === 'null')).toEqual({ type: 'null' })
+    expect(JSON.stringify(pick)).toContain('"x"')
+    // zod writes these as type lists; they are listed as one-type branches.
+    expect(plain).toEqual({
+      type: 'array',
+      items: { anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }] },
+      description: 'Values',
+    })
+    expect(choice).toEqual({
+      anyOf: [{ type: 'string', enum: ['a', 'b'] }, { type: 'null' }],
+      description: 'Pick one',
+    })
+    expect((listed.outputSchema as { properties: Record<string, unknown> }).properties.maybe).toEqual({
+      anyOf: [{ type: 'array', items: { type: 'number' } }, { type: 'null' }],
     })
   })
 

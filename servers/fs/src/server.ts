@@ -5,7 +5,9 @@ import { createFsDeps } from './deps.js'
 import { mapError } from './errors.js'
 import { icon } from './icon.js'
 import { fileResource } from './resources.js'
+import { copyFileTool } from './tools/copy-file.js'
 import { createDirectoryTool } from './tools/create-directory.js'
+import { deleteFileTool } from './tools/delete-file.js'
 import { directoryTreeTool } from './tools/directory-tree.js'
 import { editFileTool } from './tools/edit-file.js'
 import { getFileInfoTool } from './tools/get-file-info.js'
@@ -20,7 +22,10 @@ import { searchFilesTool } from './tools/search-files.js'
 import type { FsDeps } from './tools/shared.js'
 import { writeFileTool } from './tools/write-file.js'
 
-/** Every tool, in the order clients list them: reading and finding first, then writing. */
+/**
+ * Every tool, in the order clients list them: reading and finding first, then writing, then the
+ * `destructive` toolset (copy and delete), which is only listed when asked for.
+ */
 export const tools = [
   readTextFileTool,
   readMediaFileTool,
@@ -35,6 +40,8 @@ export const tools = [
   editFileTool,
   createDirectoryTool,
   moveFileTool,
+  copyFileTool,
+  deleteFileTool,
 ]
 
 export const server = defineServer<FsDeps>({
@@ -49,18 +56,38 @@ export const server = defineServer<FsDeps>({
       config.readOnly
         ? 'Read-only: no tool writes.'
         : 'edit_file for changes to part of a file, write_file for whole files.',
-    ].join(' '),
+      !config.readOnly && config.toolsets.some((name) => name === 'all' || name === 'destructive')
+        ? 'delete_file removes for good: dry_run first for a tree.'
+        : '',
+    ]
+      .filter(Boolean)
+      .join(' '),
   positionals,
+  toolsets: {
+    default: 'reading, searching, writing, editing, moving',
+    destructive: 'copy_file, delete_file (off unless named)',
+  },
+  defaultToolsets: ['default'],
   helpFooter: [
     'Examples:',
     '  mcp-server-fs ~/projects/app                 serve one directory over stdio',
     '  mcp-server-fs ./docs ./src --read-only       two directories, no writing tools',
     '  mcp-server-fs . --transport http --port 3000',
+    '  mcp-server-fs . --toolsets all               also copy_file and delete_file',
   ].join('\n'),
   tools,
   resourceTemplates: [fileResource],
   createDeps: ({ config, logger }) => createFsDeps(config.positionals, logger),
   dispose: (deps) => deps.watchers.close(),
+  // Ready while every configured directory is still a directory this process can read.
+  async ready(deps) {
+    const { access, stat } = await import('node:fs/promises')
+    const { constants } = await import('node:fs')
+    for (const root of deps.directories.base.roots) {
+      if (!(await stat(root)).isDirectory()) throw new Error(`${root} is no longer a directory`)
+      await access(root, constants.R_OK | constants.X_OK)
+    }
+  },
   mapError,
   async onRootsChanged({ deps, client, log }) {
     deps.directories.clear()

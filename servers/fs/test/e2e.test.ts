@@ -318,9 +318,9 @@ describe('the command line', () => {
     expect(help.code).toBe(0)
     expect(help.stdout).toContain('Usage: mcp-server-fs [directory...] [options]')
     expect(help.stdout).toContain('--read-only')
-    // fs has no toolsets: it says so instead of offering --toolsets.
-    expect(help.stdout).toContain('Toolsets: none (all tools are served)')
-    expect(help.stdout).not.toContain('--toolsets')
+    // The destructive toolset is listed, and said to be off unless named.
+    expect(help.stdout).toContain('--toolsets')
+    expect(help.stdout).toMatch(/destructive +copy_file, delete_file \(off unless named\)/)
     const version = await runBin(['--version'])
     const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
     expect(version.stdout.trim()).toBe(pkg.version)
@@ -330,7 +330,7 @@ describe('the command line', () => {
     [
       '--toolsets',
       'files',
-      /^mcp-server-fs: Invalid --toolsets: unknown toolset "files"; this server has no toolsets/,
+      /^mcp-server-fs: Invalid --toolsets: unknown toolset "files"; known: all, default, destructive/,
     ],
     [
       '--tools',

@@ -300,9 +300,15 @@ describe('edit_file', () => {
       },
       'not_found',
     )
-    expect(text).toContain('edits[1]: oldText was not found. Closest match')
+    expect(text).toContain('edits[1]: old_text was not found. Closest match')
     expect(text).toContain('at line 2')
     expect(text).toContain('return "Hello, " + name')
+    // The model can correct its old_text from the answer alone: what it sent, what the file has.
+    expect(text).toContain(
+      'Diff (- old_text, + file):\n-     │return "Helo, " + name\n+    2│  return "Hello, " + name',
+    )
+    expect(text).toContain('Copy old_text exactly')
+    expect(text).not.toContain('oldText')
     expect(await readFile(path.join(root, 'greet.js'), 'utf8')).toBe(source)
   })
 

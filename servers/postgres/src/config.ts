@@ -15,7 +15,64 @@ export interface PostgresOptions {
   statementTimeoutMs: number
   role: string | undefined
   schemas: string[] | undefined
+  /** Named databases (`--database name=url`), besides the default one. */
+  databases: DatabaseTargetOption[] | undefined
 }
+
+export interface DatabaseTargetOption {
+  readonly name: string
+  readonly url: string
+}
+
+/** A target's name: what tools take as `database` and resources use as their first segment. */
+export const targetNamePattern = /^[A-Za-z][A-Za-z0-9_-]{0,39}$/
+
+/**
+ * Core splits repeated list options on commas; a URL may hold commas (several hosts), so pieces
+ * that do not start a new `name=` are glued back onto the one before.
+ */
+function rejoinTargets(items: string[]): string[] {
+  const joined: string[] = []
+  for (const item of items) {
+    if (/^[A-Za-z][A-Za-z0-9_-]*=/.test(item) || joined.length === 0) joined.push(item)
+    else joined[joined.length - 1] += `,${item}`
+  }
+  return joined
+}
+
+const databaseTargets = z
+  .array(z.string())
+  .transform(rejoinTargets)
+  .transform((items, context) => {
+    const targets: DatabaseTargetOption[] = []
+    for (const item of items) {
+      const equals = item.indexOf('=')
+      const name = equals < 0 ? '' : item.slice(0, equals)
+      const url = equals < 0 ? '' : item.slice(equals + 1)
+      // Never echo the value: it may hold a password.
+      if (!targetNamePattern.test(name) || !/^postgres(ql)?:\/\/\S*$/i.test(url)) {
+        context.addIssue({
+          code: 'custom',
+          message: 'each must be NAME=postgres://… (NAME: a letter, then letters, digits, _ or -)',
+        })
+        return z.NEVER
+      }
+      if (name === 'default') {
+        context.addIssue({
+          code: 'custom',
+          message: 'default is the name of DATABASE_URL’s database; choose another',
+        })
+        return z.NEVER
+      }
+      if (targets.some((target) => target.name === name)) {
+        context.addIssue({ code: 'custom', message: `the name ${name} is given twice` })
+        return z.NEVER
+      }
+      targets.push({ name, url })
+    }
+    return targets
+  })
+  .optional()
 
 // Messages never echo the value: it may be a connection string with a password in it.
 const databaseUrl = z
@@ -69,8 +126,8 @@ export const options: OptionSpecs<PostgresOptions> = {
     env: 'POSTGRES_POOL_SIZE',
     type: 'string',
     placeholder: 'n',
-    description: 'Connections in the pool (default 5).',
-    schema: integer(1, 100, 5),
+    description: 'Connections per database at most (default 10, capped at half the free max_connections).',
+    schema: integer(1, 100, 10),
   },
   maxRows: {
     flag: 'max-rows',
@@ -101,6 +158,17 @@ export const options: OptionSpecs<PostgresOptions> = {
         'must be a plain identifier (letters, digits, _ and $; at most 63 characters)',
       )
       .optional(),
+  },
+  databases: {
+    flag: 'database',
+    env: 'POSTGRES_DATABASES',
+    type: 'string',
+    multiple: true,
+    secret: true,
+    placeholder: 'name=url',
+    description:
+      'A named database, repeatable (env: comma-separated). Tools take database: name; DATABASE_URL stays the default.',
+    schema: databaseTargets,
   },
   schemas: {
     flag: 'schemas',

@@ -1,5 +1,5 @@
 import { ToolError } from '@keel-mcp/core'
-import { classifyPgError, pointAt } from './lib/index.js'
+import { classifyPgError, ExtensionMissingError, pointAt } from './lib/index.js'
 
 /**
  * Maps anything the lib throws to the ToolError the model reads: SQLSTATE-based kinds, a hint
@@ -9,6 +9,13 @@ import { classifyPgError, pointAt } from './lib/index.js'
  */
 export function toToolError(error: unknown, sql?: string): ToolError | undefined {
   if (ToolError.is(error)) return error
+  if (error instanceof ExtensionMissingError) {
+    return new ToolError('unavailable', error.message, {
+      hint: error.hint,
+      cause: error,
+      details: { reason: 'extension_missing', extension: error.extension },
+    })
+  }
   const classified = classifyPgError(error)
   if (classified.reason === 'internal' && classified.sqlstate === undefined) return undefined
   let message = classified.message

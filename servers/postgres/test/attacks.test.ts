@@ -158,6 +158,15 @@ const attacks: Record<string, string[]> = {
     'EXPLAIN ANALYZE WITH gone AS (DELETE FROM shop.orders RETURNING 1) SELECT * FROM gone',
     'EXPLAIN (ANALYZE, FORMAT JSON) UPDATE shop.products SET price = 0',
   ],
+  // The monitoring allow-list lets pg_stat_statements be read; nothing else of either extension.
+  'extension functions outside the monitoring allow-list': [
+    'SELECT pg_stat_statements_reset()',
+    'SELECT pg_stat_statements_reset(0, 0, 0)',
+    "SELECT * FROM hypopg_create_index('CREATE INDEX ON shop.orders (note)')",
+    'SELECT hypopg_reset()',
+    'SELECT * FROM hypopg_list_indexes',
+    'SELECT hypopg_drop_index(1)',
+  ],
   // The gate does not know user-defined functions: the read-only transaction stops the write.
   'writes inside user-defined functions': [
     'SELECT public.keel_wipe_items()',
@@ -174,6 +183,27 @@ const explainAttacks = [
   'SELECT 1) ; DROP TABLE shop.orders; --',
 ]
 
+/** Sent to explain_query as hypothetical indexes: each must be refused, nothing created. */
+const hypotheticalIndexAttacks = [
+  'DROP TABLE shop.orders',
+  'CREATE INDEX ON shop.orders (note); DROP TABLE shop.orders',
+  'CREATE TABLE public.evil (id int)',
+  "CREATE INDEX ON shop.orders ((pg_read_file('/etc/passwd')))",
+  'CREATE INDEX ON shop.orders ((public.keel_grab(4219)))',
+  'CREATE INDEX ON shop.orders (note) WHERE pg_advisory_lock(4220) IS NOT NULL',
+  'CREATE INDEX ON pg_authid (rolname)',
+  'CREATE INDEX ON shop.orders (note) TABLESPACE pg_global',
+]
+
+/** Sent to recommend_indexes as the query to advise on. */
+const adviceAttacks = [
+  'DELETE FROM shop.orders',
+  'SELECT 1; COMMIT; DROP TABLE shop.orders',
+  "SELECT pg_read_file('/etc/passwd')",
+  'WITH gone AS (DELETE FROM shop.order_items RETURNING *) SELECT count(*) FROM gone',
+  'SELECT public.keel_wipe_items()',
+]
+
 type Scratch = Awaited<ReturnType<typeof createScratchDatabase>>
 const scratches: Partial<Record<'standard' | 'legacy', { scratch: Scratch; before: DatabaseChecksum }>> = {}
 const superuserName = decodeURIComponent(new URL(shared.superuserUrl).username)
@@ -187,6 +217,8 @@ const appName = decodeURIComponent(new URL(shared.url).username)
 async function createAttackDatabase(legacy: boolean): Promise<Scratch> {
   const scratch = await createScratchDatabase(shared.superuserUrl, shared.url)
   await seedSampleSchema(scratch.superuserUrl, { readerRole: shared.readerRole })
+  // The extensions the DBA tools use, installed as a DBA would: their functions are in reach.
+  await adminQuery(scratch.superuserUrl, 'CREATE EXTENSION pg_stat_statements; CREATE EXTENSION hypopg')
   await adminQuery(
     scratch.superuserUrl,
     `CREATE FUNCTION public.keel_wipe_items() RETURNS bigint LANGUAGE plpgsql AS $$
@@ -280,6 +312,44 @@ describe.each(combinations)('attacks through the MCP tools, connected as %s', (_
     },
   )
 
+  it.each(hypotheticalIndexAttacks)('explain_query refuses the hypothetical index %j', async (definition) => {
+    const result = await client.callTool({
+      name: 'explain_query',
+      arguments: { sql: 'SELECT * FROM shop.orders WHERE note = $1', hypothetical_indexes: [definition] },
+    })
+    expect(result.isError, textOf(result)).toBe(true)
+    expect(['invalid_argument', 'permission_denied']).toContain(errorKind(result))
+  })
+
+  it('explain_query refuses a write to plan with a hypothetical index', async () => {
+    const result = await client.callTool({
+      name: 'explain_query',
+      arguments: {
+        sql: 'DELETE FROM shop.orders',
+        hypothetical_indexes: ['CREATE INDEX ON shop.orders (note)'],
+      },
+    })
+    expect(errorKind(result)).toBe('permission_denied')
+  })
+
+  it.each(adviceAttacks)('recommend_indexes refuses %j', async (sql) => {
+    const result = await client.callTool({ name: 'recommend_indexes', arguments: { sql } })
+    expect(result.isError, textOf(result)).toBe(true)
+    expect(['invalid_argument', 'permission_denied']).toContain(errorKind(result))
+  })
+
+  it('reads pg_stat_statements through the monitoring allow-list, and the DBA tools run', async () => {
+    const read = await client.callTool({
+      name: 'query',
+      arguments: { sql: 'SELECT count(*) >= 0 FROM pg_stat_statements' },
+    })
+    expect(read.structuredContent?.rows, textOf(read)).toEqual([[true]])
+    for (const name of ['get_top_queries', 'analyze_db_health', 'recommend_indexes']) {
+      const result = await client.callTool({ name, arguments: {} })
+      expect(result.isError, textOf(result)).toBeFalsy()
+    }
+  })
+
   it('refuses to explain or analyze a call of a volatile user-defined function (it could write)', async () => {
     const sql = 'SELECT public.keel_wipe_items()'
     for (const analyze of [false, true]) {
@@ -337,7 +407,7 @@ describe.each(combinations)('attacks through the MCP tools, connected as %s', (_
       expect(result.isError, textOf(result)).toBeFalsy()
       const held = await adminQuery<{ count: number }>(
         scratch.superuserUrl,
-        `SELECT count(*)::int AS count FROM pg_locks WHERE locktype = 'advisory' AND objid IN (4211, 4212, 4213, 4214, 4215, 4216, 4217, 4218)`,
+        `SELECT count(*)::int AS count FROM pg_locks WHERE locktype = 'advisory' AND objid IN (4211, 4212, 4213, 4214, 4215, 4216, 4217, 4218, 4219, 4220)`,
       )
       expect(held[0]?.count).toBe(0)
     },

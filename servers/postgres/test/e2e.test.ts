@@ -63,8 +63,13 @@ describe.each(['v2', 'v1'] as const)('the built bin over stdio with the %s clien
       'list_schemas',
       'list_tables',
       'describe_table',
+      'list_objects',
+      'describe_object',
       'query',
       'explain_query',
+      'get_top_queries',
+      'recommend_indexes',
+      'analyze_db_health',
     ])
     const rows = await client.callTool({
       name: 'query',
@@ -106,7 +111,7 @@ describe('the process', () => {
     const raw = rawServer([], { DATABASE_URL: 'postgres://nobody:pw-123456@127.0.0.1:1/nothing' })
     await raw.initialize()
     const tools = await raw.request('tools/list', {})
-    expect(tools.result.tools).toHaveLength(5)
+    expect(tools.result.tools).toHaveLength(10)
     const call = await raw.request('tools/call', { name: 'query', arguments: { sql: 'SELECT 1' } })
     expect(call.result.isError).toBe(true)
     expect(call.result.content[0].text).toMatch(/^unavailable: Cannot reach PostgreSQL/)

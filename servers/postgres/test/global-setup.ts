@@ -22,6 +22,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       readerRole: seed.readerRole,
       passwordRole: postgres.passwordRole,
       bulkRows: seed.bulkRows,
+      extensions: postgres.extensions,
     }
     project.provide('postgres', shared)
   } catch (error) {

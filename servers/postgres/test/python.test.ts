@@ -77,8 +77,13 @@ describe.each(targets)('the Python MCP SDK over %s', (_transport, target) => {
         'list_schemas',
         'list_tables',
         'describe_table',
+        'list_objects',
+        'describe_object',
         'query',
         'explain_query',
+        'get_top_queries',
+        'recommend_indexes',
+        'analyze_db_health',
       ])
       expect(text(ok(run, 1))).toContain('customers')
       expect(ok(run, 2).structuredContent.primaryKey.columns).toEqual(['id'])

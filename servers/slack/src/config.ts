@@ -13,11 +13,26 @@ export interface SlackOptions {
   excludeChannels: string[] | undefined
   includePrivate: boolean
   includeDms: boolean
+  uploadDir: string | undefined
+  nameCache: boolean
+  workspaces: Array<{ name: string; botEnv: string; userEnv: string | undefined }>
 }
 
 const channelList = z
   .array(z.string().regex(/^#?[a-z0-9._-]{1,80}$|^[CGD][A-Z0-9]{2,}$/, 'must be channel ids or #names'))
   .min(1)
+
+export const workspaceSpec = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9_-]{0,31}=[A-Z_][A-Z0-9_]*(:[A-Z_][A-Z0-9_]*)?$/,
+    'must be NAME=BOT_TOKEN_ENV or NAME=BOT_TOKEN_ENV:USER_TOKEN_ENV (e.g. acme=ACME_SLACK_BOT_TOKEN)',
+  )
+  .transform((value) => {
+    const [name, envs] = value.split('=') as [string, string]
+    const [botEnv, userEnv] = envs.split(':') as [string, string | undefined]
+    return { name, botEnv, userEnv }
+  })
 
 export const options: OptionSpecs<SlackOptions> = {
   botToken: {
@@ -35,7 +50,7 @@ export const options: OptionSpecs<SlackOptions> = {
     type: 'string',
     placeholder: 'xoxp-…',
     secret: true,
-    description: 'User token: enables search_messages (Slack allows search with user tokens only).',
+    description: 'User token: enables search_messages, list_unreads and mark_read (they act as a person).',
     schema: z.string().min(1).max(500).optional(),
   },
   teamId: {
@@ -114,12 +129,38 @@ export const options: OptionSpecs<SlackOptions> = {
     description: 'Also list and read direct messages the token is in.',
     schema: z.boolean().default(false),
   },
+  uploadDir: {
+    flag: 'upload-dir',
+    env: 'SLACK_UPLOAD_DIR',
+    type: 'string',
+    placeholder: 'dir',
+    description: 'With --allow-writes: upload_file may send files from this directory only.',
+    schema: z.string().min(1).optional(),
+  },
+  nameCache: {
+    flag: 'name-cache',
+    env: 'SLACK_NAME_CACHE',
+    type: 'boolean',
+    description: 'Keep learnt user and channel names under the user cache directory across restarts.',
+    schema: z.boolean().default(false),
+  },
+  workspaces: {
+    flag: 'workspace',
+    env: 'SLACK_WORKSPACES',
+    type: 'string',
+    multiple: true,
+    placeholder: 'name=ENV',
+    description:
+      'Another workspace: its name and the env var holding its bot token (NAME=BOT_ENV[:USER_ENV]). Repeatable; tools then take workspace.',
+    schema: z.array(workspaceSpec).default([]),
+  },
 }
 
 export const helpFooter = `Environment:
   SLACK_BOT_TOKEN    xoxb-… bot token (scopes per tool: see the README)
-  SLACK_USER_TOKEN   xoxp-… user token, for search_messages only
+  SLACK_USER_TOKEN   xoxp-… user token, for search_messages, list_unreads and mark_read
   SLACK_API_URL      Web API root (tests, GovSlack)
+  --workspace acme=ACME_BOT_TOKEN   a further workspace; its token is read from that env var
 
 Reads cover public channels by default; writes are off unless --allow-writes, and then limited to
 --write-channels when given. --read-only removes every writing tool, whatever else was asked.`

@@ -34,6 +34,13 @@ const hints: Record<string, { kind: ConstructorParameters<typeof ToolError>[0]; 
   cant_update_message: { kind: 'permission_denied', hint: 'Only the bot’s own messages can be edited.' },
   cant_delete_message: { kind: 'permission_denied', hint: 'Only the bot’s own messages can be deleted.' },
   edit_window_closed: { kind: 'conflict', hint: 'The workspace no longer allows editing this message.' },
+  not_scheduled_message: { kind: 'not_found', hint: 'list_scheduled_messages shows the ids.' },
+  time_in_past: { kind: 'invalid_argument', hint: 'post_at must be in the future.' },
+  time_too_far: { kind: 'invalid_argument', hint: 'post_at must be within 120 days.' },
+  file_not_found: { kind: 'not_found', hint: 'Check the id (list_files lists them).' },
+  canvas_not_found: { kind: 'not_found', hint: 'Check the canvas id.' },
+  canvas_editing_failed: { kind: 'conflict', hint: 'Read the canvas again and retry.' },
+  user_not_in_channel: { kind: 'permission_denied', hint: 'The user is not in that channel.' },
   invalid_cursor: { kind: 'invalid_argument', hint: 'Use the cursor the previous page returned.' },
   ratelimited: { kind: 'rate_limited' },
   request_error: { kind: 'unavailable', hint: 'Slack could not be reached; try again.' },
@@ -50,6 +57,10 @@ const hints: Record<string, { kind: ConstructorParameters<typeof ToolError>[0]; 
 export function toToolError(error: unknown): ToolError | undefined {
   if (ToolError.is(error)) return error
   if (!(error instanceof SlackError)) return undefined
+  // Refusals of the server's own (upload directory, file hosts): their message is the explanation.
+  if (error.error === 'upload_refused' || error.error === 'file_host_refused') {
+    return new ToolError('permission_denied', error.message, { cause: error })
+  }
   const known = hints[error.error] ?? { kind: 'internal' as const }
   let hint = known.hint
   if (error.error === 'missing_scope') {

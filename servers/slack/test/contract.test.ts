@@ -1,6 +1,7 @@
 import { checkToolContract, toolListSnapshot } from '@keel-mcp/core/testing'
 import { describe, expect, it } from 'vitest'
 import { readTools, writeTools } from '../src/server.js'
+import { uploadFile } from '../src/tools/files.js'
 import { searchMessages } from '../src/tools/messages.js'
 import { connect, fake, USER_TOKEN, useCleanup } from './helpers.js'
 
@@ -8,9 +9,9 @@ useCleanup()
 
 describe('slack contract', () => {
   it('follows the tool naming and annotation rules', () => {
-    expect(checkToolContract([...readTools, searchMessages, ...writeTools], { serverName: 'slack' })).toEqual(
-      [],
-    )
+    expect(
+      checkToolContract([...readTools, searchMessages, ...writeTools, uploadFile], { serverName: 'slack' }),
+    ).toEqual([])
   })
 
   it('lists only reads by default: search needs a user token, writes need --allow-writes', async () => {
@@ -26,6 +27,11 @@ describe('slack contract', () => {
       'list_users',
       'get_user_profile',
       'find_user',
+      'list_user_groups',
+      'list_unreads',
+      'list_files',
+      'get_file',
+      'get_canvas',
     ])
     const withSearch = (await (await connect(slack, [], { SLACK_USER_TOKEN: USER_TOKEN })).client.listTools())
       .tools
@@ -39,19 +45,39 @@ describe('slack contract', () => {
     expect(readOnly.map((tool) => tool.name)).not.toContain('post_message')
   })
 
-  it('keeps the whole catalogue within 155 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
+  it('keeps the whole catalogue, every toolset on, within 155 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
     const slack = await fake()
     const { tools } = await (
-      await connect(slack, ['--allow-writes'], { SLACK_USER_TOKEN: USER_TOKEN })
+      await connect(slack, ['--allow-writes', '--upload-dir', '.'], { SLACK_USER_TOKEN: USER_TOKEN })
     ).client.listTools()
-    expect(tools).toHaveLength(15)
+    expect(tools).toHaveLength(27)
     expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(155)
+  })
+
+  it('stays within 155 tokens a tool with two workspaces, where every tool takes workspace', async () => {
+    const slack = await fake()
+    process.env.KEEL_TEST_SECOND_TOKEN = 'xoxb-second-workspace-token'
+    try {
+      const { tools } = await (
+        await connect(
+          slack,
+          ['--allow-writes', '--upload-dir', '.', '--workspace', 'second=KEEL_TEST_SECOND_TOKEN'],
+          {
+            SLACK_USER_TOKEN: USER_TOKEN,
+          },
+        )
+      ).client.listTools()
+      expect(tools.every((tool) => 'workspace' in (tool.inputSchema.properties ?? {}))).toBe(true)
+      expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(155)
+    } finally {
+      delete process.env.KEEL_TEST_SECOND_TOKEN
+    }
   })
 
   it('keeps its tool list stable', async () => {
     const slack = await fake()
     const { tools } = await (
-      await connect(slack, ['--allow-writes'], { SLACK_USER_TOKEN: USER_TOKEN })
+      await connect(slack, ['--allow-writes', '--upload-dir', '.'], { SLACK_USER_TOKEN: USER_TOKEN })
     ).client.listTools()
     expect(toolListSnapshot(tools)).toMatchSnapshot()
   })

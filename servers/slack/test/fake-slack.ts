@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { type FeatureState, featureState, handleFeature, unreadFields } from './fake-features.js'
+import { BOT_ID, BOT_USER, type FakeChannel, type FakeMessage, FakeWorkspace } from './fake-workspace.js'
 
 /**
  * A loopback fake of the Slack Web API, answering as Slack documents it: `POST /api/<method>` with
@@ -8,28 +10,10 @@ import type { AddressInfo } from 'node:net'
  * The real `@slack/web-api` client talks to it through `slackApiUrl`.
  */
 export const BOT_TOKEN = 'xoxb-fake-bot-token-1234567890-abcdefghij'
+/** A second workspace's bot token (the fake answers it like the first). */
+export const SECOND_BOT_TOKEN = 'xoxb-fake-second-workspace-5555555555-qwertyuiop'
 export const USER_TOKEN = 'xoxp-fake-user-token-0987654321-zyxwvutsrq'
-export const BOT_USER = 'UBOT0001'
-export const BOT_ID = 'BBOT0001'
-
-export interface FakeChannel {
-  id: string
-  name: string
-  is_private?: boolean
-  is_im?: boolean
-  is_archived?: boolean
-  topic?: { value: string }
-  num_members?: number
-}
-
-export interface FakeMessage {
-  ts: string
-  user?: string
-  bot_id?: string
-  text: string
-  thread_ts?: string
-  reply_count?: number
-}
+export { BOT_ID, BOT_USER, type FakeChannel, type FakeMessage, HUMAN_USER } from './fake-workspace.js'
 
 export interface Fault {
   method: string
@@ -45,6 +29,10 @@ export interface FakeSlack {
   calls: Array<{ method: string; token: string | undefined; args: Record<string, unknown> }>
   channels: FakeChannel[]
   messages: Map<string, FakeMessage[]>
+  workspace: FakeWorkspace
+  features: FeatureState
+  /** Requests to the file routes (downloads and uploads), with the token they carried. */
+  fileRequests: Array<{ path: string; token: string | undefined }>
   /** Queued one-shot answers: the next call of `method` gets this instead. */
   fail(fault: Fault): void
   close(): Promise<void>
@@ -65,47 +53,33 @@ async function readArgs(request: IncomingMessage): Promise<Record<string, unknow
 }
 
 function page<T>(items: T[], args: Record<string, unknown>, fallback = 100) {
+  return pageOf(items.length, (index) => items[index] as T, args, fallback)
+}
+
+/** A page of a list known only by its length and an accessor: nothing past the page is built. */
+function pageOf<T>(total: number, at: (index: number) => T, args: Record<string, unknown>, fallback = 100) {
   const offset = decode(args.cursor)
   if (offset < 0) return undefined
   const limit = Math.min(Number(args.limit ?? fallback) || fallback, 1000)
-  const slice = items.slice(offset, offset + limit)
-  const next = offset + limit < items.length ? encode(offset + limit) : ''
+  const slice: T[] = []
+  for (let index = offset; index < Math.min(total, offset + limit); index++) slice.push(at(index))
+  const next = offset + limit < total ? encode(offset + limit) : ''
   return { slice, next }
 }
 
+/**
+ * Starts the fake. `users` and `channels` size the workspace (generated lazily: 250,000 users cost
+ * nothing until paged); `memberOf` adds channels the bot is a member of.
+ */
 export async function startFakeSlack(
-  options: { users?: number; channels?: number } = {},
+  options: { users?: number; channels?: number; memberOf?: string[] } = {},
 ): Promise<FakeSlack> {
-  const userCount = options.users ?? 30
-  const channelCount = options.channels ?? 5
-  const users = Array.from({ length: userCount }, (_, index) => ({
-    id: `U${String(index + 1).padStart(8, '0')}`,
-    name: `user${index + 1}`,
-    real_name: `User Number ${index + 1}`,
-    profile: { display_name: `disp${index + 1}`, real_name: `User Number ${index + 1}`, title: 'Engineer' },
-    tz: 'Europe/Berlin',
-  }))
-  users.push({
-    id: BOT_USER,
-    name: 'keelbot',
-    real_name: 'Keel Bot',
-    profile: { display_name: 'Keel Bot', real_name: 'Keel Bot', title: '' },
-    tz: 'UTC',
-  })
-  const channels: FakeChannel[] = [
-    { id: 'C0GENERAL', name: 'general', topic: { value: 'Company-wide' }, num_members: 30 },
-    { id: 'C0RANDOM', name: 'random', num_members: 12 },
-    { id: 'G0SECRET', name: 'secret-plans', is_private: true, num_members: 3 },
-    { id: 'D0DIRECT', name: 'U00000001', is_im: true },
-    { id: 'C0ARCHIVE', name: 'old-stuff', is_archived: true },
-  ]
-  for (let index = channels.length; index < channelCount; index++) {
-    channels.push({ id: `C${String(index).padStart(8, '0')}`, name: `channel-${index}`, num_members: 2 })
-  }
-  const messages = new Map<string, FakeMessage[]>()
+  const workspace = new FakeWorkspace(options.users ?? 30, options.channels ?? 5, options.memberOf)
+  const channels = workspace.fixedChannels
+  const messages = workspace.messages
   const general: FakeMessage[] = Array.from({ length: 25 }, (_, index) => ({
     ts: `17000000${String(99 - index).padStart(2, '0')}.000100`,
-    user: users[index % 3]?.id,
+    user: `U${String((index % 3) + 1).padStart(8, '0')}`,
     text: `message ${25 - index} in general`,
   }))
   general[0] = { ...general[0], reply_count: 2, text: 'a thread starter' } as FakeMessage
@@ -115,6 +89,7 @@ export async function startFakeSlack(
   messages.set('C0RANDOM', [
     { ts: '1700000050.000100', user: BOT_USER, bot_id: BOT_ID, text: 'posted by the bot' },
     { ts: '1700000040.000100', user: 'U00000002', text: 'posted by a person' },
+    { ts: '1700000030.000100', user: 'U00000003', text: 'ping <!subteam^S0DEVS> and <@U00000002>' },
   ])
   const threadStart = general[0] as FakeMessage
   const replies: FakeMessage[] = [
@@ -124,41 +99,52 @@ export async function startFakeSlack(
   ]
   const faults: Fault[] = []
   const calls: FakeSlack['calls'] = []
+  const fileRequests: FakeSlack['fileRequests'] = []
   let posted = 0
+  let features: FeatureState = featureState('')
 
-  const channelOf = (id: unknown) => channels.find((channel) => channel.id === id)
+  const channelOf = (id: unknown) => workspace.channel(id)
 
   const handle = (method: string, args: Record<string, unknown>, token: string | undefined) => {
-    if (token !== BOT_TOKEN && token !== USER_TOKEN)
+    if (token !== BOT_TOKEN && token !== USER_TOKEN && token !== SECOND_BOT_TOKEN)
       return { ok: false, error: token ? 'invalid_auth' : 'not_authed' }
     switch (method) {
       case 'auth.test':
         return { ok: true, user_id: BOT_USER, bot_id: BOT_ID, team_id: 'T0FAKE', user: 'keelbot' }
       case 'conversations.list': {
         const types = String(args.types ?? 'public_channel').split(',')
-        const visible = channels
-          .filter(
-            (channel) =>
-              (args.exclude_archived !== 'true' && args.exclude_archived !== true) || !channel.is_archived,
-          )
-          .filter((channel) =>
-            channel.is_im
-              ? types.includes('im')
-              : channel.is_private
-                ? types.includes('private_channel')
-                : types.includes('public_channel'),
-          )
-        const result = page(visible, args)
+        const shown = (channel: FakeChannel) =>
+          ((args.exclude_archived !== 'true' && args.exclude_archived !== true) || !channel.is_archived) &&
+          (channel.is_im
+            ? types.includes('im')
+            : channel.is_private
+              ? types.includes('private_channel')
+              : types.includes('public_channel'))
+        // The fixed channels are filtered; the generated ones (public, active) follow, never built in bulk.
+        const fixed = channels.filter(shown)
+        const generated = types.includes('public_channel') ? workspace.channelTotal - channels.length : 0
+        const result = pageOf(
+          fixed.length + generated,
+          (index) =>
+            index < fixed.length
+              ? (fixed[index] as FakeChannel)
+              : workspace.channelAt(channels.length + index - fixed.length),
+          args,
+        )
         if (!result) return { ok: false, error: 'invalid_cursor' }
         return { ok: true, channels: result.slice, response_metadata: { next_cursor: result.next } }
       }
       case 'conversations.info': {
         const channel = channelOf(args.channel)
-        return channel ? { ok: true, channel } : { ok: false, error: 'channel_not_found' }
+        if (!channel) return { ok: false, error: 'channel_not_found' }
+        return {
+          ok: true,
+          channel: { ...channel, ...(token === USER_TOKEN ? unreadFields(workspace, channel.id) : {}) },
+        }
       }
       case 'conversations.history': {
         if (!channelOf(args.channel)) return { ok: false, error: 'channel_not_found' }
-        let list = messages.get(String(args.channel)) ?? []
+        let list = workspace.messagesOf(String(args.channel))
         if (args.oldest) list = list.filter((message) => Number(message.ts) >= Number(args.oldest))
         if (args.latest) list = list.filter((message) => Number(message.ts) <= Number(args.latest))
         const result = page(list, args, 100)
@@ -186,16 +172,16 @@ export async function startFakeSlack(
         }
       }
       case 'users.list': {
-        const result = page(users, args, 100)
+        const result = pageOf(workspace.userTotal, (index) => workspace.userAt(index), args, 100)
         if (!result) return { ok: false, error: 'invalid_cursor' }
         return { ok: true, members: result.slice, response_metadata: { next_cursor: result.next } }
       }
       case 'users.info': {
-        const user = users.find((candidate) => candidate.id === args.user)
+        const user = workspace.user(args.user)
         return user ? { ok: true, user } : { ok: false, error: 'user_not_found' }
       }
       case 'users.profile.get': {
-        const user = users.find((candidate) => candidate.id === args.user)
+        const user = workspace.user(args.user)
         return user
           ? {
               ok: true,
@@ -262,11 +248,17 @@ export async function startFakeSlack(
       case 'reactions.add':
         return channelOf(args.channel) ? { ok: true } : { ok: false, error: 'channel_not_found' }
       default:
-        return { ok: false, error: 'unknown_method' }
+        return (
+          handleFeature(workspace, features, method, args, token === USER_TOKEN) ?? {
+            ok: false,
+            error: 'unknown_method',
+          }
+        )
     }
   }
 
   const server: Server = createServer(async (request, response) => {
+    if (await serveFile(request, response)) return
     const method = (request.url ?? '').replace(/^\/api\//, '').split('?')[0] ?? ''
     const args = await readArgs(request)
     const header = request.headers.authorization
@@ -296,13 +288,46 @@ export async function startFakeSlack(
     response.writeHead(200, { 'content-type': 'application/json' })
     response.end(JSON.stringify(handle(method, args, token)))
   })
+  /** Downloads (`/files-pri/<id>/<name>`, bearer required) and uploads (`/upload/<id>`). */
+  async function serveFile(request: IncomingMessage, response: import('node:http').ServerResponse) {
+    const url = request.url ?? ''
+    const token = String(request.headers.authorization ?? '').replace(/^Bearer /, '') || undefined
+    const download = /^\/files-pri\/(F[A-Z0-9]+)\//.exec(url)
+    const upload = /^\/upload\/(F[A-Z0-9]+)$/.exec(url)
+    if (!download && !upload) return false
+    fileRequests.push({ path: url, token })
+    if (download) {
+      const file = features.files.find((candidate) => candidate.id === download[1])
+      if (token !== BOT_TOKEN && token !== USER_TOKEN) response.writeHead(403).end()
+      else if (!file?.content) response.writeHead(404).end()
+      else response.writeHead(200, { 'content-type': file.mimetype }).end(file.content)
+      return true
+    }
+    const entry = features.uploads.get(upload?.[1] ?? '')
+    const chunks: Buffer[] = []
+    for await (const chunk of request) chunks.push(chunk as Buffer)
+    if (!entry) response.writeHead(404).end()
+    else {
+      entry.bytes = Buffer.concat(chunks)
+      response.writeHead(200).end('OK')
+    }
+    return true
+  }
+
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
+  const url = `http://127.0.0.1:${port}/api/`
+  features = featureState(url.replace(/api\/$/, ''))
   return {
-    url: `http://127.0.0.1:${port}/api/`,
+    url,
     calls,
     channels,
     messages,
+    workspace,
+    get features() {
+      return features
+    },
+    fileRequests,
     fail: (fault) => {
       faults.push(fault)
     },

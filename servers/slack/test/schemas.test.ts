@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { connectInMemory } from '@keel-mcp/core/testing'
 import { describe, expect, it } from 'vitest'
 import { BOT_TOKEN, fake, testServer, USER_TOKEN, useCleanup } from './helpers.js'
@@ -31,6 +34,24 @@ const calls: Array<
   ],
   ['update_message', { channel: 'C0RANDOM', ts: '1700000050.000100', text: 'edited' }],
   ['delete_message', { channel: 'C0RANDOM', ts: '1700000050.000100' }],
+  ['list_user_groups', {}],
+  ['list_unreads', {}],
+  ['mark_read', { channel: '#general' }],
+  ['list_files', {}],
+  ['get_file', { file: 'F0NOTES' }],
+  ['upload_file', { channel: '#random', path: 'report.txt' }],
+  [
+    'schedule_message',
+    { channel: '#random', text: 'later', post_at: new Date(Date.now() + 3_600_000).toISOString() },
+  ],
+  ['list_scheduled_messages', {}],
+  [
+    'delete_scheduled_message',
+    (previous) => ({ channel: '#random', id: previous.get('schedule_message').id }),
+  ],
+  ['get_canvas', { canvas: 'F0CANVAS' }],
+  ['create_canvas', { title: 'Notes', markdown: '# Notes' }],
+  ['edit_canvas', { canvas: 'F0CANVAS', markdown: '- more' }],
 ]
 
 describe.each([
@@ -39,9 +60,11 @@ describe.each([
 ])('structured results match the listed output schemas ($label)', ({ generation }) => {
   it('calls every tool and gets structuredContent the client validated', async () => {
     const slack = await fake()
+    const uploads = await mkdtemp(path.join(tmpdir(), 'keel-slack-upload-'))
+    await writeFile(path.join(uploads, 'report.txt'), 'quarterly numbers\n')
     const connection = await connectInMemory(testServer, {
       generation,
-      argv: ['--allow-writes'],
+      argv: ['--allow-writes', '--upload-dir', uploads],
       env: { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_USER_TOKEN: USER_TOKEN, SLACK_API_URL: slack.url },
     })
     try {
@@ -60,6 +83,7 @@ describe.each([
       }
     } finally {
       await connection.close()
+      await rm(uploads, { recursive: true, force: true })
     }
   })
 })

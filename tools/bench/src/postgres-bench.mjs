@@ -222,6 +222,34 @@ export async function run() {
       ],
     )
 
+    // 1b. The first call: initialize, tools/list, a pause for the model's first turn (1 s, short
+    // for a model), then `query`. Keel connects and loads its parser after initialize; the
+    // reference connects on the first call.
+    const firstCalls = [[], []]
+    for (let run = 0; run < 5; run++) {
+      for (const [position, spec] of [ours(url), reference(url)].entries()) {
+        const client = start(spec)
+        await client.initialize()
+        await client.request('tools/list')
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+        const answer = await client.callTool('query', { sql: 'SELECT 1 AS one' })
+        if (answer.message.result?.isError || !answer.message.result) {
+          throw new Error(`first call: ${JSON.stringify(answer.message).slice(0, 500)}`)
+        }
+        firstCalls[position].push(answer.ms)
+        await client.close()
+      }
+    }
+    const [oursFirst, referenceFirst] = firstCalls.map(median)
+    console.log('\nFirst call (initialize → tools/list → 1 s → query, median of 5)\n')
+    table(
+      ['', 'time', 'vs reference'],
+      [
+        ['keel', ms(oursFirst), ratio(oursFirst, referenceFirst)],
+        ['reference 0.6.2', ms(referenceFirst), '1.00×'],
+      ],
+    )
+
     // 2. The default query of a million-row table: rows returned, time, and server memory.
     const everything = 'SELECT * FROM bulk.measurements'
     const defaultRows = []

@@ -20,40 +20,65 @@ const REFERENCE = join(
 )
 const REDIRECT = fileURLToPath(new URL('./slack-redirect.mjs', import.meta.url))
 
-/** The fake is TypeScript (a test helper); type-only syntax is all it uses, so transpiling is exact. */
+/**
+ * The fake is TypeScript (test helpers: fake-slack.ts and the files it imports); type-only syntax
+ * is all they use, so transpiling each file is exact. They import each other as `./x.js`.
+ */
 async function loadFake() {
   const { default: ts } = await import(
     pathToFileURL(join(repo, 'node_modules/typescript/lib/typescript.js')).href
   )
-  const source = await readFile(join(repo, 'servers/slack/test/fake-slack.ts'), 'utf8')
-  const { outputText } = ts.transpileModule(source, {
-    compilerOptions: {
-      module: ts.ModuleKind.ESNext,
-      target: ts.ScriptTarget.ES2022,
-      verbatimModuleSyntax: true,
-    },
-    fileName: 'fake-slack.ts',
-  })
-  const directory = join(repo, 'tools/bench/node_modules/.cache/keel-bench')
+  const directory = join(repo, 'tools/bench/node_modules/.cache/keel-bench/slack-fake')
   await mkdir(directory, { recursive: true })
-  const file = join(directory, 'fake-slack.mjs')
-  await writeFile(file, outputText)
-  return import(pathToFileURL(file).href)
+  await writeFile(join(directory, 'package.json'), '{ "type": "module" }\n')
+  for (const name of ['fake-slack', 'fake-workspace', 'fake-features']) {
+    const source = await readFile(join(repo, `servers/slack/test/${name}.ts`), 'utf8')
+    const { outputText } = ts.transpileModule(source, {
+      compilerOptions: {
+        module: ts.ModuleKind.ESNext,
+        target: ts.ScriptTarget.ES2022,
+        verbatimModuleSyntax: true,
+      },
+      fileName: `${name}.ts`,
+    })
+    await writeFile(join(directory, `${name}.js`), outputText)
+  }
+  return import(pathToFileURL(join(directory, 'fake-slack.js')).href)
 }
 
 /**
- * `initialize` (and `tools/list`) against a small workspace and a 50,000-user / 10,000-channel one:
- * the server must answer both in the same time, without a single Web API call (the name directory
- * fills only as calls need it). Rounds alternate between the two fakes.
+ * Spawn → `initialize` → `tools/list` → the first `get_channel_history` by `#name`, against a
+ * 10-user workspace and a 250,000-user / 50,000-channel one (generated lazily by the fake; the bot
+ * is a member of the channel read, as it must be to read it): the server must answer both in the
+ * same time, with no Web API call during start and the same directory pages for the name. Rounds
+ * alternate between the two fakes.
  */
 async function workspaceSizeRow(startFakeSlack, BOT_TOKEN) {
   const rounds = Number(process.env.BENCH_ROUNDS ?? 5) * 2
-  const small = await startFakeSlack()
-  const large = await startFakeSlack({ users: 50_000, channels: 10_000 })
+  const small = await startFakeSlack({ users: 10, channels: 5 })
+  const large = await startFakeSlack({ users: 250_000, channels: 50_000, memberOf: ['C00049999'] })
   try {
     const workspaces = [
-      { label: 'small (31 users, 5 channels)', fake: small, initialized: [], listed: [], calls: 0 },
-      { label: '50,000 users, 10,000 channels', fake: large, initialized: [], listed: [], calls: 0 },
+      {
+        label: '10 users, 5 channels',
+        fake: small,
+        channel: '#general',
+        initialized: [],
+        listed: [],
+        history: [],
+        calls: 0,
+        pages: 0,
+      },
+      {
+        label: '250,000 users, 50,000 channels',
+        fake: large,
+        channel: '#channel-49999',
+        initialized: [],
+        listed: [],
+        history: [],
+        calls: 0,
+        pages: 0,
+      },
     ]
     for (let round = -1; round < rounds; round++) {
       for (const workspace of workspaces) {
@@ -67,15 +92,28 @@ async function workspaceSizeRow(startFakeSlack, BOT_TOKEN) {
           const initialized = performance.now() - started
           await client.request('tools/list')
           const listed = performance.now() - started
+          workspace.calls += workspace.fake.calls.length - before
+          const beforeHistory = workspace.fake.calls.length
+          const answer = await client.callTool('get_channel_history', {
+            channel: workspace.channel,
+            limit: 10,
+          })
+          if (answer.message.result?.isError) throw new Error(`history by name failed on ${workspace.label}`)
+          const history = performance.now() - started
+          workspace.pages = workspace.fake.calls
+            .slice(beforeHistory)
+            .filter((call) =>
+              ['users.list', 'conversations.list', 'users.conversations'].includes(call.method),
+            ).length
           // Round -1 is the unmeasured first start (fills the code cache, as a user's first start does).
           if (round >= 0) {
             workspace.initialized.push(initialized)
             workspace.listed.push(listed)
+            workspace.history.push(history)
           }
         } finally {
           await client.close()
         }
-        workspace.calls += workspace.fake.calls.length - before
       }
     }
     const ms = (value) => `${value.toFixed(0)} ms`
@@ -85,12 +123,21 @@ async function workspaceSizeRow(startFakeSlack, BOT_TOKEN) {
       `\n#### slack: cold start against a small and a large workspace (${rounds} alternated rounds)\n`,
     )
     table(
-      ['workspace', 'spawn → initialize', 'spawn → tools/list', 'Web API calls during start'],
+      [
+        'workspace',
+        'spawn → initialize',
+        'spawn → tools/list',
+        'spawn → first history by #name',
+        'Web API calls during start',
+        'directory pages for the name',
+      ],
       workspaces.map((workspace) => [
         workspace.label,
         `${spread(workspace.initialized)}${workspace === big ? ` (${ratio(median(big.initialized), median(base.initialized))})` : ''}`,
         `${spread(workspace.listed)}${workspace === big ? ` (${ratio(median(big.listed), median(base.listed))})` : ''}`,
+        `${spread(workspace.history)}${workspace === big ? ` (${ratio(median(big.history), median(base.history))})` : ''}`,
         String(workspace.calls),
+        String(workspace.pages),
       ]),
     )
     if (big.calls !== 0 || base.calls !== 0) {

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { connectHttp } from '@keel-mcp/core/testing'
+import { delimiter, join } from 'node:path'
+import { connectHttp, connectStdio } from '@keel-mcp/core/testing'
 import { copyWorkspace } from '@keel-mcp/release-tools/workspace'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findRoot } from '../src/root.mjs'
@@ -75,10 +75,9 @@ describe('a fresh clone, following the docs verbatim', () => {
     expect(existsSync(join(copy, 'servers/fs/dist'))).toBe(false)
   })
 
-  it("runs the README's quick start: installs, builds and serves this directory over HTTP", async () => {
-    const [quickStart, testCommand, ...rest] = await shellSteps('README.md')
+  it("runs the README's quick start, connects the Inspector CLI to it as the README says, then stops it", async () => {
+    const [quickStart, inspector, testCommand] = await shellSteps('README.md')
     expect(testCommand?.command).toBe('pnpm test')
-    expect(rest).toEqual([])
     const command = quickStart?.command ?? ''
     const port = /--port (\d+)/.exec(command)?.[1]
     expect(port, command).toBeDefined()
@@ -92,6 +91,7 @@ describe('a fresh clone, following the docs verbatim', () => {
     child.stderr?.on('data', (chunk: Buffer) => {
       stderr = `${stderr}${chunk.toString()}`.slice(-4000)
     })
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
     try {
       await untilHealthy(`http://127.0.0.1:${port}/healthz`, child, Date.now() + 240_000).catch((error) => {
         throw new Error(`${(error as Error).message}\n${stderr}`)
@@ -104,10 +104,102 @@ describe('a fresh clone, following the docs verbatim', () => {
       } finally {
         await connection.close()
       }
+      // The "connect a client" step, verbatim: the MCP Inspector's CLI (Node 22 from npm) calls
+      // list_directory on the running server and prints the files.
+      expect(inspector?.command).toContain(`http://127.0.0.1:${port}/mcp`)
+      const inspected = sh(inspector?.command ?? 'false', 240_000)
+      expect(inspected.status, inspected.output.slice(-4000)).toBe(0)
+      expect(inspected.output).toContain('README.md')
     } finally {
-      if (child.pid) process.kill(-child.pid, 'SIGTERM')
+      // "Stop it": the signal Ctrl-C sends, to the server alone (not the shell that started it).
+      // The shell may have exec'd node itself, or still be node's parent.
+      const server = spawnSync('pgrep', ['-P', String(child.pid), '-f', 'servers/fs/dist/index.js'], {
+        encoding: 'utf8',
+      })
+      const pids = server.stdout.split('\n').filter(Boolean).map(Number)
+      for (const pid of pids.length ? pids : [child.pid ?? 0]) if (pid) process.kill(pid, 'SIGINT')
     }
-  }, 300_000)
+    expect(
+      await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('running'), 10_000))]),
+    ).toBe(0)
+  }, 600_000)
+
+  it("puts every server's command on the PATH as the README's checkout section says, and a client connects through it", async () => {
+    const link = (await shellSteps('README.md')).find((step) => step.command.startsWith('pnpm servers:link'))
+    expect(link?.command).toBe('pnpm servers:link')
+    // npm's global prefix points into a temporary directory: the command runs verbatim, and the
+    // machine's own global bin directory is left alone.
+    const prefix = await mkdtemp(join(tmpdir(), 'keel-prefix-'))
+    const bin = join(prefix, 'bin')
+    try {
+      const linked = spawnSync('sh', ['-c', link?.command ?? 'false'], {
+        cwd: copy,
+        encoding: 'utf8',
+        env: { ...childEnv(), npm_config_prefix: prefix, PATH: `${bin}${delimiter}${process.env.PATH}` },
+        timeout: 300_000,
+      })
+      expect(linked.status, `${linked.stdout}${linked.stderr}`.slice(-4000)).toBe(0)
+      for (const slug of ['fs', 'postgres', 'github', 'slack', 'browser'])
+        expect(linked.stdout).toContain(`mcp-server-${slug} →`)
+      const version = spawnSync('mcp-server-fs', ['--version'], {
+        encoding: 'utf8',
+        cwd: tmpdir(),
+        env: { ...childEnv(), PATH: `${bin}${delimiter}${process.env.PATH}` },
+      })
+      const pkg = JSON.parse(await readFile(join(copy, 'servers/fs/package.json'), 'utf8'))
+      expect(version.stdout.trim()).toBe(pkg.version)
+      const connection = await connectStdio({
+        command: 'mcp-server-fs',
+        args: [copy],
+        cwd: tmpdir(),
+        env: { PATH: `${bin}${delimiter}${process.env.PATH}` },
+      })
+      try {
+        expect(connection.client.getServerVersion()?.version).toBe(pkg.version)
+        const read = await connection.client.callTool({
+          name: 'read_text_file',
+          arguments: { path: join(copy, 'README.md'), head: 1 },
+        })
+        expect(JSON.stringify(read.content)).toContain('# Keel')
+      } finally {
+        await connection.close()
+      }
+      const unlinked = spawnSync('sh', ['-c', 'pnpm servers:unlink'], {
+        cwd: copy,
+        encoding: 'utf8',
+        env: { ...childEnv(), npm_config_prefix: prefix },
+      })
+      expect(unlinked.status, unlinked.stderr).toBe(0)
+      expect(existsSync(join(bin, 'mcp-server-fs'))).toBe(false)
+    } finally {
+      await rm(prefix, { recursive: true, force: true })
+    }
+  }, 600_000)
+
+  it("builds the README's MCP Bundles, one per server", async () => {
+    const bundle = (await shellSteps('README.md')).find((step) => step.command.startsWith('pnpm bundle:mcpb'))
+    expect(bundle?.command).toBe('pnpm bundle:mcpb')
+    const result = sh(bundle?.command ?? 'false')
+    expect(result.status, result.output.slice(-4000)).toBe(0)
+    const files = (await readdir(join(copy, 'dist-mcpb'))).sort()
+    expect(files.map((file) => file.replace(/-\d+\.\d+\.\d+\.mcpb$/, ''))).toEqual([
+      'browser',
+      'fs',
+      'github',
+      'postgres',
+      'slack',
+    ])
+  }, 600_000)
+
+  it('runs no README shell command the tests above do not cover', async () => {
+    expect((await shellSteps('README.md')).map((step) => step.command.replace(/ .*/, ''))).toEqual([
+      'npm',
+      'npx',
+      'pnpm',
+      'pnpm',
+      'pnpm',
+    ])
+  })
 
   it("runs CONTRIBUTING.md's setup commands without an error", async () => {
     const steps = (await shellSteps('CONTRIBUTING.md')).filter((step) => step.command !== 'pnpm test')

@@ -190,6 +190,11 @@ export class Cluster {
     return { session, store }
   }
 
+  /** Whether Redis answers (readiness). */
+  ping(): Promise<unknown> {
+    return this.redis.ping()
+  }
+
   /** A new session for an `initialize` request; its record is saved in Redis as it initializes. */
   async open(hooks: SessionHooks, init: Message, owner?: string): Promise<ClusterSession> {
     // Fail before the SDK runs the handshake: it would turn a storage error into a parse error.

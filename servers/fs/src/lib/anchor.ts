@@ -1,5 +1,5 @@
-import { constants } from 'node:fs'
-import { type FileHandle, lstat, mkdir, open, readlink } from 'node:fs/promises'
+import { constants, type Dirent } from 'node:fs'
+import { type FileHandle, lstat, mkdir, open, readdir, readlink } from 'node:fs/promises'
 import path from 'node:path'
 import { FsError, isErrnoError, toFsError } from './errors.js'
 import { isWithin, type SafePath } from './path-guard.js'
@@ -26,6 +26,8 @@ export interface AnchoredDirectory {
   readonly path: string
   /** A path that reaches `name` inside this very directory (no `/` in `name`). */
   at(name: string): string
+  /** The directory's entries, read through the held descriptor (types as the directory reports them). */
+  list(): Promise<Dirent[]>
   /** fsync the directory (makes a rename durable); best effort. */
   sync(): Promise<void>
   close(): Promise<void>
@@ -35,6 +37,7 @@ function plain(directory: string): AnchoredDirectory {
   return {
     path: directory,
     at: (name) => path.join(directory, name),
+    list: () => readdir(directory, { withFileTypes: true }),
     sync: async () => {
       const handle = await open(directory, constants.O_RDONLY).catch(() => undefined)
       await handle?.sync().catch(() => {})
@@ -146,6 +149,7 @@ export async function anchorDirectory(
       }
       return `/proc/self/fd/${held.fd}/${name}`
     },
+    list: () => readdir(`/proc/self/fd/${held.fd}`, { withFileTypes: true }),
     sync: () => held.sync().catch(() => {}),
     close: () => held.close().catch(() => {}),
   }

@@ -44,11 +44,11 @@ describe('applyEdits', () => {
     expect(result.content).toBe('gamma')
   })
 
-  it('refuses an ambiguous oldText and lists where it matched', () => {
+  it('refuses an ambiguous old_text and lists where it matched', () => {
     const error = failure(() => applyEdits('x = 1\ny = 2\nx = 1\n', [{ oldText: 'x = 1', newText: 'x = 3' }]))
     expect(error.code).toBe('invalid_argument')
-    expect(error.message).toBe('edits[0]: oldText matches 2 places (lines 1, 3).')
-    expect(error.hint).toMatch(/replaceAll/)
+    expect(error.message).toBe('edits[0]: old_text matches 2 places (lines 1, 3).')
+    expect(error.hint).toMatch(/replace_all/)
   })
 
   it('replaces every occurrence with replaceAll', () => {
@@ -59,9 +59,12 @@ describe('applyEdits', () => {
     expect(result.applied[0]).toMatchObject({ replacements: 2 })
   })
 
-  it('rejects an empty oldText', () => {
+  it('rejects an empty old_text', () => {
     const error = failure(() => applyEdits('abc', [{ oldText: '', newText: 'x' }]))
-    expect(error).toMatchObject({ code: 'invalid_argument', message: 'edits[0]: oldText must not be empty.' })
+    expect(error).toMatchObject({
+      code: 'invalid_argument',
+      message: 'edits[0]: old_text must not be empty.',
+    })
   })
 
   it('rejects an empty edit list', () => {
@@ -140,16 +143,18 @@ describe('applyEdits', () => {
       ]),
     )
     expect(error.code).toBe('not_found')
-    expect(error.message).toContain('edits[1]: oldText was not found. Closest match')
+    expect(error.message).toContain('edits[1]: old_text was not found. Closest match')
     expect(error.message).toContain('at lines 2-3:')
     expect(error.message).toContain("3│    return 'hi ' + name")
-    expect(error.message).toContain('First difference at line 3')
+    expect(error.message).toContain(
+      "Diff (- old_text, + file):\n-     │  return 'hello ' + name\n+    3│    return 'hi ' + name",
+    )
     expect(error.details).toMatchObject({ editIndex: 1, closestLine: 2 })
   })
 
   it('says so when nothing is even similar', () => {
     const error = failure(() => applyEdits(source, [{ oldText: 'zzzz qqqq', newText: 'x' }]))
-    expect(error.message).toBe('edits[0]: oldText was not found, and nothing similar was found.')
+    expect(error.message).toBe('edits[0]: old_text was not found, and nothing similar was found.')
   })
 })
 

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer'
 import { lstat } from 'node:fs/promises'
-import { createPatch } from 'diff'
+import { createPatch, diffArrays } from 'diff'
 import { FsError, toFsError } from './errors.js'
 import type { SafePath } from './path-guard.js'
 import { readFileBounded, writeFileAtomic } from './safe-io.js'
@@ -64,13 +64,13 @@ export function applyEdits(content: string, edits: readonly Edit[]): ApplyEditsR
   let current = content
   edits.forEach((edit, index) => {
     if (typeof edit.oldText !== 'string' || edit.oldText.length === 0) {
-      throw new FsError('invalid_argument', `edits[${index}]: oldText must not be empty.`, {
+      throw new FsError('invalid_argument', `edits[${index}]: old_text must not be empty.`, {
         hint: 'To create or replace a whole file, use write_file.',
         details: { editIndex: index },
       })
     }
     if (typeof edit.newText !== 'string') {
-      throw new FsError('invalid_argument', `edits[${index}]: newText must be a string.`, {
+      throw new FsError('invalid_argument', `edits[${index}]: new_text must be a string.`, {
         details: { editIndex: index },
       })
     }
@@ -81,9 +81,9 @@ export function applyEdits(content: string, edits: readonly Edit[]): ApplyEditsR
       const lines = matches.map((match) => match.line)
       throw new FsError(
         'invalid_argument',
-        `edits[${index}]: oldText matches ${matches.length} places (lines ${lines.slice(0, 10).join(', ')}${lines.length > 10 ? ', …' : ''}).`,
+        `edits[${index}]: old_text matches ${matches.length} places (lines ${lines.slice(0, 10).join(', ')}${lines.length > 10 ? ', …' : ''}).`,
         {
-          hint: 'Include more surrounding lines to make it unique, or set replaceAll.',
+          hint: 'Include more surrounding lines to make it unique, or set replace_all.',
           details: { editIndex: index, lines },
         },
       )
@@ -333,7 +333,7 @@ function notFound(content: string, edit: Edit, index: number): FsError {
   if (!nearMiss || nearMiss.similarity < 0.3) {
     return new FsError(
       'not_found',
-      `edits[${index}]: oldText was not found, and nothing similar was found.`,
+      `edits[${index}]: old_text was not found, and nothing similar was found.`,
       {
         hint: 'Read the file again: it may have changed.',
         details: { editIndex: index },
@@ -347,22 +347,45 @@ function notFound(content: string, edit: Edit, index: number): FsError {
     .map((line, offset) => `${String(nearMiss.line + offset).padStart(width)}│${clip(line)}`)
     .join('\n')
   const last = nearMiss.line + nearMiss.lines.length - 1
-  let difference = ''
-  // Indentation never explains a miss (tolerant matching ignores it), so point at the first real difference.
-  let differing = nearMiss.lines.findIndex((line, offset) => line.trim() !== oldLines[offset]?.trim())
-  if (differing === -1) differing = nearMiss.lines.findIndex((line, offset) => line !== oldLines[offset])
-  if (differing !== -1 && oldLines[differing] !== undefined) {
-    difference = `\nFirst difference at line ${nearMiss.line + differing}: expected ${JSON.stringify(clip(oldLines[differing]!))}, found ${JSON.stringify(clip(nearMiss.lines[differing]!))}.`
-  }
+  const difference = shortDiff(oldLines, nearMiss.lines, nearMiss.line)
   const range = last > nearMiss.line ? `lines ${nearMiss.line}-${last}` : `line ${nearMiss.line}`
   return new FsError(
     'not_found',
-    `edits[${index}]: oldText was not found. Closest match (${Math.round(nearMiss.similarity * 100)}% similar) at ${range}:\n${excerpt}${nearMiss.lines.length > shown.length ? '\n…' : ''}${difference}`,
+    `edits[${index}]: old_text was not found. Closest match (${Math.round(nearMiss.similarity * 100)}% similar) at ${range}:\n${excerpt}${nearMiss.lines.length > shown.length ? '\n…' : ''}${difference}`,
     {
-      hint: 'Copy oldText exactly from the file (read it again if unsure).',
+      hint: 'Copy old_text exactly from the file (the + lines above), or read it again if unsure.',
       details: { editIndex: index, closestLine: nearMiss.line, similarity: nearMiss.similarity },
     },
   )
+}
+
+/** Lines of a short diff at most; the excerpt above it shows the whole window. */
+const maxDiffLines = 8
+
+/**
+ * A short diff from old_text to the closest text in the file (`-` what old_text says, `+` what the
+ * file has, with the file's line numbers), so the model can correct its old_text in one step.
+ * Indentation alone never explains a miss (tolerant matching ignores it): lines equal but for
+ * surrounding whitespace count as equal.
+ */
+function shortDiff(oldLines: string[], fileLines: string[], firstLine: number): string {
+  const parts = diffArrays(oldLines, fileLines, { comparator: (left, right) => left.trim() === right.trim() })
+  const out: string[] = []
+  let fileLine = firstLine
+  let omitted = 0
+  for (const part of parts) {
+    if (!part.added && !part.removed) {
+      fileLine += part.count ?? part.value.length
+      continue
+    }
+    for (const line of part.value) {
+      if (out.length >= maxDiffLines) omitted++
+      else out.push(part.added ? `+${String(fileLine).padStart(5)}│${clip(line)}` : `-     │${clip(line)}`)
+      if (part.added) fileLine++
+    }
+  }
+  if (out.length === 0) return ''
+  return `\nDiff (- old_text, + file):\n${out.join('\n')}${omitted ? `\n… ${omitted} more diff lines` : ''}`
 }
 
 function clip(line: string): string {

@@ -130,7 +130,7 @@ export async function moveFile(
 }
 
 /** The canonical form of `target` as far as it exists (links followed), plus the missing rest. */
-async function canonicalPrefix(target: string): Promise<string> {
+export async function canonicalPrefix(target: string): Promise<string> {
   let existing = target
   const rest: string[] = []
   for (let depth = 0; depth < 4096; depth++) {

@@ -1,4 +1,6 @@
+export { type CopyOptions, type CopyPlan, copyEntry } from './copy.js'
 export { decodeCursor, encodeCursor, queryKey } from './cursor.js'
+export { type DeleteOptions, type DeletePlan, deleteEntry } from './delete.js'
 export {
   type AppliedEdit,
   type ApplyEditsResult,
@@ -65,6 +67,7 @@ export {
   searchFiles,
 } from './search-files.js'
 export { type DirectoryTreeOptions, type DirectoryTreeResult, directoryTree } from './tree.js'
+export { type DirectoryGroup, defaultMaxTreeEntries, type EntryType, listTree } from './tree-list.js'
 export {
   defaultScanLimit,
   type WalkFileSystem,

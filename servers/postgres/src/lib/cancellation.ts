@@ -11,6 +11,12 @@ import { isConnectionError } from './errors.js'
 const cancelGraceMs = 2_000
 /** How long one cancel gets to take effect before it is sent again. */
 const cancelRetryMs = 100
+/**
+ * How long the cancel waits for a second pool connection before it uses the protocol's cancel
+ * instead. Unbounded, it could wait forever: a pool that is ending (the server shutting down)
+ * never serves a connection request queued before its end.
+ */
+const cancelConnectWaitMs = 250
 
 /** What cancelling needs of the Database: a pool with room for a second connection, or none. */
 export interface CancelContext {
@@ -99,8 +105,9 @@ export async function cancelBackend(target: PoolClient, context: CancelContext):
   const { processID } = target as unknown as ClientInternals
   try {
     const pool = await context.getPool()
-    if (pool.idleCount > 0 || pool.totalCount < context.poolSize) {
-      const other = await pool.connect()
+    const ending = (pool as unknown as { ending?: boolean }).ending === true
+    if (!ending && (pool.idleCount > 0 || pool.totalCount < context.poolSize)) {
+      const other = await connectWithin(pool, cancelConnectWaitMs)
       let failed = false
       try {
         const result = await other.query<{ cancelled: boolean }>(
@@ -119,6 +126,26 @@ export async function cancelBackend(target: PoolClient, context: CancelContext):
     // Fall through to the protocol-level cancel.
   }
   await cancelViaProtocol(target)
+}
+
+/** A pool connection within `ms`, or a rejection; one that arrives later goes back to the pool. */
+async function connectWithin(pool: Pool, ms: number): Promise<PoolClient> {
+  const connecting = pool.connect()
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('no connection for the cancel in time')), ms)
+  })
+  try {
+    return await Promise.race([connecting, late])
+  } catch (error) {
+    connecting.then(
+      (client) => client.release(),
+      () => undefined,
+    )
+    throw error
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 function cancelViaProtocol(target: PoolClient): Promise<void> {

@@ -42,14 +42,16 @@ import {
   resolveLimits,
 } from './limits.js'
 import {
+  capPoolSize,
   createPool,
+  defaultPoolSize,
   identifierPattern,
   type PoolHandle,
   resetSession,
   sessionResetStatements,
   sessionSetupSql,
 } from './session.js'
-import { checkReadOnlySql, type SqlReferences } from './sql-guard.js'
+import { checkReadOnlySql, loadSqlParser, type SqlReferences } from './sql-guard.js'
 import { BoundedStatement } from './statement.js'
 import type {
   CallOptions,
@@ -76,7 +78,8 @@ export type * from './types.js'
 export class Database {
   readonly #options: DatabaseOptions
   readonly #limits: QueryLimits
-  readonly #poolSize: number
+  /** The configured pool size; after the first connection, capped by the server's headroom. */
+  #poolSize: number
   readonly #schemas: string[] | null
   #pool: Promise<PoolHandle> | undefined
   #closed = false
@@ -107,7 +110,7 @@ export class Database {
     positiveInteger('limits.timeoutMs', limits.timeoutMs)
     positiveInteger('limits.lockTimeoutMs', limits.lockTimeoutMs)
     positiveInteger('limits.idleInTransactionTimeoutMs', limits.idleInTransactionTimeoutMs)
-    this.#poolSize = positiveInteger('poolSize', options.poolSize ?? 5)
+    this.#poolSize = positiveInteger('poolSize', options.poolSize ?? defaultPoolSize)
     this.#maxResultBytes = positiveInteger('maxResultBytes', options.maxResultBytes ?? defaultMaxResultBytes)
     this.#sessionSetup = sessionSetupSql(options.role)
     this.#sessionReset = sessionResetStatements(options.role)
@@ -135,11 +138,47 @@ export class Database {
       sessionSetup: this.#sessionSetup,
       broken: this.#broken,
     }
-    this.#pool ??= createPool(settings).catch((error: unknown) => {
-      this.#pool = undefined
-      throw error
-    })
+    this.#pool ??= createPool(settings)
+      .then(async (handle) => {
+        this.#poolSize = await capPoolSize(handle.pool, this.#poolSize)
+        return handle
+      })
+      .catch((error: unknown) => {
+        this.#pool = undefined
+        throw error
+      })
     return this.#pool
+  }
+
+  /** Connections the pool opens at most: the configured size, capped by the server's headroom. */
+  get poolSize(): number {
+    return this.#poolSize
+  }
+
+  /**
+   * Does now what the first call would otherwise pay for: loads pg and the SQL parser, opens the
+   * pool with one connection and sizes it. Safe to call at any time, and more than once.
+   */
+  async warmUp(options: CallOptions = {}): Promise<void> {
+    await Promise.all([this.#getPool(), loadSqlParser()])
+    if (this.#closed || options.signal?.aborted) return
+    // One gated call through the whole path, whose columns have the common types: their names are
+    // then known, and the first real call costs what a later one does.
+    // Not cancelled on shutdown: it ends by itself in milliseconds, sooner than a cancel would
+    // stop it (close() waits for it either way).
+    await this.query(warmUpQuery, [], {
+      maxRows: 1,
+      ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+    })
+  }
+
+  /**
+   * Runs `work` — SQL this server writes, never a caller's — on one connection inside the call's
+   * read-only, rolled-back transaction, with the call's timeouts, cancellation, byte budget and
+   * the session reset afterwards.
+   */
+  transaction<T>(options: CallOptions, work: (client: PoolClient) => Promise<T>): Promise<T> {
+    return this.#catalog(options, work)
   }
 
   /**
@@ -422,6 +461,12 @@ function beginStatements(limits: QueryLimits): string[] {
     `SET LOCAL idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`,
   ]
 }
+
+/** A row of the types results most often have (their names are cached per Database). */
+const warmUpQuery = `SELECT NULL::int4 AS a, NULL::int8 AS b, NULL::int2 AS c, NULL::numeric AS d, NULL::float8 AS e,
+  NULL::float4 AS f, NULL::text AS g, NULL::varchar AS h, NULL::bpchar AS i, NULL::bool AS j, NULL::date AS k,
+  NULL::timestamp AS l, NULL::timestamptz AS m, NULL::interval AS n, NULL::json AS o, NULL::jsonb AS p,
+  NULL::uuid AS q, NULL::bytea AS r, NULL::name AS s, NULL::oid AS t`
 
 /** Whether the function policy has anything to look up in the catalog for these references. */
 function needsPolicyLookup(references: SqlReferences): boolean {

@@ -8,7 +8,8 @@
  *   any role would;
  * - volatile functions are refused unless on a short allow list of harmless ones (volatile is how
  *   PostgreSQL marks functions with side effects: locks, sequences, settings, old file readers
- *   such as pg_read_file_old that check superuser inside instead of through a grant);
+ *   such as pg_read_file_old that check superuser inside instead of through a grant), or on the
+ *   versioned allow-list of extension monitoring functions (pg_stat_statements);
  * - system views and tables PUBLIC may not read (pg_hba_file_rules, pg_file_settings, pg_authid, …)
  *   are refused for the same reason.
  *
@@ -36,6 +37,33 @@ export const volatileAllowList: readonly string[] = [
   'pg_partition_tree',
   'pg_partition_ancestors',
 ]
+
+/**
+ * Monitoring functions of extensions, vetted one version at a time: volatile only because they read
+ * shared statistics (nothing they do changes state or outlives the call), and executable by PUBLIC.
+ * A function is allowed when it is a member of the named extension, in that extension's own schema,
+ * at one of the listed versions, with exactly the listed signature. Any other overload, version or
+ * function of the extension (pg_stat_statements_reset) stays refused; a new version is refused until
+ * its script has been read and added here.
+ */
+export const monitoringAllowList: ReadonlyArray<{
+  readonly extension: string
+  readonly versions: readonly string[]
+  readonly functions: readonly string[]
+}> = [
+  {
+    // Scripts 1.8–1.10 read: pg_stat_statements(showtext) returns the statistics (query texts of
+    // other roles hidden unless pg_read_all_stats); pg_stat_statements_info() two counters.
+    extension: 'pg_stat_statements',
+    versions: ['1.8', '1.9', '1.10'],
+    functions: ['pg_stat_statements(boolean)', 'pg_stat_statements_info()'],
+  },
+]
+
+/** The allow-list as `extension version name(argument types)` keys, as the policy's SQL compares them. */
+export const monitoringAllowKeys: readonly string[] = monitoringAllowList.flatMap((entry) =>
+  entry.versions.flatMap((version) => entry.functions.map((fn) => `${entry.extension} ${version} ${fn}`)),
+)
 
 /** How many rounds of views-inside-views are followed before the statement is refused. */
 const maxViewDepth = 16
@@ -162,10 +190,18 @@ export async function assertReferencesAllowed(client: Queryable, references: Sql
        JOIN pg_catalog.pg_proc p ON p.oid = r.oid
        JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
       WHERE NOT pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')
-         OR (p.provolatile = 'v' AND NOT (n.nspname = 'pg_catalog' AND p.proname = ANY($4::text[])))
+         OR (p.provolatile = 'v' AND NOT (n.nspname = 'pg_catalog' AND p.proname = ANY($4::text[]))
+             AND NOT EXISTS (
+               SELECT FROM pg_catalog.pg_depend d
+                 JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid
+                WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid
+                  AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype = 'e'
+                  AND e.extnamespace = p.pronamespace
+                  AND e.extname || ' ' || e.extversion || ' ' || p.proname || '('
+                      || pg_catalog.oidvectortypes(p.proargtypes) || ')' = ANY($5::text[])))
       ORDER BY 4 DESC, 1
       LIMIT 1`,
-    [lookup, [...collected.operators], [...collected.types], volatileAllowList],
+    [lookup, [...collected.operators], [...collected.types], volatileAllowList, monitoringAllowKeys],
   )
   const denied = result.rows[0]
   if (denied === undefined) return

@@ -41,6 +41,7 @@ export {
   redactConnectionString,
   SqlRefusedError,
 } from './errors.js'
+export { ExtensionMissingError, type ExtensionName, findExtension } from './extensions.js'
 export {
   csvField,
   formatCsv,
@@ -56,7 +57,39 @@ export {
   toJsonValue,
   uniqueNames,
 } from './format.js'
-export { assertReferencesAllowed, volatileAllowList } from './function-policy.js'
+export {
+  assertReferencesAllowed,
+  monitoringAllowKeys,
+  monitoringAllowList,
+  volatileAllowList,
+} from './function-policy.js'
+export {
+  type HealthCheck,
+  type HealthFinding,
+  type HealthReport,
+  healthChecks,
+  healthReport,
+} from './health.js'
+export {
+  explainWithHypotheticalIndexes,
+  type HypotheticalExplain,
+  maxHypotheticalIndexes,
+  parseIndexDefinition,
+} from './hypothetical.js'
+export {
+  type AdviceSource,
+  type IndexAdvice,
+  type IndexRecommendation,
+  recommendIndexes,
+} from './index-advisor.js'
+export {
+  describeObject,
+  listObjects,
+  type ObjectDescription,
+  type ObjectKind,
+  type ObjectSummary,
+  objectKinds,
+} from './objects.js'
 export { type PlanSummary, summarizePlan } from './plan.js'
 export {
   type AcceptedStatement,
@@ -70,3 +103,4 @@ export {
   type SqlRefusal,
   type SqlRefusalCode,
 } from './sql-guard.js'
+export { type TopQuery, type TopQueryOrder, topQueries } from './workload.js'

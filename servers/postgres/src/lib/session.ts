@@ -29,6 +29,41 @@ export interface PoolSettings {
 
 const rollbackDeadlineMs = 5_000
 
+/** Connections a pool opens at most unless configured (the reference server's pg default). */
+export const defaultPoolSize = 10
+
+/**
+ * The pool size this server may take: `wanted`, but at most half the connections still free on
+ * the server (max_connections less the superuser reserve and the connections open now, and the
+ * role's own connection limit), and at least 2 so that a cancel can always reach the server.
+ * Sets the pool's maximum and returns it. A failed probe leaves `wanted`.
+ */
+export async function capPoolSize(pool: Pool, wanted: number): Promise<number> {
+  const client = await pool.connect()
+  try {
+    const result = await client.query<{ free: number; role_limit: number }>(
+      `SELECT pg_catalog.current_setting('max_connections')::int4
+              - pg_catalog.current_setting('superuser_reserved_connections')::int4
+              - (SELECT count(*)::int4 FROM pg_catalog.pg_stat_activity WHERE backend_type = 'client backend')
+              + 1 AS free,
+              (SELECT r.rolconnlimit FROM pg_catalog.pg_roles r WHERE r.rolname = session_user) AS role_limit`,
+    )
+    const row = result.rows[0]
+    let size = wanted
+    if (row !== undefined) {
+      size = Math.min(size, Math.floor(row.free / 2))
+      if (row.role_limit > 0) size = Math.min(size, row.role_limit)
+    }
+    size = Math.max(Math.min(2, wanted), size)
+    ;(pool as unknown as { options: { max: number } }).options.max = size
+    return size
+  } catch {
+    return wanted
+  } finally {
+    client.release()
+  }
+}
+
 /**
  * Set in the startup packet of every connection: a client setting there outranks database and role
  * defaults (ALTER DATABASE/ROLE … SET), and RESET/DISCARD ALL return to it. The parser gate reads
@@ -188,12 +223,18 @@ const discardAll = [
   'DISCARD PLANS',
   'DISCARD TEMP',
   'DISCARD SEQUENCES',
+  // Not part of DISCARD ALL: hypopg keeps hypothetical indexes in backend memory, outside any
+  // transaction, so a rollback leaves them and they would bend the next caller's plans. A no-op
+  // (one catalog lookup) where hypopg is not installed; query_to_xml runs the call only when it is.
+  `SELECT pg_catalog.query_to_xml(pg_catalog.format('SELECT %I.hypopg_reset()', n.nspname), false, false, '')
+     FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+    WHERE e.extname = 'hypopg'`,
 ]
 
 /**
  * The reset after every call: ROLLBACK, then DISCARD ALL's steps (session-level advisory locks,
  * LISTEN, prepared statements, cursors, temporary tables, settings: whatever a function or view did
- * that a rollback keeps) and the session setup again. Sent as one simple query (after ROLLBACK the
+ * that a rollback keeps), hypopg's hypothetical indexes and the session setup again. Sent as one simple query (after ROLLBACK the
  * rest runs in one implicit transaction, committed at its end) or at the end of a call's
  * extended-protocol batch (statement.ts: after ROLLBACK the rest runs in one transaction that the
  * Sync commits).

@@ -33,7 +33,7 @@ export interface DatabaseOptions {
   readonly connectionString?: string
   /** TLS settings, used when the connection string has no `sslmode`/`ssl` parameter of its own. */
   readonly ssl?: SslOptions
-  /** Connections in the pool. Default 5. */
+  /** Connections in the pool at most. Default 10, capped by the server's headroom (session.ts). */
   readonly poolSize?: number
   /** Role to `SET ROLE` to on every connection: an identifier, matched exactly (case-sensitive). */
   readonly role?: string

@@ -1,6 +1,6 @@
 import { ToolError, z } from '@keel-mcp/core'
-import type { TableDescription } from '../lib/index.js'
-import { defineTool, item, items, nonEmpty, type PostgresDeps, readOnly } from './shared.js'
+import type { Database, TableDescription } from '../lib/index.js'
+import { databaseShape, defineTool, item, items, nonEmpty, readOnly } from './shared.js'
 
 const kinds = z.enum(['table', 'view', 'materialized_view', 'foreign_table'])
 
@@ -86,12 +86,12 @@ export function describeText(table: TableDescription): string {
 }
 
 /** Finds a table given only its name: exactly as stored, else case-insensitively. */
-async function findTable(
-  deps: PostgresDeps,
+export async function findTable(
+  db: Database,
   table: string,
   signal: AbortSignal,
 ): Promise<{ schema: string; name: string }> {
-  const page = await deps.db.listTables({ pattern: table, limit: 1000, signal })
+  const page = await db.listTables({ pattern: table, limit: 1000, signal })
   const exact = page.tables.filter((candidate) => candidate.name === table)
   const matches = exact.length
     ? exact
@@ -108,7 +108,7 @@ async function findTable(
   throw notFound(table)
 }
 
-function notFound(table: string, schema?: string): ToolError {
+export function notFound(table: string, schema?: string): ToolError {
   const dotted = schema === undefined && table.includes('.')
   return new ToolError(
     'not_found',
@@ -133,12 +133,14 @@ export const describeTable = defineTool({
       .optional()
       .describe('Default: the one that has it'),
     table: z.string().refine(nonEmpty, 'must not be empty').describe('Table'),
+    database: databaseShape,
   },
   output: tableDescriptionShape,
   annotations: readOnly,
-  async run({ schema, table }, { deps, signal }) {
-    const found = schema === undefined ? await findTable(deps, table, signal) : { schema, name: table }
-    const description = await deps.db.describeTable(found.schema, found.name, { signal })
+  async run({ schema, table, database }, { deps, signal }) {
+    const { db } = deps.target(database)
+    const found = schema === undefined ? await findTable(db, table, signal) : { schema, name: table }
+    const description = await db.describeTable(found.schema, found.name, { signal })
     if (description === null) throw notFound(table, schema)
     return { data: description, text: describeText(description) }
   },

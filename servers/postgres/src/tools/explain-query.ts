@@ -1,28 +1,94 @@
-import { z } from '@keel-mcp/core'
+import { ToolError, z } from '@keel-mcp/core'
 import { withSql } from '../errors.js'
-import { summarizePlan } from '../lib/index.js'
-import { defineTool, paramsShape, readOnly, sqlShape } from './shared.js'
+import {
+  explainWithHypotheticalIndexes,
+  type HypotheticalExplain,
+  maxHypotheticalIndexes,
+  summarizePlan,
+} from '../lib/index.js'
+import { databaseShape, defineTool, items, paramsShape, readOnly, sqlShape } from './shared.js'
+
+const cost = (value: number) => value.toFixed(2)
+
+function hypotheticalText(result: HypotheticalExplain): string {
+  const { before, after } = result
+  const change = before.totalCost > 0 ? (1 - after.totalCost / before.totalCost) * 100 : 0
+  const lines = [
+    `Estimated cost ${cost(before.totalCost)} → ${cost(after.totalCost)} with the hypothetical indexes (${change >= 0 ? `${change.toFixed(1)} % lower` : `${(-change).toFixed(1)} % higher`}).`,
+  ]
+  for (const index of result.indexes) {
+    lines.push(
+      `${index.used ? 'Used' : 'Not used'}: ${index.definition} (~${Math.round(index.estimatedBytes / 1024)} KiB, shown as ${index.name})`,
+    )
+  }
+  return lines.join('\n')
+}
 
 export const explainQuery = defineTool({
   name: 'explain_query',
   title: 'Explain query',
   description:
-    'The plan of one read-only query: summary, tree, JSON. analyze runs it (rolled back) for real timings.',
+    'The plan of one read-only query: summary, tree, JSON. analyze runs it (rolled back); ' +
+    'hypothetical_indexes: cost with them (hypopg).',
   input: {
     sql: sqlShape.describe('The query, without EXPLAIN'),
     params: paramsShape,
     analyze: z.boolean().default(false).describe('Analyze'),
+    hypothetical_indexes: z
+      .array(
+        z
+          .string()
+          .refine((value) => value.length >= 1 && value.length <= 2_000, 'must be 1–2,000 characters'),
+      )
+      .refine(
+        (values) => values.length >= 1 && values.length <= maxHypotheticalIndexes,
+        `1–${maxHypotheticalIndexes} definitions`,
+      )
+      .optional()
+      .describe('CREATE INDEX statements, never created'),
+    database: databaseShape,
   },
   output: {
     summary: z.string(),
     analyzed: z.boolean(),
     plan: z.record(z.string(), z.unknown()),
+    costBefore: z.number().optional(),
+    costAfter: z.number().optional(),
+    hypotheticalIndexes: items().optional(),
   },
   annotations: readOnly,
   // A slow query or a search of a large tree can run as an MCP task: the client polls for it.
   taskSupport: 'optional',
-  async run({ sql, params, analyze }, { deps, signal }) {
-    const result = await withSql(sql, () => deps.db.explain(sql, { analyze, params: params ?? [], signal }))
+  async run({ sql, params, analyze, hypothetical_indexes, database }, { deps, signal }) {
+    const { db } = deps.target(database)
+    if (hypothetical_indexes !== undefined) {
+      if (analyze) {
+        throw new ToolError('invalid_argument', 'analyze and hypothetical_indexes cannot be combined.', {
+          hint: 'Hypothetical indexes exist only for the planner: drop analyze to compare estimated costs.',
+        })
+      }
+      const result = await withSql(sql, () =>
+        explainWithHypotheticalIndexes(
+          (work) => db.transaction({ signal }, work),
+          sql,
+          hypothetical_indexes,
+          params ?? [],
+        ),
+      )
+      const { summary, tree } = summarizePlan(result.after.plan)
+      return {
+        data: {
+          summary,
+          analyzed: false,
+          plan: result.after.plan,
+          costBefore: result.before.totalCost,
+          costAfter: result.after.totalCost,
+          hypotheticalIndexes: result.indexes.map((index) => ({ ...index })),
+        },
+        text: `${hypotheticalText(result)}\n\n${summary}\n\n${tree}`,
+      }
+    }
+    const result = await withSql(sql, () => db.explain(sql, { analyze, params: params ?? [], signal }))
     const { summary, tree } = summarizePlan(result.plan)
     return {
       data: { summary, analyzed: result.analyzed, plan: result.plan },

@@ -1,5 +1,5 @@
 import { z } from '@keel-mcp/core'
-import { defineTool, items, readOnly } from './shared.js'
+import { databaseShape, defineTool, items, readOnly } from './shared.js'
 
 export const listSchemas = defineTool({
   name: 'list_schemas',
@@ -7,16 +7,18 @@ export const listSchemas = defineTool({
   description: 'Schemas with owner, comment and table count. Start here, then list_tables.',
   input: {
     include_system: z.boolean().default(false).describe('Include system'),
+    database: databaseShape,
   },
   output: {
     database: z.string(),
     schemas: items(),
   },
   annotations: readOnly,
-  async run({ include_system }, { deps, signal }) {
+  async run({ include_system, database: name }, { deps, signal }) {
+    const target = deps.target(name)
     const [database, all] = await Promise.all([
-      deps.currentDatabase({ signal }),
-      deps.db.listSchemas({ signal }),
+      target.currentDatabase({ signal }),
+      target.db.listSchemas({ signal }),
     ])
     const schemas = include_system ? all : all.filter((schema) => !schema.system)
     const lines = schemas.map(

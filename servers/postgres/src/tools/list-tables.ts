@@ -1,5 +1,5 @@
 import { decodeCursor, encodeCursor, ToolError, z } from '@keel-mcp/core'
-import { defineTool, items, nonEmpty, readOnly, rowCount } from './shared.js'
+import { databaseShape, defineTool, items, nonEmpty, readOnly, rowCount } from './shared.js'
 
 const kinds = ['table', 'view', 'materialized_view', 'foreign_table'] as const
 
@@ -17,6 +17,7 @@ export const listTables = defineTool({
     kinds: z.array(z.enum(kinds)).refine(nonEmpty, 'must not be empty').optional().describe('Kinds'),
     limit: rowCount(1000).default(100).describe('Limit'),
     cursor: z.string().optional().describe('Cursor'),
+    database: databaseShape,
   },
   output: {
     tables: items(),
@@ -24,9 +25,9 @@ export const listTables = defineTool({
     nextCursor: z.string().optional(),
   },
   annotations: readOnly,
-  async run({ schema, pattern, kinds: wanted, limit, cursor }, { deps, signal }) {
+  async run({ schema, pattern, kinds: wanted, limit, cursor, database }, { deps, signal }) {
     // The cursor is bound to the filter: reusing it with other arguments is refused, not misread.
-    const key = JSON.stringify([schema ?? null, pattern ?? null, wanted ?? null])
+    const key = JSON.stringify([schema ?? null, pattern ?? null, wanted ?? null, database ?? null])
     let offset = 0
     if (cursor !== undefined) {
       const decoded = decodeCursor<{ offset?: unknown; key?: unknown }>(cursor)
@@ -43,7 +44,7 @@ export const listTables = defineTool({
       }
       offset = decoded.offset
     }
-    const page = await deps.db.listTables({
+    const page = await deps.target(database).db.listTables({
       ...(schema === undefined ? {} : { schema }),
       ...(pattern === undefined ? {} : { pattern }),
       ...(wanted === undefined ? {} : { kinds: wanted }),

@@ -2,7 +2,16 @@ import { z } from '@keel-mcp/core'
 import { HARD_MAX_ROWS } from '../config.js'
 import { withSql } from '../errors.js'
 import { formatCsv, formatTable, type JsonValue, toJsonValue } from '../lib/index.js'
-import { defineTool, items, paramsShape, readOnly, rowCount, sqlShape, untrusted } from './shared.js'
+import {
+  databaseShape,
+  defineTool,
+  items,
+  paramsShape,
+  readOnly,
+  rowCount,
+  sqlShape,
+  untrusted,
+} from './shared.js'
 
 /** Longer strings are cut (with a notice of how much) in the structured rows too. */
 const MAX_STRING_LENGTH = 10_000
@@ -65,6 +74,7 @@ export const query = defineTool({
     params: paramsShape,
     max_rows: rowCount(HARD_MAX_ROWS).optional().describe('Default 200 (--max-rows)'),
     format: z.enum(['table', 'csv']).default('table').describe('Format'),
+    database: databaseShape,
   },
   output: {
     columns: items(),
@@ -78,9 +88,11 @@ export const query = defineTool({
   annotations: readOnly,
   // A slow query or a search of a large tree can run as an MCP task: the client polls for it.
   taskSupport: 'optional',
-  async run({ sql, params, max_rows, format }, { deps, signal }) {
+  async run({ sql, params, max_rows, format, database }, { deps, signal }) {
     const maxRows = max_rows ?? deps.maxRows
-    const result = await withSql(sql, () => deps.db.query(sql, params ?? [], { maxRows, signal }))
+    const result = await withSql(sql, () =>
+      deps.target(database).db.query(sql, params ?? [], { maxRows, signal }),
+    )
     const structured = jsonRows(result.rows as unknown[][], QUERY_STRUCTURED_MAX_BYTES)
     const truncatedBy: 'size' | 'max_rows' | undefined = !structured.complete
       ? 'size'

@@ -1,14 +1,48 @@
-import { nodeCrypto, toolFactory, z } from '@keel-mcp/core'
+import { nodeCrypto, ToolError, toolFactory, z } from '@keel-mcp/core'
 import type { CallOptions, Database } from '../lib/index.js'
 
-/** What the postgres tools and resources get as `deps`. */
-export interface PostgresDeps {
-  db: Database
-  /** Rows a query returns when the call does not say (`--max-rows`). */
-  maxRows: number
+/** One database the server serves: its own pool, limits and read-only session. */
+export interface DatabaseTarget {
+  /** `default` for DATABASE_URL (or the libpq PG* defaults), else the `--database` name. */
+  readonly name: string
+  readonly db: Database
   /** The connected database's name (asked once, on first use). */
   currentDatabase(options?: CallOptions): Promise<string>
 }
+
+/** What the postgres tools and resources get as `deps`. */
+export interface PostgresDeps {
+  /** The default target's pool. */
+  db: Database
+  /** Rows a query returns when the call does not say (`--max-rows`). */
+  maxRows: number
+  /** The default target's database name. */
+  currentDatabase(options?: CallOptions): Promise<string>
+  /** Every target, the default first. */
+  readonly targets: ReadonlyMap<string, DatabaseTarget>
+  /** The target a call names, or the default. */
+  target(name: string | undefined): DatabaseTarget
+}
+
+/** Picks the target a call names; an unknown name is the caller's mistake, with the names to use. */
+export function pickTarget(targets: ReadonlyMap<string, DatabaseTarget>, name: string | undefined) {
+  const first = targets.values().next().value as DatabaseTarget
+  if (name === undefined) return first
+  const target = targets.get(name)
+  if (target === undefined) {
+    throw new ToolError('invalid_argument', `No database named ${JSON.stringify(name)}.`, {
+      hint: `Use one of: ${[...targets.keys()].join(', ')} (or leave database out for ${first.name}).`,
+    })
+  }
+  return target
+}
+
+/** The optional `database` argument every tool takes. */
+export const databaseShape = z
+  .string()
+  .refine((value) => value.length >= 1 && value.length <= 40, 'must be 1–40 characters')
+  .optional()
+  .describe('Database')
 
 /** `defineTool` with the postgres deps typed. */
 export const defineTool = toolFactory<PostgresDeps>()

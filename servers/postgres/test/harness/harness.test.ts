@@ -22,6 +22,24 @@ describe('test harness', () => {
     expect(await scalar<string>(url, 'SELECT count(*) FROM shop.customers')).toBe('5')
   })
 
+  it('lists pg_stat_statements (only when preloaded) and hypopg where the cluster has them', async () => {
+    const { superuserUrl, extensions } = sharedPostgres()
+    const preloaded = await scalar<string>(superuserUrl, "SELECT current_setting('shared_preload_libraries')")
+    const available = await scalar<string[]>(
+      superuserUrl,
+      "SELECT array_agg(name::text ORDER BY name) FROM pg_available_extensions WHERE name IN ('hypopg', 'pg_stat_statements')",
+    )
+    const expected = (available ?? []).filter(
+      (name) =>
+        name !== 'pg_stat_statements' ||
+        preloaded
+          .split(',')
+          .map((part) => part.trim())
+          .includes(name),
+    )
+    expect([...extensions].sort()).toEqual(expected)
+  })
+
   it('seeds the bulk table', async () => {
     const { url, bulkRows } = sharedPostgres()
     expect(Number(await scalar<string>(url, 'SELECT count(*) FROM bulk.measurements'))).toBe(bulkRows)

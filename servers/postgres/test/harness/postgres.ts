@@ -16,7 +16,7 @@ import { chown, mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/pr
 import { createRequire } from 'node:module'
 import { createServer } from 'node:net'
 import { arch, platform, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
 
@@ -41,6 +41,11 @@ export interface PostgresInstance {
   roleName(base: string): string
   /** Whether restart() works (own clusters only). */
   readonly restartable: boolean
+  /**
+   * Extensions this cluster can install (`pg_stat_statements` is preloaded where its library
+   * ships with the binaries; `hypopg` where its package is installed).
+   */
+  readonly extensions: readonly string[]
   /** Stops and starts the same cluster on the same port; data is kept. */
   restart(): Promise<void>
   /** Stops the cluster (or drops the database) and removes every temp file. Idempotent. */
@@ -246,6 +251,24 @@ async function createRoles(
   })
 }
 
+/** Libraries a cluster needs preloaded when it has them: pg_stat_statements counts every statement. */
+const preloadable = ['pg_stat_statements']
+
+/** Which of `names` the binaries in `binDir` ship a library for (`<bin>/../lib/<name>.so`). */
+function shippedLibraries(binDir: string, names: readonly string[]): string[] {
+  return names.filter((name) => existsSync(join(binDir, '..', 'lib', `${name}.so`)))
+}
+
+/** Extensions the cluster lists as available, of those the tests use. */
+async function availableExtensions(url: string): Promise<string[]> {
+  const result = await withClient(url, (client) =>
+    client.query<{ name: string }>(
+      "SELECT name FROM pg_available_extensions WHERE name IN ('pg_stat_statements', 'hypopg') ORDER BY 1",
+    ),
+  )
+  return result.rows.map((row) => row.name)
+}
+
 async function startOwnCluster(
   source: 'system' | 'embedded',
   options: StartPostgresOptions,
@@ -258,6 +281,7 @@ async function startOwnCluster(
           return { initdb: join(dir, 'initdb'), postgres: join(dir, 'postgres') }
         })()
       : await embeddedBinaries()
+  const preload = shippedLibraries(dirname(binaries.postgres), preloadable)
   const user = runAsUser()
   const baseDir = await mkdtemp(join(tmpdir(), 'keel-pg-'))
   const dataDir = join(baseDir, 'data')
@@ -348,6 +372,7 @@ async function startOwnCluster(
             'full_page_writes=off',
             '-c',
             'max_connections=100',
+            ...(preload.length ? ['-c', `shared_preload_libraries=${preload.join(',')}`] : []),
           ],
           { ...spawnOptions, stdio: ['ignore', serverLog.fd, serverLog.fd] },
         )
@@ -381,6 +406,9 @@ async function startOwnCluster(
     const appRole = 'keel_app'
     const appPassword = 'keel_app_password'
     await createRoles(superuserUrl, appRole, appPassword, true)
+    const extensions = (await availableExtensions(superuserUrl)).filter(
+      (name) => name !== 'pg_stat_statements' || preload.includes(name),
+    )
 
     return {
       source,
@@ -393,6 +421,7 @@ async function startOwnCluster(
       passwordRole,
       roleName: (base) => base,
       restartable: true,
+      extensions,
       async restart() {
         if (stopped) throw new Error('the cluster was stopped')
         if (server !== undefined) await stopServer(server)
@@ -435,6 +464,13 @@ async function startFromEnv(url: string, options: StartPostgresOptions): Promise
     await stop()
     throw error
   }
+  // On a server of someone else's, pg_stat_statements counts only if it is preloaded there.
+  const preloaded = await withClient(superuserUrl, (client) =>
+    client.query<{ value: string }>("SELECT current_setting('shared_preload_libraries') AS value"),
+  )
+  const extensions = (await availableExtensions(superuserUrl)).filter(
+    (name) => name !== 'pg_stat_statements' || /\bpg_stat_statements\b/.test(preloaded.rows[0]?.value ?? ''),
+  )
   const appUrl = new URL(superuserUrl)
   appUrl.username = encodeURIComponent(appRole)
   appUrl.password = encodeURIComponent(appPassword)
@@ -453,6 +489,7 @@ async function startFromEnv(url: string, options: StartPostgresOptions): Promise
       return name
     },
     restartable: false,
+    extensions,
     restart: () => Promise.reject(new Error('restart() is not available for TEST_DATABASE_URL')),
     stop,
   }

@@ -12,6 +12,8 @@ export interface SharedPostgres {
   readonly passwordRole: { readonly user: string; readonly password: string } | null
   /** Rows in bulk.measurements. */
   readonly bulkRows: number
+  /** Of pg_stat_statements (preloaded) and hypopg, those the cluster can install. */
+  readonly extensions: readonly string[]
 }
 
 declare module 'vitest' {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Database } from '../../src/lib/database.js'
 import { SqlRefusedError } from '../../src/lib/errors.js'
-import { volatileAllowList } from '../../src/lib/function-policy.js'
+import { monitoringAllowKeys, volatileAllowList } from '../../src/lib/function-policy.js'
 import { deniedFunctionReason } from '../../src/lib/sql-guard.js'
 import { adminQuery, createScratchDatabase, sharedPostgres } from '../harness/index.js'
 
@@ -45,6 +45,9 @@ const extensions = [
   'unaccent',
   'tsm_system_rows',
   'old_snapshot',
+  // Where the cluster has them: the monitoring allow-list (pg_stat_statements) and hypopg.
+  'pg_stat_statements',
+  'hypopg',
 ]
 let installed: string[] = []
 
@@ -86,10 +89,15 @@ async function everyFunction(): Promise<FunctionName[]> {
      )
      SELECT min(n.nspname) FILTER (WHERE p.proname = r.called) AS schema, r.called AS name,
             bool_or(NOT has_function_privilege('public', p.oid, 'EXECUTE')) AS privileged,
-            bool_or(p.provolatile = 'v' AND NOT (n.nspname = 'pg_catalog' AND p.proname = ANY($1::text[]))) AS volatile
+            bool_or(p.provolatile = 'v' AND NOT (n.nspname = 'pg_catalog' AND p.proname = ANY($1::text[]))
+                    AND NOT coalesce((SELECT e.extname || ' ' || e.extversion || ' ' || p.proname || '(' || oidvectortypes(p.proargtypes) || ')' = ANY($2::text[])
+                                        AND e.extnamespace = p.pronamespace
+                                        FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+                                       WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+                                         AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'), false)) AS volatile
        FROM reached r JOIN pg_proc p ON p.oid = r.oid JOIN pg_namespace n ON n.oid = p.pronamespace
       GROUP BY r.called ORDER BY r.called`,
-    [volatileAllowList],
+    [volatileAllowList, monitoringAllowKeys],
   )
 }
 

@@ -13,7 +13,12 @@ let scratch: Awaited<ReturnType<typeof createScratchDatabase>>
 const opened: Database[] = []
 
 beforeAll(async () => {
+  if (!shared.extensions.includes('hypopg')) {
+    throw new Error('These tests need hypopg on the test cluster (Debian: postgresql-15-hypopg).')
+  }
   scratch = await createScratchDatabase(shared.superuserUrl, shared.url)
+  // hypopg keeps its hypothetical indexes in backend memory, where a rollback does not reach.
+  await adminQuery(scratch.superuserUrl, 'CREATE EXTENSION hypopg; CREATE TABLE public.keel_plain (x int)')
   await adminQuery(
     scratch.superuserUrl,
     `CREATE FUNCTION public.keel_leave_traces() RETURNS int LANGUAGE plpgsql AS $$
@@ -22,6 +27,7 @@ beforeAll(async () => {
          PERFORM pg_advisory_lock_shared(4312);
          EXECUTE 'PREPARE keel_left_behind AS SELECT 1';
          EXECUTE 'LISTEN keel_channel';
+         PERFORM public.hypopg_create_index('CREATE INDEX ON public.keel_plain (x)');
          RETURN 1;
        END $$;
      CREATE VIEW public.keel_trace_view AS SELECT public.keel_leave_traces() AS traces;`,
@@ -43,6 +49,7 @@ interface SessionState {
   application_name: string
   read_only: string
   strings: string
+  hypothetical: number
 }
 
 const stateQuery = `SELECT pg_backend_pid() AS pid,
@@ -53,7 +60,8 @@ const stateQuery = `SELECT pg_backend_pid() AS pid,
   current_setting('work_mem') AS work_mem,
   current_setting('application_name') AS application_name,
   current_setting('default_transaction_read_only') AS read_only,
-  current_setting('standard_conforming_strings') AS strings`
+  current_setting('standard_conforming_strings') AS strings,
+  (SELECT count(*)::int FROM public.hypopg_list_indexes) AS hypothetical`
 
 async function state(database: Database): Promise<SessionState> {
   const result = await database.readQuery(stateQuery)
@@ -75,6 +83,9 @@ const effects = [
   'SET standard_conforming_strings = off',
   'SELECT public.keel_leave_traces()',
   'SELECT * FROM public.keel_trace_view',
+  "SELECT public.hypopg_create_index('CREATE INDEX ON public.keel_plain (x)')",
+  // Created, then the transaction fails: the index must go all the same.
+  "SELECT count(public.hypopg_create_index('CREATE INDEX ON public.keel_plain (x)')) / 0",
 ]
 
 describe.each([
@@ -94,6 +105,7 @@ describe.each([
       cursors: 0,
       read_only: 'on',
       strings: 'on',
+      hypothetical: 0,
     })
   })
 

@@ -2,6 +2,7 @@
  * The Slack side: the Web API client (created on first use), a name directory filled lazily, and the
  * channel policy (allow and deny lists, private channels and DMs). Nothing here knows about MCP.
  */
+import { downloadPrivate } from './files.js'
 import { type RateLimitOptions, RateLimitPolicy } from './rate-limit.js'
 
 /** A Slack Web API response or object: JSON whose shape varies by method. */
@@ -11,6 +12,12 @@ export type SlackRecord = Record<string, any>
 /** The subset of `@slack/web-api`'s WebClient the server calls. */
 export interface SlackApi {
   apiCall(method: string, options?: Record<string, unknown>): Promise<SlackRecord>
+  /** A private file's bytes (`url_private`), with this token, within `maxBytes`; only from Slack's hosts. */
+  download?(
+    url: string,
+    maxBytes: number,
+    signal?: AbortSignal,
+  ): Promise<{ bytes: Buffer; truncated: boolean; contentType: string | undefined }>
 }
 
 export interface ClientOptions {
@@ -103,6 +110,7 @@ export function createSlackApi(token: string, options: ClientOptions): SlackApi 
         }
       }
     },
+    download: (url, maxBytes, signal) => downloadPrivate(url, token, options.apiUrl, maxBytes, signal),
   }
 }
 
@@ -182,11 +190,6 @@ export interface ChannelEntry {
   members?: number
 }
 
-/** Most entries the directory keeps of each kind (a bounded cache, whatever the workspace size). */
-export const DIRECTORY_LIMIT = 200_000
-/** Pages one lookup may fetch before it says "not found yet" (each page holds up to 1,000). */
-const PAGES_PER_LOOKUP = 100
-
 export function toChannel(raw: SlackRecord): ChannelEntry {
   const isDm = raw.is_im === true || raw.is_mpim === true
   return {
@@ -212,107 +215,6 @@ export function toUser(raw: SlackRecord): UserEntry {
     ...(raw.profile?.display_name ? { displayName: String(raw.profile.display_name) } : {}),
     ...(raw.is_bot ? { isBot: true } : {}),
     ...(raw.deleted ? { deleted: true } : {}),
-  }
-}
-
-/**
- * Names and ids of users and channels, learnt as calls see them and, for a lookup by name, by
- * paging the workspace's lists from where the last lookup stopped. Never filled at start-up:
- * `initialize` and `tools/list` never wait for it, whatever the workspace's size.
- */
-export class Directory {
-  readonly #users = new Map<string, UserEntry>()
-  readonly #userByName = new Map<string, string>()
-  readonly #channels = new Map<string, ChannelEntry>()
-  readonly #channelByName = new Map<string, string>()
-  #userCursor: string | null | undefined
-  #channelCursor: string | null | undefined
-
-  constructor(
-    private readonly api: SlackApi,
-    private readonly channelTypes: string,
-  ) {}
-
-  rememberUser(user: UserEntry): void {
-    if (this.#users.size >= DIRECTORY_LIMIT && !this.#users.has(user.id)) return
-    this.#users.set(user.id, user)
-    this.#userByName.set(user.name.toLowerCase(), user.id)
-    if (user.displayName) this.#userByName.set(user.displayName.toLowerCase(), user.id)
-  }
-
-  rememberChannel(channel: ChannelEntry): void {
-    if (this.#channels.size >= DIRECTORY_LIMIT && !this.#channels.has(channel.id)) return
-    this.#channels.set(channel.id, channel)
-    if (!channel.isDm) this.#channelByName.set(channel.name.toLowerCase(), channel.id)
-  }
-
-  /** A user by `@name` (handle or display name), paging users.list as far as needed. */
-  async findUser(name: string, signal?: AbortSignal): Promise<UserEntry | undefined> {
-    const key = name.replace(/^@/, '').toLowerCase()
-    for (let page = 0; ; page++) {
-      const id = this.#userByName.get(key)
-      if (id) return this.#users.get(id)
-      if (this.#userCursor === null || page >= PAGES_PER_LOOKUP) return undefined
-      signal?.throwIfAborted()
-      const response = await this.api.apiCall('users.list', {
-        limit: 1000,
-        ...(this.#userCursor ? { cursor: this.#userCursor } : {}),
-      })
-      for (const raw of response.members ?? []) this.rememberUser(toUser(raw))
-      this.#userCursor = response.response_metadata?.next_cursor || null
-    }
-  }
-
-  /** A channel by `#name`, paging conversations.list as far as needed. */
-  async findChannel(name: string, signal?: AbortSignal): Promise<ChannelEntry | undefined> {
-    const key = name.replace(/^#/, '').toLowerCase()
-    for (let page = 0; ; page++) {
-      const id = this.#channelByName.get(key)
-      if (id) return this.#channels.get(id)
-      if (this.#channelCursor === null || page >= PAGES_PER_LOOKUP) return undefined
-      signal?.throwIfAborted()
-      const response = await this.api.apiCall('conversations.list', {
-        limit: 1000,
-        types: this.channelTypes,
-        exclude_archived: false,
-        ...(this.#channelCursor ? { cursor: this.#channelCursor } : {}),
-      })
-      for (const raw of response.channels ?? []) this.rememberChannel(toChannel(raw))
-      this.#channelCursor = response.response_metadata?.next_cursor || null
-    }
-  }
-
-  /** A channel by id: cached, else conversations.info. */
-  async channel(id: string): Promise<ChannelEntry> {
-    const known = this.#channels.get(id)
-    if (known) return known
-    const response = await this.api.apiCall('conversations.info', { channel: id })
-    const channel = toChannel(response.channel ?? {})
-    this.rememberChannel(channel)
-    return channel
-  }
-
-  /** Display names for user ids (users.info for the ones not seen yet, at most 50 a call). */
-  async userNames(ids: Iterable<string>): Promise<Map<string, string>> {
-    const names = new Map<string, string>()
-    let lookups = 0
-    for (const id of new Set(ids)) {
-      let user = this.#users.get(id)
-      if (!user && lookups < 50 && /^[UW][A-Z0-9]+$/.test(id)) {
-        lookups++
-        const response = await this.api.apiCall('users.info', { user: id }).catch(() => undefined)
-        if (response?.user) {
-          user = toUser(response.user)
-          this.rememberUser(user)
-        }
-      }
-      if (user) names.set(id, user.displayName || user.realName || user.name)
-    }
-    return names
-  }
-
-  get sizes(): { users: number; channels: number } {
-    return { users: this.#users.size, channels: this.#channels.size }
   }
 }
 

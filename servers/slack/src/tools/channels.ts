@@ -87,7 +87,9 @@ export const findChannel = defineTool({
     const found = await deps.directory.findChannel(name, signal)
     if (!found)
       throw new ToolError('not_found', `No channel named ${name}`, {
-        hint: 'list_channels with a name filter shows near matches.',
+        hint: deps.directory.scanned.channels
+          ? 'list_channels with a name filter shows near matches.'
+          : 'Not among the channels looked through so far (a large workspace is paged a part a call): call again to look further.',
       })
     const refusal = channelRefusal(found, deps.policy, 'read')
     if (refusal) throw new ToolError('permission_denied', refusal)

@@ -12,6 +12,7 @@ import {
   list,
   nextCursor,
   read,
+  type SlackDeps,
   shaped,
   text,
   tsArgument,
@@ -145,22 +146,63 @@ export const getMessage = defineTool({
   },
 })
 
+const dateArgument = z
+  .string()
+  .refine((value) => /^\d{4}-\d{2}-\d{2}$/.test(value), 'must be a date like 2024-01-31')
+  .optional()
+  .describe('YYYY-MM-DD')
+
+/** Search modifiers Slack understands, from the filter arguments (a channel is checked against the policy first). */
+async function searchModifiers(
+  deps: SlackDeps,
+  filters: {
+    in?: string | undefined
+    from?: string | undefined
+    after?: string | undefined
+    before?: string | undefined
+    has?: string | undefined
+  },
+  signal: AbortSignal,
+): Promise<string[]> {
+  const modifiers: string[] = []
+  if (filters.in) {
+    const channel = await channelFor(deps, filters.in, 'read', signal)
+    modifiers.push(channel.isDm ? `in:<#${channel.id}>` : `in:#${channel.name}`)
+  }
+  if (filters.from) {
+    const from = filters.from.trim()
+    if (/^[UW][A-Z0-9]{2,}$/.test(from)) modifiers.push(`from:<@${from}>`)
+    else if (/^@?[\w.-]{1,80}$/.test(from)) modifiers.push(`from:@${from.replace(/^@/, '')}`)
+    else throw new ToolError('invalid_argument', 'from must be a user id (U…) or an @handle')
+  }
+  if (filters.after) modifiers.push(`after:${filters.after}`)
+  if (filters.before) modifiers.push(`before:${filters.before}`)
+  if (filters.has === 'thread') modifiers.push('is:thread')
+  else if (filters.has) modifiers.push(`has:${filters.has}`)
+  return modifiers
+}
+
 export const searchMessages = defineTool({
   name: 'search_messages',
   title: 'Search messages',
-  description:
-    'Slack search with its modifiers (in:#channel from:@user before:2024-01-31 has:link "exact phrase"). Newest first, paged.',
+  description: 'Search messages (Slack query syntax, or the filters). Newest first, paged.',
   input: {
-    query: bounded(1, 500).describe('Search query'),
+    query: bounded(1, 500).describe('Words, "phrase"'),
+    in: channelArgument.optional().describe('Channel'),
+    from: z.string().optional().describe('User'),
+    after: dateArgument,
+    before: dateArgument,
+    has: z.enum(['link', 'pin', 'thread']).optional().describe('Has'),
     count: limitArgument(20, 100),
     page: z.number().int().min(1).max(100).default(1).describe('Page'),
   },
   output: { total: z.number(), page: z.number(), messages: list(), more: z.boolean() },
   annotations: read,
-  async run({ query, count, page }, { deps, signal }) {
+  async run({ query, count, page, ...filters }, { deps, signal }) {
     const client = deps.user()
     if (!client) throw new ToolError('unavailable', 'Search needs SLACK_USER_TOKEN')
-    const response = await client.apiCall('search.messages', { query, count, page, sort: 'timestamp' })
+    const full = [query, ...(await searchModifiers(deps, filters, signal))].join(' ')
+    const response = await client.apiCall('search.messages', { query: full, count, page, sort: 'timestamp' })
     const matches = (response.messages?.matches ?? []) as Array<SlackRecord>
     const policyChecked: Array<SlackRecord> = []
     for (const match of matches) {

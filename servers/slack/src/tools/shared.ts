@@ -1,26 +1,36 @@
 import { ToolError, toolFactory, z } from '@keel-mcp/core'
+import type { Directory } from '../lib/directory.js'
 import {
   type ChannelEntry,
   type ChannelPolicyOptions,
   channelRefusal,
-  type Directory,
   type SlackApi,
   type SlackRecord,
   timeOf,
 } from '../lib/slack.js'
 
-/** What the Slack tools get as `deps`. */
-export interface SlackDeps {
+/** One workspace: its clients and what the server learnt of it. */
+export interface WorkspaceDeps {
   /** The bot-token client (throws `unauthenticated` when no token is configured). */
   bot(): SlackApi
-  /** The user-token client, for search; undefined without SLACK_USER_TOKEN. */
+  /** The user-token client, for search and unreads; undefined without a user token. */
   user(): SlackApi | undefined
   directory: Directory
+  /** The bot's own user and bot ids (auth.test, once). */
+  self(): Promise<{ userId: string; botId: string | undefined }>
+  /** The Web API root (file downloads and uploads go only to its hosts). */
+  apiUrl: string
+}
+
+/** What the Slack tools get as `deps`: the workspace a call names (see workspaces.ts) and the server's rules. */
+export interface SlackDeps extends WorkspaceDeps {
   policy: ChannelPolicyOptions
   /** `--allow-broadcast`: the operator lets posts notify whole channels (`<!channel>`, `<!here>`, …). */
   allowBroadcast: boolean
-  /** The bot's own user and bot ids (auth.test, once). */
-  self(): Promise<{ userId: string; botId: string | undefined }>
+  /** The only directory upload_file reads from; undefined: no uploads. */
+  uploadDir: string | undefined
+  /** These deps for a named workspace (the first when undefined); see workspaces.ts. */
+  select(workspace: unknown): SlackDeps
 }
 
 export const defineTool = toolFactory<SlackDeps>()
@@ -79,7 +89,9 @@ export async function channelFor(
     : await deps.directory.findChannel(trimmed, signal)
   if (!channel) {
     throw new ToolError('not_found', `No channel ${trimmed} that the bot can see`, {
-      hint: 'Check the name with list_channels, or invite the bot to a private channel.',
+      hint: deps.directory.scanned.channels
+        ? 'Check the name with list_channels, or invite the bot to a private channel.'
+        : 'Not among the channels looked through so far (a large workspace is paged a part a call): call again to look further, or give the channel id.',
     })
   }
   const refusal = channelRefusal(channel, deps.policy, access)
@@ -87,20 +99,52 @@ export async function channelFor(
   return channel
 }
 
-/** A message as the model reads it: names next to ids, a readable time next to `ts`. */
+const userMention = /<@([UW][A-Z0-9]+)(?:\|[^>]*)?>/g
+const groupMention = /<!subteam\^([A-Z0-9]+)(?:\|[^>]*)?>/g
+
+/** `mentions`: the names behind `<@U…>` and `<!subteam^S…>` in a text, where known. */
+function mentionsOf(
+  text: string,
+  names: Map<string, string>,
+  groups: Map<string, string> | undefined,
+): Record<string, string> | undefined {
+  const found: Record<string, string> = {}
+  for (const [, id] of text.matchAll(userMention)) if (id && names.has(id)) found[id] = `@${names.get(id)}`
+  for (const [, id] of text.matchAll(groupMention))
+    if (id && groups?.has(id)) found[id] = `@${groups.get(id)}`
+  return Object.keys(found).length ? found : undefined
+}
+
+/**
+ * A message as the model reads it: names next to ids, a readable time next to `ts`, and the
+ * people and groups its text mentions (`mentions`). Unknown ids stay ids: nothing waits for a
+ * directory to fill.
+ */
 export async function compactMessages(
-  deps: SlackDeps,
+  deps: WorkspaceDeps,
   messages: Array<SlackRecord>,
 ): Promise<Array<Record<string, unknown>>> {
-  const names = await deps.directory.userNames(messages.map((message) => message.user).filter(Boolean))
-  return messages.map((message) => {
+  const texts = messages.map((message) => String(message.text ?? ''))
+  const mentioned = texts.flatMap((text) =>
+    [...text.matchAll(userMention)].map((match) => match[1] as string),
+  )
+  const names = await deps.directory.userNames([
+    ...messages.map((message) => message.user).filter(Boolean),
+    ...mentioned,
+  ])
+  const groups = texts.some((text) => /<!subteam\^/.test(text))
+    ? await deps.directory.groupHandles()
+    : undefined
+  return messages.map((message, index) => {
     const user = message.user as string | undefined
+    const mentions = mentionsOf(texts[index] ?? '', names, groups)
     return {
       ts: message.ts,
       time: timeOf(message.ts),
       ...(user ? { user, user_name: names.get(user) } : {}),
       ...(message.bot_id && !user ? { bot: message.bot_profile?.name ?? message.bot_id } : {}),
       text: message.text ?? '',
+      ...(mentions ? { mentions } : {}),
       ...(message.thread_ts && message.thread_ts !== message.ts ? { thread_ts: message.thread_ts } : {}),
       ...(message.reply_count ? { replies: message.reply_count, thread_ts: message.ts } : {}),
       ...(message.reactions?.length
@@ -111,6 +155,25 @@ export async function compactMessages(
       ...(message.files?.length ? { files: message.files.length } : {}),
     }
   })
+}
+
+/**
+ * Whether a file (or canvas) may be read (or written) under the channel policy: it must be shared
+ * in at least one channel the policy allows. A file shared nowhere is allowed only when the server
+ * has no channel allow list (for writes: no --write-channels). Lookups that fail count as refusals.
+ */
+export async function fileAllowed(
+  deps: SlackDeps,
+  file: SlackRecord,
+  access: 'read' | 'write',
+): Promise<boolean> {
+  const ids = [...(file.channels ?? []), ...(file.groups ?? []), ...(file.ims ?? [])].map(String)
+  if (ids.length === 0) return access === 'read' ? !deps.policy.allow : !deps.policy.writeAllow
+  for (const id of ids.slice(0, 20)) {
+    const channel = await deps.directory.channel(id).catch(() => undefined)
+    if (channel && !channelRefusal(channel, deps.policy, access)) return true
+  }
+  return false
 }
 
 /** A result: structured data plus the compact text of {@link text}. */

@@ -77,7 +77,11 @@ export const findUser = defineTool({
   async run({ name }, { deps, signal }) {
     const found = await deps.directory.findUser(name, signal)
     if (!found)
-      throw new ToolError('not_found', `No user named ${name}`, { hint: 'list_users shows who is there.' })
+      throw new ToolError('not_found', `No user named ${name}`, {
+        hint: deps.directory.scanned.users
+          ? 'list_users shows who is there.'
+          : 'Not among the users looked through so far (a large workspace is paged a part a call): call again to look further, or give an e-mail address.',
+      })
     return shaped({ user: { ...found } })
   },
 })

@@ -18,7 +18,7 @@ const messageText = z.string().min(1).max(40_000).describe('Message text (Slack 
  * started the server with --allow-broadcast: who may notify a whole channel is never the model's
  * decision, so it is not a tool argument.
  */
-function safeText(value: string, allowBroadcast: boolean) {
+export function safeText(value: string, allowBroadcast: boolean) {
   return {
     text: allowBroadcast ? value : escapeBroadcasts(value),
     parse: 'none',

@@ -1,0 +1,165 @@
+import { z } from 'zod'
+import { type LazySetting, once } from './auth-config.js'
+
+// The operations options (`--metrics`, `--otel-endpoint`, `--audit-log`, `--rate-limit` and
+// friends). Only flag definitions and their validation live here; what they switch on is in
+// observe/, and loads only when one of them is set.
+
+/** A rate: `count` calls every `perMs` milliseconds (`10/s`, `600/m`). */
+export interface Rate {
+  count: number
+  perMs: number
+}
+
+/** Operations settings; everything off by default. */
+export interface ObserveConfig {
+  /** OTLP/HTTP collector base URL: traces and metrics are exported there (`OTEL_EXPORTER_OTLP_ENDPOINT`). */
+  otelEndpoint: string | undefined
+  /** Serve Prometheus metrics at `/metrics` on the HTTP port. */
+  metrics: boolean
+  /** Serve `/metrics` (and `/readyz`) on a port of their own, on loopback: for stdio servers. */
+  metricsPort: number | undefined
+  /** Where one JSON line per tool call goes: a file path, or `-`/`stderr`. */
+  auditLog: string | undefined
+  /** Calls a client may make (token bucket), all tools. */
+  rateLimit: Rate | undefined
+  /** `--rate-limit`'s bucket: calls a client may make at once after an idle spell (default: one second's worth, at least 1). */
+  rateLimitBurst: number | undefined
+  /** A separate, usually tighter, budget for tools that write. */
+  writeRateLimit: Rate | undefined
+}
+
+export interface ObserveFlag {
+  flag: string
+  key: keyof ObserveConfig
+  type: 'string' | 'boolean'
+  env: string[]
+  placeholder?: string
+  description: string
+}
+
+export const OBSERVE_FLAGS: ObserveFlag[] = [
+  {
+    flag: 'metrics',
+    key: 'metrics',
+    type: 'boolean',
+    env: ['MCP_METRICS'],
+    description: 'Serve Prometheus metrics at /metrics on the HTTP port.',
+  },
+  {
+    flag: 'metrics-port',
+    key: 'metricsPort',
+    type: 'string',
+    env: ['MCP_METRICS_PORT'],
+    placeholder: 'n',
+    description: 'Serve /metrics and /readyz on this loopback port (for stdio; 0 picks one).',
+  },
+  {
+    flag: 'otel-endpoint',
+    key: 'otelEndpoint',
+    type: 'string',
+    env: ['OTEL_EXPORTER_OTLP_ENDPOINT'],
+    placeholder: 'url',
+    description: 'Export OpenTelemetry traces and metrics over OTLP/HTTP to this collector.',
+  },
+  {
+    flag: 'audit-log',
+    key: 'auditLog',
+    type: 'string',
+    env: ['MCP_AUDIT_LOG'],
+    placeholder: 'file|-',
+    description: 'One JSON line per tool call to this file (- for stderr).',
+  },
+  {
+    flag: 'rate-limit',
+    key: 'rateLimit',
+    type: 'string',
+    env: ['MCP_RATE_LIMIT'],
+    placeholder: 'N/s',
+    description: 'Tool calls per client (OAuth subject, session or address): N/s or N/m.',
+  },
+  {
+    flag: 'rate-limit-burst',
+    key: 'rateLimitBurst',
+    type: 'string',
+    env: ['MCP_RATE_LIMIT_BURST'],
+    placeholder: 'n',
+    description: 'Calls a client may make at once (default: one second of --rate-limit).',
+  },
+  {
+    flag: 'write-rate-limit',
+    key: 'writeRateLimit',
+    type: 'string',
+    env: ['MCP_WRITE_RATE_LIMIT'],
+    placeholder: 'N/s',
+    description: 'A separate budget for tools that write: N/s or N/m.',
+  },
+]
+
+const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 }
+
+/** `10/s` → { count: 10, perMs: 1000 }; undefined when it is not a rate. */
+export function parseRate(text: string): Rate | undefined {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*\/\s*(s|m|h)\s*$/i.exec(text)
+  if (!match) return undefined
+  const count = Number(match[1])
+  const perMs = UNITS[(match[2] as string).toLowerCase()] as number
+  return count > 0 ? { count, perMs } : undefined
+}
+
+const rate = () =>
+  z
+    .string()
+    .transform((text, ctx) => {
+      const parsed = parseRate(text)
+      if (!parsed) {
+        ctx.addIssue({ code: 'custom', message: 'must be a rate such as 10/s or 600/m' })
+        return z.NEVER
+      }
+      return parsed
+    })
+    .optional()
+
+const url = () =>
+  z
+    .string()
+    .url('must be a URL')
+    .refine((value) => /^https?:/.test(value), 'must be an http(s) URL')
+    .optional()
+
+export const OBSERVE_SETTINGS: Record<keyof ObserveConfig, LazySetting> = {
+  metrics: { schema: once(() => z.boolean().default(false)), unset: false },
+  metricsPort: {
+    schema: once(() => z.coerce.number({ error: 'must be a number' }).int().min(0).max(65535).optional()),
+    unset: undefined,
+  },
+  otelEndpoint: { schema: once(url), unset: undefined },
+  auditLog: { schema: once(() => z.string().min(1).optional()), unset: undefined },
+  rateLimit: { schema: once(rate), unset: undefined },
+  rateLimitBurst: {
+    schema: once(() => z.coerce.number({ error: 'must be a number' }).int().min(1).optional()),
+    unset: undefined,
+  },
+  writeRateLimit: { schema: once(rate), unset: undefined },
+}
+
+/** True when any operations feature is on (core loads observe/ only then). */
+export function observing(config: ObserveConfig): boolean {
+  return Boolean(
+    config.metrics ||
+      config.metricsPort !== undefined ||
+      config.otelEndpoint ||
+      config.auditLog ||
+      config.rateLimit ||
+      config.writeRateLimit,
+  )
+}
+
+/** What is wrong with an operations configuration, as one line, or undefined. */
+export function observeConfigProblem(config: ObserveConfig, transport: string): string | undefined {
+  if (config.metrics && transport !== 'http')
+    return '--metrics serves /metrics on the HTTP port; on stdio give --metrics-port <n>'
+  if (config.rateLimitBurst !== undefined && !config.rateLimit && !config.writeRateLimit)
+    return '--rate-limit-burst sizes the --rate-limit budget: give --rate-limit too'
+  return undefined
+}

@@ -1,0 +1,13 @@
+// The OpenTelemetry SDK parts core uses, in one module: the bundler builds it into a vendor file
+// of its own (dist/vendor/otel-sdk.vendor.js) that a bin loads only when --otel-endpoint is set.
+export { context, SpanKind, SpanStatusCode, TraceFlags, trace } from '@opentelemetry/api'
+export { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
+export { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
+export {
+  defaultResource,
+  detectResources,
+  envDetector,
+  resourceFromAttributes,
+} from '@opentelemetry/resources'
+export { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics'
+export { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base'

@@ -1,0 +1,133 @@
+import type { Logger } from '../logger.js'
+
+// OpenTelemetry traces and metrics over OTLP/HTTP, configured the standard way: the endpoint from
+// --otel-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT (signals at /v1/traces and /v1/metrics), the
+// service from OTEL_SERVICE_NAME (default mcp-server-<name>), more resource attributes from
+// OTEL_RESOURCE_ATTRIBUTES. Nothing global is registered: spans are parented explicitly (core
+// keeps the current call in its own AsyncLocalStorage), so a host application's OpenTelemetry
+// setup and Keel's never interfere.
+
+type Attributes = Record<string, string | number | boolean>
+
+/** A started span, as the observer uses it. */
+export interface OtelSpan {
+  setAttribute(key: string, value: string | number | boolean): void
+  setError(message: string): void
+  end(): void
+  /** The SDK context this span is current in (for children). */
+  readonly context: unknown
+}
+
+export interface OtelTracing {
+  startSpan(
+    name: string,
+    options: {
+      kind: 'server' | 'client' | 'internal'
+      parent?: OtelSpan | undefined
+      attributes?: Attributes
+    },
+  ): OtelSpan
+  /** The parent a client's W3C trace context (`_meta.traceparent`) names, if it is well formed. */
+  remoteParent(traceparent: unknown, tracestate: unknown): OtelSpan | undefined
+  recordCall(tool: string, outcome: string, seconds: number): void
+  recordUpstream(system: string, outcome: string, seconds: number): void
+  shutdown(): Promise<void>
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+
+export async function startTracing(options: {
+  endpoint: string
+  serviceName: string
+  serviceVersion: string
+  logger: Logger
+  /** How often metrics are pushed (default 60 s; tests shorten it). */
+  metricIntervalMs?: number
+}): Promise<OtelTracing> {
+  const loaded = (await import('./otel-sdk.vendor.js')) as typeof import('./otel-sdk.vendor.js') & {
+    default?: typeof import('./otel-sdk.vendor.js')
+  }
+  const sdk = loaded.default ?? loaded
+  const base = options.endpoint.replace(/\/+$/, '')
+  const detected = sdk.detectResources({ detectors: [sdk.envDetector] })
+  const resource = sdk
+    .defaultResource()
+    .merge(
+      sdk.resourceFromAttributes({
+        'service.name': process.env.OTEL_SERVICE_NAME || options.serviceName,
+        'service.version': options.serviceVersion,
+      }),
+    )
+    .merge(detected)
+  const processor = new sdk.BatchSpanProcessor(new sdk.OTLPTraceExporter({ url: `${base}/v1/traces` }), {
+    scheduledDelayMillis: 1000,
+  })
+  const provider = new sdk.BasicTracerProvider({ resource, spanProcessors: [processor] })
+  const tracer = provider.getTracer('keel-mcp', options.serviceVersion)
+  const meterProvider = new sdk.MeterProvider({
+    resource,
+    readers: [
+      new sdk.PeriodicExportingMetricReader({
+        exporter: new sdk.OTLPMetricExporter({ url: `${base}/v1/metrics` }),
+        // OTEL_METRIC_EXPORT_INTERVAL is the standard knob (ms; default 60 s).
+        exportIntervalMillis:
+          options.metricIntervalMs ?? (Number(process.env.OTEL_METRIC_EXPORT_INTERVAL) || 60_000),
+      }),
+    ],
+  })
+  const meter = meterProvider.getMeter('keel-mcp', options.serviceVersion)
+  const callDuration = meter.createHistogram('mcp.server.operation.duration', {
+    unit: 's',
+    description: 'Tool call duration',
+  })
+  const upstreamDuration = meter.createHistogram('keel.upstream.duration', {
+    unit: 's',
+    description: 'Upstream request duration',
+  })
+  const kinds = { server: sdk.SpanKind.SERVER, client: sdk.SpanKind.CLIENT, internal: sdk.SpanKind.INTERNAL }
+
+  const wrap = (span: ReturnType<typeof tracer.startSpan>, spanContext: unknown): OtelSpan => ({
+    context: spanContext,
+    setAttribute: (key, value) => {
+      span.setAttribute(key, value)
+    },
+    setError: (message) => span.setStatus({ code: sdk.SpanStatusCode.ERROR, message }),
+    end: () => span.end(),
+  })
+
+  return {
+    startSpan(name, { kind, parent, attributes }) {
+      const parentContext = (parent?.context as ReturnType<typeof sdk.context.active>) ?? sdk.context.active()
+      const span = tracer.startSpan(name, { kind: kinds[kind], attributes: attributes ?? {} }, parentContext)
+      return wrap(span, sdk.trace.setSpan(parentContext, span))
+    },
+    remoteParent(traceparent, tracestate) {
+      if (typeof traceparent !== 'string') return undefined
+      const match = TRACEPARENT.exec(traceparent.trim().toLowerCase())
+      if (!match || /^0+$/.test(match[1] as string) || /^0+$/.test(match[2] as string)) return undefined
+      const remote = sdk.trace.setSpanContext(sdk.context.active(), {
+        traceId: match[1] as string,
+        spanId: match[2] as string,
+        traceFlags: Number.parseInt(match[3] as string, 16) & sdk.TraceFlags.SAMPLED,
+        isRemote: true,
+        ...(typeof tracestate === 'string' && tracestate ? { traceState: undefined } : {}),
+      })
+      return { context: remote, setAttribute() {}, setError() {}, end() {} }
+    },
+    recordCall(tool, outcome, seconds) {
+      callDuration.record(seconds, { 'gen_ai.tool.name': tool, 'keel.tool.outcome': outcome })
+    },
+    recordUpstream(system, outcome, seconds) {
+      upstreamDuration.record(seconds, { 'keel.upstream.system': system, 'keel.upstream.outcome': outcome })
+    },
+    async shutdown() {
+      await Promise.allSettled([provider.shutdown(), meterProvider.shutdown()]).then((results) => {
+        for (const result of results)
+          if (result.status === 'rejected')
+            options.logger.warn('OpenTelemetry export did not finish at shutdown', {
+              error: (result.reason as Error)?.message,
+            })
+      })
+    },
+  }
+}

@@ -1,0 +1,62 @@
+import { afterAll, describe, expect, it } from 'vitest'
+import { Database } from '../src/lib/database.js'
+import { adminQuery, sharedPostgres, waitFor } from './harness/index.js'
+import { closeAll, connect, withApplicationName } from './helpers.js'
+
+/**
+ * The first call costs what a warm one does: the server connects after the client's initialize,
+ * before any call, and sizes its pool by what the database has to spare.
+ */
+const shared = sharedPostgres()
+const opened: Database[] = []
+
+afterAll(async () => {
+  await closeAll()
+  await Promise.all(opened.map((database) => database.close()))
+})
+
+const backends = (applicationName: string) =>
+  adminQuery<{ count: number }>(
+    shared.superuserUrl,
+    'SELECT count(*)::int AS count FROM pg_stat_activity WHERE application_name = $1',
+    [applicationName],
+  ).then((rows) => rows[0]?.count ?? 0)
+
+describe('warm-up after initialize', () => {
+  it('opens a connection after initialize, before any call, on every database', async () => {
+    const first = 'keel-mcp-test-warm-default'
+    const second = 'keel-mcp-test-warm-second'
+    expect(await backends(first)).toBe(0)
+    await connect(withApplicationName(shared.url, first), {
+      argv: ['--database', `second=${withApplicationName(shared.url, second)}`],
+    })
+    await waitFor(async () =>
+      (await backends(first)) > 0 && (await backends(second)) > 0 ? true : undefined,
+    )
+  })
+})
+
+describe('the pool size', () => {
+  it('is capped at half the connections the server has free', async () => {
+    const database = new Database({ connectionString: shared.url, poolSize: 100 })
+    opened.push(database)
+    await database.warmUp()
+    const [row] = await adminQuery<{ free: number }>(
+      shared.superuserUrl,
+      `SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int
+              - (SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend') AS free`,
+    )
+    expect(database.poolSize).toBeLessThan(100)
+    expect(database.poolSize).toBeLessThanOrEqual(Math.ceil(((row?.free ?? 0) + 2) / 2))
+    expect(database.poolSize).toBeGreaterThanOrEqual(2)
+  })
+
+  it('keeps a configured size that fits, and defaults to 10', async () => {
+    const small = new Database({ connectionString: shared.url, poolSize: 3 })
+    const standard = new Database({ connectionString: shared.url })
+    opened.push(small, standard)
+    await Promise.all([small.warmUp(), standard.warmUp()])
+    expect(small.poolSize).toBe(3)
+    expect(standard.poolSize).toBe(10)
+  })
+})
