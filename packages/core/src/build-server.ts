@@ -41,18 +41,20 @@ function warmUpOnce<D, C>(runtime: Runtime<D, C>): void {
 export const LISTING_TTL_MS = 5 * 60_000
 
 /**
- * Cache hints for the 2026-07-28 listings that are fixed for the life of the process: the tools,
- * prompts and resource templates, and `server/discover`. Resource lists and reads change with
+ * Cache hints for the 2026-07-28 listings that are fixed for the life of the process: the tools
+ * (unless the server hides tools as it learns), prompts and resource templates, and
+ * `server/discover`. Resource lists and reads change with
  * what they show, so they keep the SDK's `ttlMs: 0`. Behind authentication an answer is the
  * caller's (`private`); otherwise any cache may keep it (`public`).
  */
-function listingCacheHints(config: Runtime<unknown, unknown>['config']) {
+function listingCacheHints(config: Runtime<unknown, unknown>['config'], toolsChange: boolean) {
   const hint = {
     ttlMs: LISTING_TTL_MS,
     cacheScope: config.authToken || config.auth.issuer ? ('private' as const) : ('public' as const),
   }
   return {
-    'tools/list': hint,
+    // A server that hides tools as it learns (hiddenTools) has a tool list that is not fixed.
+    'tools/list': toolsChange ? { ...hint, ttlMs: 0 } : hint,
     'prompts/list': hint,
     'resources/templates/list': hint,
     'server/discover': hint,
@@ -97,7 +99,7 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
           : {}),
       },
       ...(instructions ? { instructions } : {}),
-      cacheHints: listingCacheHints(config),
+      cacheHints: listingCacheHints(config, spec.hiddenTools !== undefined),
       // The codec (Web Crypto, a key) is made on the first state to check or mint: a start that
       // never sees one does not load Web Crypto.
       requestState: { verify: (state, context) => requestStateCodec().verify(state, context) },
@@ -111,7 +113,13 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
   }
   // A lone request (2026-07-28, --stateless) has no initialize: its first request starts it.
   if (connection === 'request') warmUpOnce(runtime)
-  const state: InstanceState = { clientLevel: undefined, roots: undefined, subscriptions: new Map() }
+  const state: InstanceState = {
+    clientLevel: undefined,
+    roots: undefined,
+    subscriptions: new Map(),
+    enabledTools: new Set(),
+    hiddenSeen: spec.hiddenTools?.(runtime.deps),
+  }
   const closers: Array<() => void | Promise<void>> = []
   const closedBefore = server.onclose
   server.onclose = () => {
@@ -193,9 +201,10 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
   registerResources(parts)
   registerPrompts(parts)
   // The SDK promises list-changed notifications when resources or prompts are registered; Keel's
-  // lists are fixed for the life of the process, so it promises none.
+  // lists are fixed for the life of the process, so it promises none, except for tools on a
+  // server whose tools enable others (tool search).
   server.registerCapabilities({
-    tools: { listChanged: false },
+    tools: { listChanged: spec.dynamicTools === true || spec.hiddenTools !== undefined },
     ...(resources.length || templates.length ? { resources: { listChanged: false } } : {}),
     ...(prompts.length ? { prompts: { listChanged: false } } : {}),
   })

@@ -116,6 +116,14 @@ export interface ToolContext<D> {
    * each caller's own credential (e.g. a GitHub token per request); never log it.
    */
   readonly auth: RequestAuth | undefined
+  /**
+   * Adds tools to this connection's list (tool search: a toolset not enabled at start, turned on
+   * when the model asks for it) and tells the client the list changed. Only tools the server
+   * offers are added, after `--read-only` and `--exclude-tools`; unknown names are ignored. On a
+   * request served on its own (2026-07-28, `--stateless`) nothing lasts beyond it: `lasting` is
+   * false. Needs `dynamicTools` in the server spec.
+   */
+  enableTools(names: readonly string[]): Promise<{ enabled: string[]; lasting: boolean }>
 }
 
 /** The client connection a call belongs to. */
@@ -390,6 +398,11 @@ export interface DepsContext<C> {
   logger: Logger
   /** Registers a secret so it is redacted from every log line and error. */
   addSecret(value: string | undefined): void
+  /**
+   * The environment the configuration was read from, for values an option names at run time
+   * (`--account work=GITHUB_TOKEN_WORK`). Register any secret read from it with `addSecret`.
+   */
+  env: NodeJS.ProcessEnv
 }
 
 /**
@@ -426,6 +439,18 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
    */
   renameFlags?: Partial<Record<CommonFlagName, string>>
   tools: AnyTool<D>[] | ((config: ParsedConfig<C>) => AnyTool<D>[])
+  /**
+   * Tools may add others to a connection's list at run time ({@link ToolContext.enableTools}):
+   * the server then promises `tools.listChanged` and sends `notifications/tools/list_changed`.
+   */
+  dynamicTools?: boolean
+  /**
+   * Tools to hide from now on (e.g. those the credential turned out not to allow), asked at every
+   * `tools/list` and `tools/call`: hidden tools are neither listed nor callable. Return the same
+   * set object until it changes; after a call that changed it the connection gets
+   * `notifications/tools/list_changed` (the server then promises `tools.listChanged`).
+   */
+  hiddenTools?(deps: D): ReadonlySet<string> | undefined
   resources?: ResourceSpec<D>[]
   resourceTemplates?: ResourceTemplateSpec<D>[]
   prompts?: PromptSpec<D>[]

@@ -15,6 +15,11 @@ export interface Runtime<D, C> {
   logger: Logger
   /** The tools left after toolsets, read-only and allow/deny filtering. */
   tools: AnyTool<D>[]
+  /**
+   * What `enableTools` may add (`dynamicTools` servers): every tool of the server after
+   * `--read-only` and `--exclude-tools`, whatever the toolsets. Default: `tools`.
+   */
+  available?: AnyTool<D>[]
   /** Aborted when the process shuts down: running calls stop. */
   shutdownSignal: AbortSignal
   /** Metrics, audit, rate limits and tracing, when an operations flag is set (see observe/). */
@@ -39,6 +44,10 @@ export interface InstanceState {
   clientLevel: McpLogLevel | undefined
   roots: Promise<ClientRoot[] | undefined> | undefined
   subscriptions: Map<string, () => void>
+  /** Tools this connection enabled at run time, beyond `runtime.tools`. */
+  enabledTools: Set<string>
+  /** The hidden set (`spec.hiddenTools`) this connection's list last reflected. */
+  hiddenSeen: ReadonlySet<string> | undefined
 }
 
 /** What the tool, resource and prompt registrations of one instance share. */

@@ -83,6 +83,7 @@ export async function prepare<D, C>(
     config: config as ParsedConfig<C>,
     logger,
     addSecret: (value) => redactor.addSecret(value),
+    env: options.env ?? process.env,
   })
   // A stateful tool must take its handle kind's argument, or no handle could ever reach it.
   checkHandleTools(spec, tools)
@@ -92,6 +93,7 @@ export async function prepare<D, C>(
     deps,
     logger,
     tools,
+    ...(spec.dynamicTools ? { available: selectTools(spec, { ...config, toolsets: ['all'] }) } : {}),
     shutdownSignal: options.shutdownSignal ?? new AbortController().signal,
   }
 }

@@ -103,10 +103,26 @@ interface CallChannel<D> {
   log(level: McpLogLevel, data: unknown, logger: string | undefined): Promise<void>
 }
 
-function unknownTool(runtime: Runtime<unknown, unknown>, name: string): ProtocolError {
+/**
+ * The tools one connection lists: the configured ones, then those it enabled (by name), less
+ * those the server hides now.
+ */
+export function listedTools<D, C>(runtime: Runtime<D, C>, enabled: ReadonlySet<string>): AnyTool<D>[] {
+  const hidden = runtime.spec.hiddenTools?.(runtime.deps)
+  const shown = (tools: AnyTool<D>[]) =>
+    hidden?.size ? tools.filter((tool) => !hidden.has(tool.name)) : tools
+  if (!enabled.size || !runtime.available) return shown(runtime.tools)
+  const configured = new Set(runtime.tools.map((tool) => tool.name))
+  return shown([
+    ...runtime.tools,
+    ...runtime.available.filter((tool) => enabled.has(tool.name) && !configured.has(tool.name)),
+  ])
+}
+
+function unknownTool(tools: AnyTool[], name: string): ProtocolError {
   return new ProtocolError(
     ProtocolErrorCode.InvalidParams,
-    `Unknown tool "${name}". Available tools: ${runtime.tools.map((candidate) => candidate.name).join(', ')}`,
+    `Unknown tool "${name}". Available tools: ${tools.map((candidate) => candidate.name).join(', ')}`,
   )
 }
 
@@ -140,9 +156,9 @@ class InvalidArguments extends Error {
  * The tool and its parsed arguments. An unknown tool is a JSON-RPC error (-32602: the request
  * names nothing that exists); arguments that fail the schema throw {@link InvalidArguments}.
  */
-function validateCall(runtime: Runtime<unknown, unknown>, name: string, raw: unknown): ValidatedCall {
-  const tool = runtime.tools.find((candidate) => candidate.name === name)
-  if (!tool) throw unknownTool(runtime, name)
+function validateCall(tools: AnyTool[], name: string, raw: unknown): ValidatedCall {
+  const tool = tools.find((candidate) => candidate.name === name)
+  if (!tool) throw unknownTool(tools, name)
   const plan = planFor(tool)
   const parsed = plan.schema.safeParse(raw ?? {})
   if (!parsed.success) {
@@ -279,6 +295,17 @@ async function runCall<D, C>(
     requestId: channel.requestId,
     session: channel.session,
     auth: channel.auth,
+    async enableTools(names) {
+      const listed = new Set(listedTools(runtime, parts.state.enabledTools).map((tool) => tool.name))
+      const enabled = (runtime.available ?? runtime.tools)
+        .filter((tool) => names.includes(tool.name) && !listed.has(tool.name))
+        .map((tool) => tool.name)
+      // A request served on its own has no connection to remember the change for.
+      if (!runtime.spec.dynamicTools || channel.session.id === undefined) return { enabled, lasting: false }
+      for (const tool of enabled) parts.state.enabledTools.add(tool)
+      if (enabled.length && mcp.isConnected()) await mcp.sendToolListChanged()
+      return { enabled, lasting: true }
+    },
     async progress(progress, total, message) {
       // Progress must increase for one token; late or repeated values are dropped, not sent.
       if (progressToken === undefined || progress <= lastProgress || controller.signal.aborted) return
@@ -437,7 +464,9 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     // Task support is 2025-11-25 vocabulary: listed only where this connection offers tasks.
     const withTasks = tasks !== undefined && !servesModernEra(server)
     return {
-      tools: runtime.tools.map((tool) => (withTasks ? planFor(tool).listedWithTasks : planFor(tool).listed)),
+      tools: listedTools(runtime, state.enabledTools).map((tool) =>
+        withTasks ? planFor(tool).listedWithTasks : planFor(tool).listed,
+      ),
     } as never
   })
   const channelFor = (ctx: CallRequestContext, client: ClientAccess) => ({
@@ -468,7 +497,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     const name = request.params.name
     let call: ValidatedCall
     try {
-      call = validateCall(runtime as Runtime<unknown, unknown>, name, request.params.arguments)
+      call = validateCall(listedTools(runtime, state.enabledTools), name, request.params.arguments)
     } catch (error) {
       if (!(error instanceof InvalidArguments)) throw error
       runtime.logger.debug('tool call', { tool: name, durationMs: 0, outcome: 'error:invalid_argument' })
@@ -482,7 +511,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         `Tool ${name} must be called as a task: add "task": {} to the tools/call params`,
       )
     }
-    return executeCall(parts, call, {
+    const result = await executeCall(parts, call, {
       ...channelFor(
         ctx as CallRequestContext,
         modern ? modernClientAccess(client, ctx.mcpReq as never) : client.forRequest(ctx.mcpReq.id),
@@ -490,7 +519,14 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
       signal: ctx.mcpReq.signal,
       notify: (notification) => ctx.mcpReq.notify(notification as never),
       log: (level, data, logger) => ctx.mcpReq.log(level, data, logger),
-    }) as never
+    })
+    // The call may have taught the server which tools to hide (a credential's scopes): say so.
+    const hidden = runtime.spec.hiddenTools?.(runtime.deps)
+    if (hidden !== state.hiddenSeen) {
+      state.hiddenSeen = hidden
+      if (mcp.isConnected() && !modern) mcp.sendToolListChanged()
+    }
+    return result as never
   })
   if (!tasks) return
 
@@ -530,7 +566,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     }
     let call: ValidatedCall
     try {
-      call = validateCall(runtime as Runtime<unknown, unknown>, params.name, params.arguments)
+      call = validateCall(listedTools(runtime, state.enabledTools), params.name, params.arguments)
     } catch (error) {
       // A task-augmented call is answered with a task or a JSON-RPC error: the 2025-11-25 tasks
       // draft has no result to carry a validation failure before the task exists.

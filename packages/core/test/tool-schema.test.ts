@@ -158,7 +158,7 @@ describe('tools/list schemas', () => {
         choice: z.enum(['a', 'b']).nullable().describe('Pick one'),
       },
       output: { maybe: z.array(z.number()).nullable() },
-      annotations: { readOnlyHint: true },
+      annotations: { readOnlyHint: true, openWorldHint: false },
       run: () => ({ data: { maybe: null } }),
     })
     const listed = planFor(unions).listed

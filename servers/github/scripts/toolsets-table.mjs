@@ -9,7 +9,27 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { listTools as listBinTools, withTable } from '@keel-mcp/bundle/tools-table.mjs'
 
-const TOOLSETS = ['context', 'repos', 'issues', 'pull_requests', 'actions', 'users']
+const TOOLSETS = [
+  'context',
+  'repos',
+  'issues',
+  'pull_requests',
+  'actions',
+  'users',
+  'labels',
+  'notifications',
+  'git',
+  'stargazers',
+  'orgs',
+  'gists',
+  'security_advisories',
+  'code_security',
+  'dependabot',
+  'secret_protection',
+  'discussions',
+  'projects',
+  'dynamic',
+]
 const readme = join(process.cwd(), 'README.md')
 
 const listTools = (args) =>

@@ -6,6 +6,8 @@ export interface GithubOptions {
   apiUrl: string
   tokenFromRequest: boolean
   lockdown: boolean
+  accounts: string[]
+  accountFor: string[]
 }
 
 export const options: OptionSpecs<GithubOptions> = {
@@ -35,6 +37,26 @@ export const options: OptionSpecs<GithubOptions> = {
       "HTTP only: each request's bearer token is the caller's GitHub token, used for that request only.",
     schema: z.boolean().default(false),
   },
+  accounts: {
+    flag: 'account',
+    env: 'GITHUB_ACCOUNTS',
+    type: 'string',
+    multiple: true,
+    placeholder: 'name=ENV_VAR',
+    description:
+      'Another account, its token read from ENV_VAR (repeatable); route owners to it with --account-for.',
+    schema: z.array(z.string()).default([]),
+  },
+  accountFor: {
+    flag: 'account-for',
+    env: 'GITHUB_ACCOUNT_FOR',
+    type: 'string',
+    multiple: true,
+    placeholder: 'owner=name',
+    description:
+      "Use account NAME for OWNER's repositories and org (repeatable); other owners use GITHUB_TOKEN.",
+    schema: z.array(z.string()).default([]),
+  },
   lockdown: {
     flag: 'lockdown',
     env: 'GITHUB_LOCKDOWN',
@@ -48,4 +70,6 @@ export const helpFooter = `Environment:
   GITHUB_TOKEN (or GITHUB_PERSONAL_ACCESS_TOKEN)   the token; see the README for scopes per toolset
   GITHUB_API_URL                                   GitHub Enterprise Server / ghe.com API root
 
-Toolsets: default (a lean set), context, repos, issues, pull_requests, actions, users, or all. --read-only removes every writing tool, whatever else was asked.`
+Toolsets: default (a lean set), context, repos, issues, pull_requests, actions, users, labels,
+  notifications, git, stargazers, orgs, gists, security_advisories, code_security, dependabot,
+  secret_protection, discussions, projects, dynamic (find_tools), or all. --read-only removes every writing tool, whatever else was asked.`

@@ -1,5 +1,6 @@
-import { ConfigError, defineServer, svgIcon, ToolError } from '@keel-mcp/core'
+import { type AnyTool, ConfigError, defineServer, svgIcon, ToolError } from '@keel-mcp/core'
 import pkg from '../package.json' with { type: 'json' }
+import { accountClients } from './accounts.js'
 import { type GithubOptions, helpFooter, options } from './config.js'
 import { toToolError } from './errors.js'
 import { icon } from './icon.js'
@@ -7,13 +8,48 @@ import {
   baseUrlOf,
   type ClientOptions,
   GitHubClients,
+  hiddenByScopes,
   normaliseApiUrl,
   PushAccess,
+  parseScopes,
   tokenKey,
   trustImageHost,
 } from './lib/index.js'
+import { prompts } from './prompts.js'
+import { resourceTemplates } from './resources.js'
 import { getJobLogs, getWorkflowRun, listWorkflowRuns } from './tools/actions.js'
-import { getMe } from './tools/context.js'
+import {
+  cancelWorkflowRun,
+  downloadWorkflowRunArtifact,
+  listWorkflowRunArtifacts,
+  listWorkflows,
+  rerunWorkflowRun,
+  runWorkflow,
+} from './tools/actions-more.js'
+import {
+  getGlobalSecurityAdvisory,
+  listGlobalSecurityAdvisories,
+  listOrgRepositorySecurityAdvisories,
+  listRepositorySecurityAdvisories,
+} from './tools/advisories.js'
+import {
+  getCodeScanningAlert,
+  getDependabotAlert,
+  getSecretScanningAlert,
+  listCodeScanningAlerts,
+  listDependabotAlerts,
+  listSecretScanningAlerts,
+} from './tools/alerts.js'
+import { getMe, getTeamMembers, getTeams } from './tools/context.js'
+import {
+  getDiscussion,
+  getDiscussionComments,
+  listDiscussionCategories,
+  listDiscussions,
+} from './tools/discussions.js'
+import { findToolsFor } from './tools/find-tools.js'
+import { createGist, getGist, listGists, updateGist } from './tools/gists.js'
+import { getRepositoryTree } from './tools/git.js'
 import {
   addIssueComment,
   createIssue,
@@ -24,20 +60,68 @@ import {
   updateIssue,
 } from './tools/issues.js'
 import {
+  addIssueLabels,
+  addSubIssue,
+  listIssueTypes,
+  listSubIssues,
+  removeIssueLabel,
+  removeSubIssue,
+  reprioritizeSubIssue,
+} from './tools/issues-more.js'
+import { createLabel, deleteLabel, getLabel, listLabels, updateLabel } from './tools/labels.js'
+import {
+  getNotification,
+  listNotifications,
+  manageNotificationSubscription,
+  manageRepositorySubscription,
+  markNotificationsRead,
+} from './tools/notifications.js'
+import { getOrganization, searchOrgs } from './tools/orgs.js'
+import {
+  addProjectItem,
+  deleteProjectItem,
+  getProject,
+  listProjectItems,
+  listProjects,
+  updateProjectItem,
+} from './tools/projects.js'
+import { getPullRequestDiff } from './tools/pull-requests-diff.js'
+import {
+  getPullRequestCheckRuns,
+  listPullRequestCommits,
+  searchPullRequests,
+  updatePullRequest,
+} from './tools/pull-requests-more.js'
+import {
   getPullRequest,
   getPullRequestComments,
-  getPullRequestDiff,
   getPullRequestFiles,
   getPullRequestReviews,
   getPullRequestStatus,
   listPullRequests,
 } from './tools/pull-requests-read.js'
 import {
+  addPendingReviewComment,
+  createPendingReview,
+  deletePendingReview,
+  getPullRequestReviewThreads,
+  replyToReviewComment,
+  submitPendingReview,
+} from './tools/pull-requests-review.js'
+import {
   createPullRequest,
   createPullRequestReview,
   mergePullRequest,
   updatePullRequestBranch,
 } from './tools/pull-requests-write.js'
+import {
+  deleteFile,
+  getLatestRelease,
+  getReleaseByTag,
+  getTag,
+  listCollaborators,
+  searchCommits,
+} from './tools/repos-more.js'
 import {
   getCommit,
   getFileContents,
@@ -57,10 +141,13 @@ import {
   pushFiles,
 } from './tools/repos-write.js'
 import type { GithubDeps } from './tools/shared.js'
+import { listStarredRepositories, starRepository, unstarRepository } from './tools/stargazers.js'
 import { searchUsers } from './tools/users.js'
 
-export const tools = [
+export const tools: AnyTool<GithubDeps>[] = [
   getMe,
+  getTeams,
+  getTeamMembers,
   searchRepositories,
   getRepository,
   getFileContents,
@@ -75,6 +162,12 @@ export const tools = [
   searchCode,
   listTags,
   listReleases,
+  deleteFile,
+  getLatestRelease,
+  getReleaseByTag,
+  getTag,
+  listCollaborators,
+  searchCommits,
   listIssues,
   getIssue,
   searchIssues,
@@ -82,6 +175,13 @@ export const tools = [
   updateIssue,
   addIssueComment,
   listIssueComments,
+  listSubIssues,
+  addSubIssue,
+  removeSubIssue,
+  reprioritizeSubIssue,
+  listIssueTypes,
+  addIssueLabels,
+  removeIssueLabel,
   listPullRequests,
   getPullRequest,
   getPullRequestFiles,
@@ -93,10 +193,66 @@ export const tools = [
   createPullRequestReview,
   mergePullRequest,
   updatePullRequestBranch,
+  searchPullRequests,
+  getPullRequestCheckRuns,
+  listPullRequestCommits,
+  updatePullRequest,
+  getPullRequestReviewThreads,
+  replyToReviewComment,
+  createPendingReview,
+  addPendingReviewComment,
+  submitPendingReview,
+  deletePendingReview,
   listWorkflowRuns,
   getWorkflowRun,
   getJobLogs,
+  listWorkflows,
+  runWorkflow,
+  rerunWorkflowRun,
+  cancelWorkflowRun,
+  listWorkflowRunArtifacts,
+  downloadWorkflowRunArtifact,
   searchUsers,
+  listLabels,
+  getLabel,
+  createLabel,
+  updateLabel,
+  deleteLabel,
+  listNotifications,
+  getNotification,
+  markNotificationsRead,
+  manageNotificationSubscription,
+  manageRepositorySubscription,
+  getRepositoryTree,
+  listStarredRepositories,
+  starRepository,
+  unstarRepository,
+  searchOrgs,
+  getOrganization,
+  listGists,
+  getGist,
+  createGist,
+  updateGist,
+  listGlobalSecurityAdvisories,
+  getGlobalSecurityAdvisory,
+  listRepositorySecurityAdvisories,
+  listOrgRepositorySecurityAdvisories,
+  listCodeScanningAlerts,
+  getCodeScanningAlert,
+  listDependabotAlerts,
+  getDependabotAlert,
+  listSecretScanningAlerts,
+  getSecretScanningAlert,
+  listDiscussions,
+  getDiscussion,
+  getDiscussionComments,
+  listDiscussionCategories,
+  listProjects,
+  getProject,
+  listProjectItems,
+  addProjectItem,
+  updateProjectItem,
+  deleteProjectItem,
 ]
 
 /**
@@ -122,13 +278,30 @@ export const DEFAULT_TOOLS = new Set([
 
 export const toolsets = {
   default: 'the lean set a coding assistant needs (listed when --toolsets is not given)',
-  context: 'get_me',
-  repos: 'files, branches, commits, push, repositories, code search, tags, releases',
-  issues: 'list, read, search, create, update and comment on issues',
-  pull_requests: 'list, read, diff, checks, review, create, merge and update PRs',
-  actions: 'workflow runs and failed-job logs',
+  context: 'who you are, your teams and their members',
+  repos:
+    'files, branches, commits, push, repositories, code and commit search, tags, releases, collaborators',
+  issues: 'list, read, search, create, update and comment on issues; sub-issues, types, labels',
+  pull_requests:
+    'list, read, search, diff, checks, review (threads, pending reviews), create, merge and update PRs',
+  actions: 'workflows and runs: list, trigger, re-run, cancel; failed-job logs; artifacts',
   users: 'user search',
+  labels: "a repository's labels",
+  notifications: 'list, read, mark and subscribe to notifications',
+  git: 'repository trees',
+  stargazers: 'starred repositories, star and unstar',
+  orgs: 'organisations',
+  gists: 'gists',
+  security_advisories: 'global, repository and organisation security advisories',
+  code_security: 'code scanning alerts',
+  dependabot: 'Dependabot alerts',
+  secret_protection: 'secret scanning alerts (never the secrets)',
+  discussions: 'repository discussions (GraphQL)',
+  projects: 'Projects v2: list, read, add, set fields, remove (GraphQL)',
+  dynamic: 'find_tools: search every tool and enable a toolset on this connection',
 }
+
+tools.push(findToolsFor(() => tools, toolsets))
 
 export const defaultToolsets = ['default']
 
@@ -166,8 +339,11 @@ export function createServer(tuning: ClientTuning = {}) {
     toolsets,
     defaultToolsets,
     tools: toolsFor,
+    dynamicTools: true,
+    resourceTemplates,
+    prompts,
     // Cheap on purpose: nothing loads and nothing connects until the first call.
-    createDeps({ config, logger, addSecret }) {
+    createDeps({ config, logger, addSecret, env }) {
       let apiUrl: URL
       try {
         apiUrl = normaliseApiUrl(config.options.apiUrl)
@@ -206,17 +382,29 @@ export function createServer(tuning: ClientTuning = {}) {
       } else if (!fromRequest && !token) {
         logger.warn('No GITHUB_TOKEN: calls are unauthenticated (public data only, 60 requests an hour).')
       }
+      const scopes = scopeWatch(token, fromRequest || config.options.accounts.length > 0)
       const clients = new GitHubClients({
         baseUrl: baseUrlOf(apiUrl),
         userAgent: `keel-mcp-server-github/${pkg.version}`,
         log: (message, fields) => logger.debug(message, fields),
+        onScopes: scopes.observe,
         ...tuning,
+      })
+      const serverClient = accountClients(config.options, {
+        fromRequest,
+        token,
+        env,
+        addSecret,
+        clients,
+        logger,
       })
       return {
         lockdown: config.options.lockdown,
+        readOnly: config.readOnly,
+        hiddenTools: scopes.hidden,
         push: new PushAccess(),
         async client(auth) {
-          if (!fromRequest) return { octokit: await clients.get(token), scope: 'server' }
+          if (!fromRequest) return { octokit: await serverClient(), scope: 'server' }
           if (!auth?.token) {
             throw new ToolError(
               'unauthenticated',
@@ -230,8 +418,39 @@ export function createServer(tuning: ClientTuning = {}) {
         },
       }
     },
+    hiddenTools: (deps) => deps.hiddenTools(),
     mapError: (error) => toToolError(error),
   })
+}
+
+/**
+ * Hides the tools the server's own classic token cannot use, once an answer has shown its scopes
+ * (GitHub sends `X-OAuth-Scopes` on every answer to a classic token; fine-grained tokens send none
+ * and hide nothing). Off with per-request tokens and with several accounts: one token's scopes do
+ * not speak for the others.
+ */
+function scopeWatch(token: string | undefined, off: boolean) {
+  let hidden: ReadonlySet<string> | undefined
+  let seen: string | undefined
+  let key: string | undefined
+  return {
+    hidden: () => hidden,
+    observe(from: string, header: string) {
+      if (off || !token) return
+      // Hashed on the first answer, not at start (no node:crypto before the first call).
+      key ??= tokenKey(token)
+      if (from !== key || header === seen) return
+      seen = header
+      hidden = hiddenByScopes(
+        tools.map((tool) => ({
+          name: tool.name,
+          toolset: tool.toolset ?? 'default',
+          readOnly: tool.annotations.readOnlyHint,
+        })),
+        parseScopes(header),
+      )
+    },
+  }
 }
 
 export const server = createServer()

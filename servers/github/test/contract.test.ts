@@ -88,12 +88,24 @@ describe('contract', () => {
       .filter((tool) => !hint(tool, 'readOnlyHint') && hint(tool, 'destructiveHint'))
       .map((tool) => tool.name)
     expect(destructive.sort()).toEqual([
+      'cancel_workflow_run',
       'create_or_update_file',
+      'delete_file',
+      'delete_label',
+      'delete_pending_review',
+      'delete_project_item',
       'merge_pull_request',
       'push_files',
+      'remove_issue_label',
+      'remove_sub_issue',
+      'update_gist',
       'update_issue',
+      'update_label',
+      'update_project_item',
+      'update_pull_request',
     ])
-    for (const tool of all) expect(hint(tool, 'openWorldHint')).toBe(true)
+    // Every tool talks to GitHub except find_tools, which searches the server's own catalogue.
+    for (const tool of all) expect(hint(tool, 'openWorldHint')).toBe(tool.name !== 'find_tools')
     expect(
       tools
         .filter((tool) => !tool.annotations.readOnlyHint)
@@ -132,9 +144,23 @@ describe('tool selection', () => {
       'list_workflow_runs',
       'get_workflow_run',
       'get_job_logs',
+      'list_workflows',
+      'run_workflow',
+      'rerun_workflow_run',
+      'cancel_workflow_run',
+      'list_workflow_run_artifacts',
+      'download_workflow_run_artifact',
       'search_users',
     ])
-    expect(names(await listed(['--toolsets', 'context']))).toEqual(['get_me'])
+    expect(names(await listed(['--toolsets', 'context']))).toEqual([
+      'get_me',
+      'get_teams',
+      'get_team_members',
+    ])
+    expect(names(await listed(['--toolsets', 'secret_protection']))).toEqual([
+      'list_secret_scanning_alerts',
+      'get_secret_scanning_alert',
+    ])
   })
 
   it('--toolsets default,actions adds a toolset to the default set', async () => {
@@ -172,8 +198,8 @@ describe('tool selection', () => {
   })
 
   it('refuses an unknown toolset at start-up', async () => {
-    await expect(connectInMemory(server, { argv: ['--toolsets', 'gists'], env: {} })).rejects.toThrow(
-      /unknown toolset "gists"/,
+    await expect(connectInMemory(server, { argv: ['--toolsets', 'wikis'], env: {} })).rejects.toThrow(
+      /unknown toolset "wikis"/,
     )
   })
 })

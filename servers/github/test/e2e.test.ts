@@ -113,8 +113,8 @@ describe('the command line', () => {
   it.each([
     [
       '--toolsets',
-      'gists',
-      /^mcp-server-github: Invalid --toolsets: unknown toolset "gists"; known: all, default, context, repos/,
+      'wikis',
+      /^mcp-server-github: Invalid --toolsets: unknown toolset "wikis"; known: all, default, context, repos/,
     ],
     [
       '--tools',

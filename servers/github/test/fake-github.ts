@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { createRequire } from 'node:module'
@@ -248,3 +249,29 @@ function safeJson(text: string): unknown {
     return text
   }
 }
+
+/** Git's name for a blob, as GitHub answers a write with it: SHA-1 of `blob <size>\0<bytes>`. */
+export function blobSha(base64: string): string {
+  const bytes = Buffer.from(base64, 'base64')
+  return createHash('sha1').update(`blob ${bytes.length}\0`).update(bytes).digest('hex')
+}
+
+/** `POST /git/blobs` as GitHub answers it: the blob's real name. */
+export const storeBlob: Handler = (request) => ({
+  status: 201,
+  body: { sha: blobSha(String((request.body as { content?: string }).content ?? '')) },
+})
+
+/** `PUT /contents/{path}` as GitHub answers it: the commit and the stored blob's real name. */
+export const storeFile =
+  (commit: string, htmlUrl: string): Handler =>
+  (request) => ({
+    status: 201,
+    body: {
+      commit: { sha: commit },
+      content: {
+        sha: blobSha(String((request.body as { content?: string }).content ?? '')),
+        html_url: htmlUrl,
+      },
+    },
+  })

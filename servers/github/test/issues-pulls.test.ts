@@ -117,7 +117,7 @@ describe('pull requests', () => {
     ).toMatchObject({ body: 'Adds a thing', mergeable: true, head: { sha: 'a'.repeat(40) } })
   })
 
-  it('get_pull_request_files pages and caps patches; get_pull_request_diff asks for the diff media type and caps', async () => {
+  it('get_pull_request_files pages and caps patches', async () => {
     const { fake, call } = await setup()
     fake.on(
       'GET',
@@ -131,21 +131,6 @@ describe('pull requests', () => {
     const files = dataOf(await call('get_pull_request_files', { repo: 'octo/demo', pull_number: 5 }))
     expect(files.hasMore).toBe(true)
     expect(files.files[0].patch).toContain('[truncated: 1000 more characters]')
-    const diff = 'diff --git a/a.ts b/a.ts\n'.repeat(10)
-    fake.on('GET', '/repos/octo/demo/pulls/5', (request) =>
-      request.accept?.includes('diff')
-        ? { body: diff, headers: { 'content-type': 'text/plain; charset=utf-8' } }
-        : json(pull(5)),
-    )
-    const first = await call('get_pull_request_diff', { repo: 'octo/demo', pull_number: 5, max_chars: 50 })
-    expect(first.structuredContent).toEqual({ diff: diff.slice(0, 50), length: diff.length, nextOffset: 50 })
-    const rest = await call('get_pull_request_diff', {
-      repo: 'octo/demo',
-      pull_number: 5,
-      offset: 50,
-      max_chars: 1000,
-    })
-    expect(rest.structuredContent?.diff).toBe(diff.slice(50))
   })
 
   it('get_pull_request_comments and get_pull_request_reviews', async () => {

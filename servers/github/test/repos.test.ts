@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { recorded } from './fake-github.js'
+import { recorded, storeBlob } from './fake-github.js'
 import { commit } from './fixtures.js'
 import { closeAll, dataOf, errorKind, json, setup, textOf } from './helpers.js'
 
@@ -306,14 +306,13 @@ describe('repos', () => {
 
 describe('push_files', () => {
   function gitData(fake: Awaited<ReturnType<typeof setup>>['fake']) {
-    let blobs = 0
     fake.on(
       'GET',
       '/repos/octo/demo/git/ref/heads/feature',
       json({ ref: 'refs/heads/feature', object: { sha: 'head1', type: 'commit' } }),
     )
     fake.on('GET', '/repos/octo/demo/git/commits/head1', json({ sha: 'head1', tree: { sha: 'tree1' } }))
-    fake.on('POST', '/repos/octo/demo/git/blobs', () => json({ sha: `blob${++blobs}` }, 201))
+    fake.on('POST', '/repos/octo/demo/git/blobs', storeBlob)
     fake.on('POST', '/repos/octo/demo/git/trees', json({ sha: 'tree2' }, 201))
     fake.on('POST', '/repos/octo/demo/git/commits', json({ sha: 'commit2' }, 201))
   }
@@ -339,8 +338,9 @@ describe('push_files', () => {
     expect(fake.calls('POST', '/repos/octo/demo/git/trees')[0]?.body).toEqual({
       base_tree: 'tree1',
       tree: [
-        { path: 'a.txt', mode: '100644', type: 'blob', sha: 'blob1' },
-        { path: 'dir/b.txt', mode: '100644', type: 'blob', sha: 'blob2' },
+        // Git's names for the blobs "A" and "B", as GitHub answers them.
+        { path: 'a.txt', mode: '100644', type: 'blob', sha: '8c7e5a667f1b771847fe88c01c3de34413a1b220' },
+        { path: 'dir/b.txt', mode: '100644', type: 'blob', sha: '7371f47a6f8bd23a8fa1a8b2a9479cdd76380e54' },
       ],
     })
     expect(fake.calls('POST', '/repos/octo/demo/git/commits')[0]?.body).toEqual({

@@ -21,6 +21,14 @@ const REFERENCE = join(
 const REDIRECT = fileURLToPath(new URL('./github-redirect.mjs', import.meta.url))
 const TOKEN = 'ghp_bench000000000000000000000000000000000'
 
+/**
+ * github/github-mcp-server's published tool list, measured (not copied) from the JSON Schemas in
+ * its repository's pkg/github/__toolsnaps__/ at commit 64a49f3 (2026-08-20): 117 tool snapshots,
+ * 137,449 bytes as one compact JSON list. It is a Go server with no npm package to run here, so the
+ * bench prints this recorded figure beside the measured ones.
+ */
+const PEER = { label: 'github-mcp-server, all published tools (64a49f3)', tools: 117, bytes: 137_449 }
+
 /** A recorded issue from @octokit/fixtures (the full REST payload GitHub sends). */
 function recordedIssue() {
   const fixtures = createRequire(join(repo, 'servers/github/package.json')).resolve(
@@ -108,6 +116,13 @@ export async function run() {
       ])
       await client.close()
     }
+    rows.push([
+      PEER.label,
+      PEER.tools,
+      formatBytes(PEER.bytes),
+      Math.round(PEER.bytes / 4),
+      Math.round(PEER.bytes / 4 / PEER.tools),
+    ])
     console.log('\n#### github: catalogue by toolsets (tokens ≈ JSON bytes ÷ 4)\n')
     table(['', 'tools', 'size', 'tokens', 'tokens a tool'], rows)
 

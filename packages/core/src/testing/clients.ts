@@ -84,6 +84,8 @@ export interface ClientOptions {
   onElicit?: (params: Record<string, any>) => Promise<Record<string, unknown>> | Record<string, unknown>
   /** Called with every `notifications/tasks/status` (2025-11-25 tasks). */
   onTaskStatus?: (params: Record<string, unknown>) => void
+  /** Called on every `notifications/tools/list_changed`. */
+  onToolListChanged?: () => void
 }
 
 const CLIENT_INFO = { name: 'keel-test-client', version: '1.0.0' }
@@ -114,6 +116,8 @@ function wireV2(client: Client, options: ClientOptions) {
     anyClient.setNotificationHandler('notifications/tasks/status', (n: any) =>
       options.onTaskStatus!(n.params),
     )
+  if (options.onToolListChanged)
+    anyClient.setNotificationHandler('notifications/tools/list_changed', () => options.onToolListChanged!())
 }
 
 function adapt(client: any, generation: 'v1' | 'v2', extraClose?: () => Promise<void>): TestClient {
@@ -169,6 +173,8 @@ async function v1Client(options: ClientOptions) {
       options.onTaskStatus!(n.params as never),
     )
   }
+  if (options.onToolListChanged)
+    client.setNotificationHandler(types.ToolListChangedNotificationSchema, () => options.onToolListChanged!())
   return client
 }
 

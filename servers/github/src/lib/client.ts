@@ -19,6 +19,8 @@ export interface ClientOptions {
   spaceRequests?: boolean
   /** Debug lines (retries, rate-limit waits). Never receives the token. */
   log(message: string, fields?: Record<string, unknown>): void
+  /** The `X-OAuth-Scopes` of each answer (classic tokens), with the key of the token it came for. */
+  onScopes?(key: string, scopes: string): void
 }
 
 /** Most per-token clients kept at once (`--token-from-request`); the least recently used goes first. */
@@ -163,7 +165,8 @@ async function readBody(response: BodyResponse): Promise<void> {
     return
   }
   response.data = await new Response(body).text()
-  if (!/json/.test(type)) return
+  // A redirect read as such (`redirect: 'manual'`, artifact downloads) carries a Location, no body.
+  if (!/json/.test(type) || (response.status >= 300 && response.status < 400)) return
   try {
     response.data = JSON.parse(response.data as string)
   } catch {
@@ -297,6 +300,13 @@ export class GitHubClients {
       }
     })
     octokit.hook.after('request', readBody)
+    const onScopes = options.onScopes
+    if (onScopes) {
+      octokit.hook.after('request', (response) => {
+        const scopes = response.headers['x-oauth-scopes']
+        if (scopes !== undefined) onScopes(key, String(scopes))
+      })
+    }
     return octokit
   }
 }

@@ -1,3 +1,4 @@
+import { AccountRoutingError } from './accounts.js'
 import { MalformedResponseError, TokenHostError, UnexpectedShapeError } from './client.js'
 import { sanitize } from './sanitize.js'
 
@@ -67,12 +68,15 @@ const header = (error: HttpLike, name: string): string | undefined => {
 /** Turns an Octokit `RequestError` (or our own host guard) into what the model reads. */
 export function classifyGitHubError(error: unknown): ClassifiedError | undefined {
   if (error instanceof TokenHostError) return { kind: 'permission_denied', message: error.message }
+  if (error instanceof AccountRoutingError) return { kind: 'invalid_argument', message: error.message }
   if (error instanceof MalformedResponseError)
     return {
       kind: 'unavailable',
       message: error.message,
       hint: 'GitHub sent a broken answer; try again later.',
     }
+  const graphqlError = classifyGraphqlError(error)
+  if (graphqlError) return graphqlError
   // Inputs are checked by their schemas before a call, so a TypeError in a tool is a field of
   // GitHub's answer that is missing or of another type than GitHub documents (`data.map is not a
   // function`, a property of null): the upstream's fault, retryable, not the server's `internal`.
@@ -154,4 +158,46 @@ export function classifyGitHubError(error: unknown): ClassifiedError | undefined
         : `GitHub request failed (HTTP ${status})`,
     hint: 'Try again later; see https://www.githubstatus.com for incidents.',
   }
+}
+
+/**
+ * GraphQL answers HTTP 200 with an `errors` list (`@octokit/graphql`'s GraphqlResponseError):
+ * mapped by the first error's type the way REST maps its status.
+ */
+function classifyGraphqlError(error: unknown): ClassifiedError | undefined {
+  if (!(error instanceof Error) || error.name !== 'GraphqlResponseError') return undefined
+  const errors = (error as { errors?: unknown }).errors
+  const list = Array.isArray(errors) ? (errors as Array<{ type?: unknown; message?: unknown }>) : []
+  const first = list[0]
+  const type = typeof first?.type === 'string' ? first.type : ''
+  const message =
+    short(
+      list
+        .map((item) => String(item.message ?? ''))
+        .filter(Boolean)
+        .slice(0, 3)
+        .join('; '),
+    ) || 'GitHub refused the GraphQL request'
+  if (type === 'NOT_FOUND') {
+    return {
+      kind: 'not_found',
+      message: `Not found: ${message}`,
+      hint: 'Check owner, repository, number and ids; a private resource is also "not found" when the token cannot see it.',
+    }
+  }
+  if (type === 'FORBIDDEN' || type === 'INSUFFICIENT_SCOPES') {
+    return {
+      kind: 'permission_denied',
+      message: `Forbidden: ${message}`,
+      hint: 'The token lacks access (Projects need the project or read:project scope; discussions need repository read access).',
+    }
+  }
+  if (type === 'RATE_LIMITED') {
+    return {
+      kind: 'rate_limited',
+      message: 'GitHub GraphQL rate limit exhausted',
+      hint: 'Wait for the reset (an hour at most).',
+    }
+  }
+  return { kind: 'invalid_argument', message }
 }

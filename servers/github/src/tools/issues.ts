@@ -221,6 +221,7 @@ export const updateIssue = defineTool({
     labels: labels.optional().describe('Labels'),
     assignees: assignees.optional().describe('Logins'),
     milestone: z.number().int().min(1).optional().describe('Milestone'),
+    type: z.string().optional().describe('Issue type (list_issue_types)'),
   },
   output: { number: z.number().int(), state: z.string(), url },
   annotations: overwrite,

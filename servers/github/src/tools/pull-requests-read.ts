@@ -162,41 +162,6 @@ export const getPullRequestFiles = defineTool({
   },
 })
 
-export const getPullRequestDiff = defineTool({
-  name: 'get_pull_request_diff',
-  title: 'Get PR diff',
-  description: 'Unified diff of a PR, capped; continue with offset.',
-  toolset,
-  input: {
-    repo,
-    pull_number: pullNumber,
-    offset: z.number().int().min(0).default(0).describe('From nextOffset'),
-    max_chars: z.number().int().min(1).max(1_000_000).default(50_000).describe('Max chars'),
-  },
-  output: { diff: z.string(), length: z.number(), nextOffset: z.number().optional() },
-  annotations: read,
-  async run({ repo: { owner, repo }, pull_number, offset, max_chars }, { deps, auth, signal }) {
-    const { octokit } = await github(deps, auth)
-    const response = await octokit.rest.pulls.get({
-      owner,
-      repo,
-      pull_number,
-      mediaType: { format: 'diff' },
-      ...signalOf(signal),
-    })
-    const full = clean(String(response.data as unknown))
-    const diff = full.slice(offset, offset + max_chars)
-    const nextOffset = offset + max_chars < full.length ? offset + max_chars : undefined
-    return result(
-      { diff, length: full.length, ...(nextOffset === undefined ? {} : { nextOffset }) },
-      {
-        untrusted: true,
-        ...(nextOffset === undefined ? {} : { notice: `Truncated: continue with offset ${nextOffset}.` }),
-      },
-    )
-  },
-})
-
 const MAX_CHECKS = 300
 
 export const getPullRequestStatus = defineTool({

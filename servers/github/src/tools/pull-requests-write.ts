@@ -1,5 +1,6 @@
 import { ToolError, z } from '@keel-mcp/core'
 import { clean } from '../lib/index.js'
+import { confirmDestructive } from './confirm.js'
 import { defineTool, github, number, overwrite, repo, signalOf, url, write, written } from './shared.js'
 
 const toolset = 'pull_requests'
@@ -104,9 +105,10 @@ export const mergePullRequest = defineTool({
   annotations: overwrite,
   async run(
     { repo: { owner, repo }, pull_number, merge_method, commit_title, commit_message, sha },
-    { deps, auth, signal },
+    { deps, auth, signal, client },
   ) {
     const { octokit } = await github(deps, auth)
+    await confirmDestructive(client, `Merge PR #${pull_number} of ${owner}/${repo} (${merge_method})?`)
     const { data } = await octokit.rest.pulls.merge({
       owner,
       repo,

@@ -1,5 +1,6 @@
 import { ToolError, z } from '@keel-mcp/core'
 import { defineTool, github, overwrite, repo, signalOf, url, write, written } from './shared.js'
+import { verifyStored } from './verify-write.js'
 
 const toolset = 'repos'
 const branchName = z.string().min(1)
@@ -55,15 +56,21 @@ export const createOrUpdateFile = defineTool({
   annotations: overwrite,
   async run({ repo: { owner, repo }, path, content, message, branch, sha }, { deps, auth, signal }) {
     const { octokit } = await github(deps, auth)
+    const bytes = Buffer.from(content, 'utf8')
+    const file = path.replace(/^\/+/, '')
     const { data } = await octokit.rest.repos.createOrUpdateFileContents({
       owner,
       repo,
-      path: path.replace(/^\/+/, ''),
+      path: file,
       message,
-      content: Buffer.from(content, 'utf8').toString('base64'),
+      content: bytes.toString('base64'),
       ...(branch ? { branch } : {}),
       ...(sha ? { sha } : {}),
       ...signalOf(signal),
+    })
+    await verifyStored(octokit, { owner, repo }, file, bytes, data.content?.sha, {
+      ...(data.commit.sha ? { commit: data.commit.sha } : {}),
+      signal,
     })
     return written({
       commit: data.commit.sha ?? '',
@@ -117,13 +124,16 @@ export const pushFiles = defineTool({
     })
     const tree = []
     for (const file of files) {
+      const bytes = Buffer.from(file.content, 'utf8')
       const { data: blob } = await octokit.rest.git.createBlob({
         owner,
         repo,
-        content: Buffer.from(file.content, 'utf8').toString('base64'),
+        content: bytes.toString('base64'),
         encoding: 'base64',
         ...signalOf(signal),
       })
+      // Checked before the commit: a blob GitHub stored differently never reaches the branch.
+      await verifyStored(octokit, { owner, repo }, file.path, bytes, blob.sha, { signal })
       tree.push({
         path: file.path.replace(/^\/+/, ''),
         mode: '100644' as const,

@@ -1,5 +1,6 @@
 import { type RequestAuth, ToolError, toolFactory, z } from '@keel-mcp/core'
 import {
+  clean,
   cleanRendered,
   hasNextPage,
   type Octokit,
@@ -14,6 +15,10 @@ export interface GithubDeps {
   client(auth: RequestAuth | undefined): Promise<{ octokit: Octokit; scope: string }>
   /** `--lockdown`: withhold text by users without push access. */
   lockdown: boolean
+  /** `--read-only`: writing tools are neither listed nor found. */
+  readOnly: boolean
+  /** Tools the server's classic token turned out not to allow (from `X-OAuth-Scopes`). */
+  hiddenTools(): ReadonlySet<string> | undefined
   push: PushAccess
 }
 
@@ -130,3 +135,53 @@ export function repoOfUrl(url: string | undefined): { owner: string; repo: strin
     })
   return { owner: decodeURIComponent(match[1]), repo: decodeURIComponent(match[2]) }
 }
+
+/**
+ * A GraphQL query through the call's own Octokit: the same token, host guard, retries, throttling
+ * and error mapping as REST (`octokit.graphql` sends through `octokit.request`).
+ */
+export function graphql<T>(
+  octokit: Octokit,
+  query: string,
+  variables: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<T> {
+  return octokit.graphql<T>(query, { ...variables, request: { signal } })
+}
+
+/** A release as the model reads it: notes are user text. */
+export function releaseOf(
+  release: {
+    tag_name: string
+    name?: string | null
+    draft: boolean
+    prerelease: boolean
+    published_at: string | null
+    body?: string | null
+    html_url: string
+    assets?: Array<{ name: string; size: number; browser_download_url: string }>
+  },
+  notesMax = 1000,
+) {
+  return {
+    tag: release.tag_name,
+    name: release.name ? clean(release.name) : null,
+    draft: release.draft,
+    prerelease: release.prerelease,
+    publishedAt: release.published_at,
+    notes: cap(cleanRendered(release.body), notesMax),
+    ...(release.assets
+      ? {
+          assets: release.assets.map((asset) => ({
+            name: clean(asset.name),
+            size: asset.size,
+            url: asset.browser_download_url,
+          })),
+        }
+      : {}),
+    url: release.html_url,
+  }
+}
+
+/** A destructive write: also idempotent where the same call twice changes nothing more. */
+export const remove = { ...overwrite, idempotentHint: true } as const
