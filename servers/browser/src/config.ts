@@ -1,7 +1,15 @@
 import { type OptionSpecs, z } from '@keel-mcp/core'
 
 /** Optional capabilities, off unless named in --caps. */
-export const CAPABILITIES = ['evaluate', 'pdf', 'downloads'] as const
+export const CAPABILITIES = [
+  'evaluate',
+  'pdf',
+  'downloads',
+  'vision',
+  'network',
+  'devtools',
+  'emulate',
+] as const
 export type Capability = (typeof CAPABILITIES)[number]
 
 /** The browser server's own options (the common flags come from core). */
@@ -17,6 +25,8 @@ export interface BrowserOptions {
   allowFileUrls: boolean
   caps: Capability[]
   downloadDir: string | undefined
+  outputDir: string | undefined
+  storageState: string | undefined
   uploadDirs: string[]
   timeoutNavigation: number
   timeoutAction: number
@@ -122,6 +132,22 @@ export const options: OptionSpecs<BrowserOptions> = {
     placeholder: 'a,b',
     description: `Optional capabilities, off by default: ${CAPABILITIES.join(', ')}.`,
     schema: z.array(z.enum(CAPABILITIES, { error: `must be among ${CAPABILITIES.join(', ')}` })).default([]),
+  },
+  outputDir: {
+    flag: 'output-dir',
+    env: 'BROWSER_OUTPUT_DIR',
+    type: 'string',
+    placeholder: 'dir',
+    description: 'Where to_file writes snapshots, screenshots and PDFs (off when unset).',
+    schema: z.string().min(1).optional(),
+  },
+  storageState: {
+    flag: 'storage-state',
+    env: 'BROWSER_STORAGE_STATE',
+    type: 'string',
+    placeholder: 'file',
+    description: 'Cookies and localStorage to start every session with (a save_storage_state file).',
+    schema: z.string().min(1).optional(),
   },
   downloadDir: {
     flag: 'download-dir',

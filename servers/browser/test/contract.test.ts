@@ -27,6 +27,7 @@ describe('browser contract', () => {
         'go_forward',
         'reload',
         'snapshot',
+        'find',
         'click',
         'type',
         'fill_form',
@@ -53,8 +54,36 @@ describe('browser contract', () => {
     try {
       const names = (await full.client.listTools()).tools.map((tool) => tool.name)
       expect(names).toEqual(expect.arrayContaining(['upload_file', 'evaluate', 'save_pdf']))
+      expect(names).not.toContain('click_at')
+      expect(names).not.toContain('downloads')
     } finally {
       await full.close()
+    }
+    const more = await connect([
+      '--caps',
+      'vision,downloads,network,devtools,emulate',
+      '--download-dir',
+      '.',
+      '--output-dir',
+      '.',
+    ])
+    try {
+      const names = (await more.client.listTools()).tools.map((tool) => tool.name)
+      expect(names).toEqual(
+        expect.arrayContaining([
+          'click_at',
+          'drag_at',
+          'type_at',
+          'downloads',
+          'network_request',
+          'route',
+          'save_storage_state',
+          'performance_trace',
+          'emulate',
+        ]),
+      )
+    } finally {
+      await more.close()
     }
   })
 
@@ -97,7 +126,7 @@ describe('browser contract', () => {
     const connection = await connect(all)
     try {
       const { tools } = await connection.client.listTools()
-      expect(tools).toHaveLength(26)
+      expect(tools).toHaveLength(27)
       expect(JSON.stringify(tools).length / 4 / tools.length).toBeLessThanOrEqual(155)
     } finally {
       await connection.close()

@@ -323,6 +323,7 @@ describe('the process', () => {
       ['--viewport', 'huge'],
       ['--caps', 'launch'],
       ['--caps', 'downloads'],
+      ['--storage-state', '/nonexistent/state.json'],
       ['--allowed-origins', 'https://example.com/path'],
     ]) {
       const result = await runProcess(process.execPath, [BIN, ...args])

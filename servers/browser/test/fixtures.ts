@@ -68,6 +68,31 @@ const PAGES: Record<string, (url: URL) => string> = {
       'Console',
       `<h1>Console</h1><script>console.log('log line');console.warn('warn line');console.error('error line');setTimeout(()=>{throw new Error('uncaught boom')},0)</script>`,
     ),
+  '/env': () =>
+    page(
+      'Env',
+      `<h1>Env</h1><p id="out"></p><script>out.textContent = ['dark=' + matchMedia('(prefers-color-scheme: dark)').matches, 'motion=' + matchMedia('(prefers-reduced-motion: reduce)').matches, 'tz=' + Intl.DateTimeFormat().resolvedOptions().timeZone, 'lang=' + Intl.DateTimeFormat().resolvedOptions().locale, 'width=' + screen.width].join(' ')</script>`,
+    ),
+  '/fetcher': () =>
+    page(
+      'Fetcher',
+      `<h1>Fetcher</h1><p id="out">waiting</p><img src="/pixel.png" alt="pixel"><script>fetch('/api/data', { method: 'POST', body: 'q=1', headers: { authorization: 'Bearer s3cret' } }).then((r) => r.text()).then((t) => { out.textContent = 'got ' + t })</script>`,
+    ),
+  '/store': (url) =>
+    page(
+      'Store',
+      `<h1>Store</h1><p id="out"></p><script>${url.searchParams.has('set') ? "localStorage.setItem('theme', 'dark');" : ''}out.textContent = 'theme=' + localStorage.getItem('theme')</script>`,
+    ),
+  '/busy': () =>
+    page(
+      'Busy',
+      `<h1>Busy</h1><p id="out">idle</p><button onclick="const end = performance.now() + 250; while (performance.now() < end) {} out.textContent = 'done'">Block</button>`,
+    ),
+  '/noisy': () =>
+    page(
+      'Noisy',
+      `<h1>Noisy</h1><script>for (let i = 0; i < 60; i++) console.log('noisy line ' + i + ' ' + 'x'.repeat(40))</script>`,
+    ),
   '/hover': () =>
     page(
       'Hover',

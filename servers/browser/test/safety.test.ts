@@ -245,14 +245,45 @@ describe('allow and block lists', () => {
       const page = await call(browser, 'navigate', { url: `http://127.0.0.1:${third.port}/download-page` })
       await call(browser, 'click', { ref: refOf(page.text, /link "Get file"/) })
       let files: string[] = []
-      for (const deadline = Date.now() + 10_000; !files.includes('data.bin') && Date.now() < deadline; ) {
+      // A connection other than stdio saves into a folder of its own under the download directory.
+      const saved = () => files.some((file) => /^session-[\d-]+\/data\.bin$/.test(file))
+      for (const deadline = Date.now() + 10_000; !saved() && Date.now() < deadline; ) {
         await new Promise((resolve) => setTimeout(resolve, 100))
-        files = await readdir(dir)
+        files = await readdir(dir, { recursive: true })
       }
-      expect(files).toContain('data.bin')
+      expect(files.filter((file) => file.endsWith('data.bin'))).toEqual([
+        expect.stringMatching(/^session-[\d-]+\/data\.bin$/),
+      ])
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
+  })
+})
+
+describe('with --caps network', () => {
+  it('answers mocked requests only for addresses the policy allows', async () => {
+    const browser = await connection(['--caps', 'network'])
+    const rule = await call(browser, 'route', {
+      pattern: '*',
+      action: 'fulfill',
+      content_type: 'text/html',
+      body: '<title>Mocked</title><h1>Mocked page</h1>',
+    })
+    expect(rule.text).toContain('fulfill * → 200 text/html')
+    const mocked = await call(browser, 'navigate', { url: publicUrl('/nowhere') })
+    expect(mocked.isError, mocked.text).toBe(false)
+    expect(mocked.text).toContain('h1 "Mocked page"')
+    const hits = intranet.hits.length
+    for (const url of [
+      `http://127.0.0.1:${intranet.port}/`,
+      `http://${INTRANET_NAME}:${intranet.port}/`,
+      'file:///etc/hostname',
+    ]) {
+      const refused = await call(browser, 'navigate', { url })
+      expect(refused.isError, url).toBe(true)
+      expect(refused.text, url).toContain('permission_denied: Refused')
+    }
+    expect(intranet.hits.length).toBe(hits)
   })
 })
 

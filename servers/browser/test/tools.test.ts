@@ -156,11 +156,9 @@ describe('navigation and snapshots', () => {
   it('caps a huge DOM with a notice on how to narrow it, and narrows by ref and depth', async () => {
     const { tab, text } = await open('/large?n=600')
     expect(text.length).toBeLessThan(27_000)
-    expect(text).toMatch(
-      /\[Snapshot truncated at 25000 characters: \d+ more lines\. Narrow it: snapshot with ref=/,
-    )
+    expect(text).toMatch(/\[Snapshot cut at 25000 characters\. More: snapshot cursor="[^"]+"\. Or narrow it/)
     const shallow = await call(connection, 'snapshot', { tab, depth: 1 })
-    expect(shallow.text).toMatch(/main.*children: snapshot with ref or a larger depth/)
+    expect(shallow.text).toMatch(/main #e\d+ \(.*: snapshot ref=e\d+\)/)
     const heading = refOf(text, /h1 "Large page"/)
     const part = await call(connection, 'snapshot', { tab, ref: heading })
     expect(part.text).toContain('h1 "Large page"')
@@ -220,9 +218,8 @@ describe('actions by ref', () => {
   it('types, fills a form and submits it by click', async () => {
     const { tab, text } = await open('/form')
     const typed = await call(connection, 'type', { tab, ref: refOf(text, /textbox "Name"/), text: 'Ada' })
-    // Same document: only the changed part comes back.
-    expect(typed.text).toContain('Changed part of the page')
-    expect(typed.text).toContain('textbox "Name"')
+    // Same document: the field acted on and what changed come back, not the page.
+    expect(typed.text).toContain('Acted on: textbox "Name"')
     expect(typed.text).toContain('"Ada"')
     expect(typed.text).not.toContain('h1 "Sign up"')
     const filled = await call(connection, 'fill_form', {
@@ -492,6 +489,21 @@ describe('tabs, console and network', () => {
     const errors = await call(connection, 'console_messages', { tab, level: 'error' })
     expect(errors.text).toContain('error line')
     expect(errors.text).not.toContain('warn line')
+  })
+
+  it('cuts console messages at the token budget asked, with a cursor that continues them', async () => {
+    const { tab } = await open('/noisy')
+    const first = await until(
+      () => call(connection, 'console_messages', { tab, max_tokens: 100 }),
+      (result) => result.text.includes('more. More: console_messages'),
+    )
+    expect(first.text).toContain('noisy line 0 ')
+    expect(first.text).not.toContain('noisy line 9 ')
+    const cursor = /cursor="(\d+)"/.exec(first.text)?.[1]
+    expect(Number(cursor)).toBeGreaterThan(1)
+    const next = await call(connection, 'console_messages', { tab, max_tokens: 100, cursor })
+    expect(next.text).toContain(`noisy line ${cursor} `)
+    expect(next.text).not.toContain('noisy line 0 ')
   })
 
   it('lists network requests with method, status and type', async () => {

@@ -10,12 +10,14 @@
 //
 //   pnpm --filter @keel-mcp/bench bench:browser       (build servers/browser first)
 //   BROWSER_BENCH_CALLS=200 node src/main.mjs browser  (sequential clicks per round, default 100)
+//   BENCH_PEERS=0 skips the comparison with Playwright MCP and DevTools MCP (browser-peers-bench.mjs)
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { runPeers } from './browser-peers-bench.mjs'
 import { floorRow } from './floor.mjs'
 import { compareServers } from './harness.mjs'
 import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
@@ -282,6 +284,9 @@ export async function run() {
     }
     console.log('\n#### browser: snapshot size on a large page (uncapped) vs its HTML\n')
     table(['page', 'HTML', 'snapshot', 'snapshot ÷ HTML'], sizes)
+
+    // 5. At real-world scale, against the browser servers users pick today (same run, same Chromium).
+    if (process.env.BENCH_PEERS !== '0') await runPeers({ ours: ours(), chromium: CHROMIUM })
   } finally {
     await site.close()
   }

@@ -7,6 +7,8 @@ import { discoverBrowser } from './discover.js'
 import type { UrlPolicy } from './policy.js'
 import type { PolicyProxy } from './proxy.js'
 import { type RefCounter, useRefCounter } from './refs.js'
+import type { Route } from './routes.js'
+import { restoreScript, type StorageState } from './storage-state.js'
 import { bounded, type RefusedRequest, Tab } from './tab.js'
 
 /** How the browser is launched; only the command line sets these, never a tool. */
@@ -18,6 +20,8 @@ export interface LaunchSettings {
   noSandbox: boolean
   downloadDir: string | undefined
   extraArgs: string[]
+  /** Cookies and localStorage every session starts with (--storage-state). */
+  storageState?: StorageState | undefined
   /** Test seam: where the proxy connects for a judged host (tests reach "public" names on loopback). */
   dialOverride?: ((host: string) => string | undefined) | undefined
   limits: BrowserLimits
@@ -88,6 +92,10 @@ export class BrowserSession {
   private readonly replacing = new Map<string, Promise<Tab>>()
   /** Set when this session's state was lost with a crashed browser; said once in the next result. */
   notice: string | undefined
+  /** Requests this session's tabs mock or block (--caps network), in the order added. */
+  readonly routes: Route[] = []
+  /** Where this session's downloads are saved (with --caps downloads): its own folder over HTTP. */
+  downloadDir: string | undefined
 
   constructor(
     readonly context: BrowserContext,
@@ -101,6 +109,13 @@ export class BrowserSession {
     const id = `t${++this.counter}`
     const opened = page ?? (await this.context.newPage())
     const tab = await Tab.attach(id, opened, this.host.policy, (entry) => this.host.refused(entry))
+    tab.routes = this.routes
+    const restore = this.host.settings.storageState && restoreScript(this.host.settings.storageState)
+    if (restore)
+      await tab.cdp.send('Page.addScriptToEvaluateOnNewDocument', {
+        source: restore,
+        worldName: 'keel-storage',
+      })
     this.tabs.set(id, tab)
     this.current = id
     opened.on('close', () => this.forget(id, opened))
@@ -167,6 +182,7 @@ export class BrowserSession {
   async replacePage(tab: Tab): Promise<Tab> {
     const page = await this.context.newPage()
     const fresh = await Tab.attach(tab.id, page, this.host.policy, (entry) => this.host.refused(entry))
+    fresh.routes = this.routes
     // The new page takes the id first: closing the old one then leaves the tab (and which tab is
     // current) as it was.
     this.tabs.set(tab.id, fresh)
@@ -205,6 +221,8 @@ export class BrowserHost {
    * handed to another element.
    */
   private readonly refCounters = new Map<string, RefCounter>()
+  /** Numbers the download folders of HTTP sessions. */
+  private sessionFolders = 0
   private profileDir: string | undefined
   private disposed = false
   private launches = 0
@@ -279,11 +297,15 @@ export class BrowserHost {
     const shared = key === 'stdio'
     if (!shared) await this.assertRoom('context', this.contextCount(key))
     const browser = await this.ensureBrowser()
+    // Each HTTP session saves into a folder of its own: one client never lists another's downloads.
+    let downloadDir = this.settings.downloadDir
+    if (downloadDir && !shared) {
+      downloadDir = join(downloadDir, `session-${process.pid}-${++this.sessionFolders}`)
+      await fs.mkdir(downloadDir, { recursive: true })
+    }
     const context = shared
       ? browser.defaultBrowserContext()
-      : await browser.createBrowserContext({
-          downloadBehavior: this.downloadBehavior(),
-        })
+      : await browser.createBrowserContext({ downloadBehavior: this.downloadBehavior(downloadDir) })
     let counter = this.refCounters.get(key)
     if (!counter) {
       counter = { next: 0 }
@@ -291,6 +313,9 @@ export class BrowserHost {
     }
     useRefCounter(context, counter)
     const session = new BrowserSession(context, this, !shared)
+    session.downloadDir = downloadDir
+    const cookies = this.settings.storageState?.cookies
+    if (cookies?.length) await context.setCookie(...(cookies as Parameters<BrowserContext['setCookie']>))
     // The blank page Chromium opens at launch becomes the stdio client's first tab: one renderer
     // fewer than opening another.
     if (shared && this.initialPage && !this.initialPage.isClosed()) {
@@ -313,10 +338,8 @@ export class BrowserHost {
     await session?.close()
   }
 
-  private downloadBehavior() {
-    return this.settings.downloadDir
-      ? { policy: 'allow' as const, downloadPath: this.settings.downloadDir }
-      : { policy: 'deny' as const }
+  private downloadBehavior(downloadDir = this.settings.downloadDir) {
+    return downloadDir ? { policy: 'allow' as const, downloadPath: downloadDir } : { policy: 'deny' as const }
   }
 
   private ensureBrowser(): Promise<Browser> {

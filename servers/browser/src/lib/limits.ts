@@ -54,8 +54,15 @@ export async function pageSize(tab: Tab, maxElements: number): Promise<{ element
   }
 }
 
-/** Refuses a whole-page read of a page over `max` elements (or, for a snapshot, nested too deeply). */
-export async function assertPageSize(tab: Tab, max: number, what: 'snapshot' | 'PDF'): Promise<void> {
+/**
+ * Refuses a whole-page read of a page over `max` elements (or, for a snapshot, nested too deeply);
+ * returns the page's size otherwise.
+ */
+export async function assertPageSize(
+  tab: Tab,
+  max: number,
+  what: 'snapshot' | 'PDF',
+): Promise<{ elements: number; depth: number }> {
   const { elements, depth } = await pageSize(tab, max)
   const hint =
     what === 'snapshot'
@@ -68,4 +75,5 @@ export async function assertPageSize(tab: Tab, max: number, what: 'snapshot' | '
       `The page nests ${depth} levels deep, over the ${SNAPSHOT_MAX_DEPTH} a snapshot reads`,
       hint,
     )
+  return { elements, depth }
 }

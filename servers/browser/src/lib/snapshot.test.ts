@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { Refs } from './refs.js'
-import { type AXNode, changedPart, renderTree } from './snapshot.js'
+import { type AXNode, renderTree } from './snapshot.js'
 
 interface Spec {
   role: string
@@ -156,13 +156,33 @@ describe('renderTree', () => {
     expect(render(tree)).toBe('"button \\"Pay\\" #e1 link \\"x\\" #e2"')
   })
 
-  it('stops at the depth asked, saying how many children are left out', () => {
+  it('stops at the depth asked, giving each cut line a ref to narrow into', () => {
     const list = el('list', undefined, el('listitem', 'a'), el('listitem', 'b'))
     const tree = page(el('main', undefined, el('heading', 'Items'), list))
     expect(render(tree, { depth: 2 })).toBe(
-      'main\n heading "Items" #e1\n list (2 children: snapshot with ref or a larger depth)',
+      'main\n heading "Items" #e1\n list #e4 (2 children: snapshot ref=e4)',
     )
-    expect(render(tree, { depth: 1 })).toBe('main (2 children: snapshot with ref or a larger depth)')
+    expect(render(tree, { depth: 1 })).toBe('main #e4 (2 children: snapshot ref=e4)')
+  })
+
+  it('stops where the nodes read so far end, and says where to continue', () => {
+    const nodes = axTree(
+      page(el('list', undefined, el('listitem', 'a'), el('listitem', undefined, txt('b'))), el('link', 'c')),
+    )
+    // Only the root, the list and its items are read: the second item's text is not.
+    const read = nodes.filter((node) => node.role?.value !== 'StaticText')
+    const { lines, cut } = renderTree(read, read[0], new Refs({ next: 0 }))
+    expect(lines).toEqual(['list > listitem "a" #e1'])
+    expect(cut).toEqual([0, 1])
+  })
+
+  it('shows nodes left closed on purpose with a ref, and goes on after them', () => {
+    const nodes = axTree(page(el('navigation', 'Menu', el('link', 'x')), el('link', 'y')))
+    const read = nodes.filter((node) => node.name?.value !== 'x')
+    const closed = new Set([read[1]?.nodeId ?? ''])
+    const { lines, cut } = renderTree(read, read[0], new Refs({ next: 0 }), { closed })
+    expect(lines).toEqual(['navigation "Menu" #e1 (contents: snapshot ref=e1)', 'link "y" #e2'])
+    expect(cut).toBeUndefined()
   })
 
   it('keeps refs across renders of the same page and never hands one out twice', () => {
@@ -176,29 +196,5 @@ describe('renderTree', () => {
     expect(refs.nodeOf('e1')).toBeUndefined()
     // Another tab of the same browser context draws from the same counter.
     expect(render(tree, {}, new Refs(counter))).toBe('link "A" #e3\nlink "B" #e4')
-  })
-})
-
-describe('changedPart', () => {
-  it('says when nothing changed', () => {
-    expect(changedPart(['- a', '- b'], ['- a', '- b'])).toEqual({
-      text: 'No change in the page.',
-      changed: 0,
-    })
-  })
-
-  it('shows changed lines with the ancestors that place them, and counts removals', () => {
-    const before = ['main', ' list', '  listitem: "one"', '  listitem: "two"', 'contentinfo']
-    const after = ['main', ' list', '  listitem: "one"', '  listitem: "three"', 'contentinfo']
-    const { text, changed } = changedPart(before, after)
-    expect(changed).toBe(1)
-    expect(text).toBe(
-      'Changed part of the page (1 new or changed lines, 1 removed):\nmain\n list\n  listitem: "three"',
-    )
-  })
-
-  it('treats repeated identical lines by count', () => {
-    const { changed } = changedPart(['"x"'], ['"x"', '"x"'])
-    expect(changed).toBe(1)
   })
 })

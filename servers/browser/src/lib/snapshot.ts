@@ -1,4 +1,3 @@
-import { assertPageSize, SNAPSHOT_MAX_ELEMENTS } from './limits.js'
 import type { Refs } from './refs.js'
 import type { Tab } from './tab.js'
 import { StaleRefError } from './tab.js'
@@ -67,26 +66,44 @@ const TEXT_BLOCKS = new Set(['paragraph'])
 /** Inline roles whose text reads as part of the sentence around it. */
 const INLINE = new Set(['strong', 'emphasis', 'mark', 'time', 'subscript', 'superscript'])
 
+/** Where a node sits under the root a render started from: its child index at each level. */
+export type Path = number[]
+
 /** One element of a line: `role "name" [state] #e1: "value"`. */
 interface Head {
   role: string
   name: string
-  /** States and the ref, each with its leading space. */
-  marks: string
+  /** States, each with its leading space. */
+  states: string
+  /** The element's ref, when it has one (or gets one because its contents are left out). */
+  ref?: string | undefined
+  backend?: number | undefined
   value: string
+}
+
+/** A piece of text, and the node it comes from. */
+interface Text {
+  kind: 'text'
+  text: string
+  at: Path
 }
 
 /**
  * A rendered line: one element, or a chain of elements each holding only the next
  * (`listitem > link "Docs" #e4`), with the text its last element holds, and its children.
- * A plain string is a line of text.
  */
 interface Line {
+  kind?: undefined
   heads: Head[]
   text?: string
   children: Item[]
+  /** Its contents were not read (depth): shown as a ref to narrow into. */
+  more?: boolean
+  at: Path
 }
-type Item = string | Line
+type Item = Text | Line
+
+const isText = (item: Item | undefined): item is Text => item?.kind === 'text'
 
 export interface SnapshotOptions {
   /** Render only the subtree of this ref. */
@@ -95,6 +112,10 @@ export interface SnapshotOptions {
   depth?: number | undefined
   /** Character cap of the rendered tree. */
   maxChars: number
+  /** Where an earlier, cut snapshot stopped (its `cursor`). */
+  cursor?: string | undefined
+  /** Add each ref's bounding box (viewport CSS px). */
+  boxes?: boolean | undefined
 }
 
 export interface Snapshot {
@@ -103,6 +124,8 @@ export interface Snapshot {
   truncated: boolean
   /** Refs shown in this snapshot. */
   refs: number
+  /** Continues the snapshot where it was cut. */
+  cursor?: string | undefined
 }
 
 /** `e12` (or `#e12`, as shown) → the element's backend node id, or a stale-ref error naming what to do. */
@@ -130,16 +153,16 @@ function tidy(children: Item[], name: string, role: string): Item[] {
     for (const item of children) {
       const last = items.at(-1)
       // Chromium keeps the spaces around inline text, so the pieces join as they are.
-      if (typeof item === 'string' && typeof last === 'string') items[items.length - 1] = last + item
+      if (isText(item) && isText(last)) items[items.length - 1] = { ...last, text: last.text + item.text }
       else items.push(item)
     }
   }
   const own = squash(name)
   const namesOf = (item: Item | undefined): string[] =>
-    item === undefined || typeof item === 'string' ? [] : item.heads.map((head) => squash(head.name))
+    item === undefined || isText(item) ? [] : item.heads.map((head) => squash(head.name))
   return items.filter((item, index) => {
-    if (typeof item === 'string') {
-      const words = squash(item)
+    if (isText(item)) {
+      const words = squash(item.text)
       return (
         words !== '' &&
         words !== own &&
@@ -153,7 +176,8 @@ function tidy(children: Item[], name: string, role: string): Item[] {
       head &&
       !rest.length &&
       !head.name &&
-      !head.marks &&
+      !head.states &&
+      !head.ref &&
       !item.children.length &&
       item.text !== undefined &&
       squash(item.text) === own
@@ -164,9 +188,23 @@ function tidy(children: Item[], name: string, role: string): Item[] {
 function headText(head: Head): string {
   let out = head.role
   if (head.name) out += ` ${quote(head.name, 150)}`
-  out += head.marks
+  out += head.states
+  if (head.ref) out += ` #${head.ref}`
   if (head.value) out += `: ${quote(head.value, 200)}`
   return out
+}
+
+/** Whether a node is folded away (its children take its place) when it is not the root. */
+export function folds(node: AXNode): boolean {
+  const role = text(node.role?.value)
+  const name = text(node.name?.value)
+  return !!node.ignored || ((TRANSPARENT.has(role) || role === '') && !name && !INTERACTIVE.has(role))
+}
+
+/** Whether rendering a node reads its children (text, bullets and fields show none). */
+export function readsChildren(node: AXNode): boolean {
+  const role = text(node.role?.value)
+  return !!node.childIds?.length && role !== 'StaticText' && !HIDDEN.has(role) && !LEAF.has(role)
 }
 
 /** How much of the tree {@link renderTree} renders. */
@@ -175,6 +213,26 @@ export interface RenderOptions {
   depth?: number | undefined
   /** The root is an element the caller named (by ref), shown even when it is the whole page. */
   subtree?: boolean | undefined
+  /** Nodes whose children were left unread on purpose (depth): shown with a ref to narrow into. */
+  closed?: ReadonlySet<string> | undefined
+}
+
+/** A node to render from, where it sits under the snapshot's root, and at which indent. */
+export interface Start {
+  node: AXNode
+  at: Path
+  indent: number
+  /** Render the node itself even when it folds (a snapshot's root). */
+  root?: boolean
+}
+
+export interface Rendered {
+  lines: string[]
+  /** The node each line starts with. */
+  paths: Path[]
+  refs: number
+  /** The first node whose children were not read yet: the render stops before it. */
+  cut?: Path | undefined
 }
 
 /**
@@ -184,174 +242,150 @@ export interface RenderOptions {
  * holding only one element shares its line with it (`listitem > link "Docs" #e4`). Every
  * interactive or named element gets a ref (`#e12`) from `refs`, kept for as long as the element
  * lives. Text is quoted, so page text never reads as an element or a ref.
+ *
+ * The nodes may be part of a tree: a node whose children are missing ends the render there
+ * (`cut`), unless `closed` says they were left out on purpose.
  */
 export function renderTree(
-  nodes: AXNode[],
+  nodes: AXNode[] | ReadonlyMap<string, AXNode>,
   root: AXNode | undefined,
   refs: Refs,
   options: RenderOptions = {},
-): { lines: string[]; refs: number } {
-  const byId = new Map(nodes.map((node) => [node.nodeId, node]))
+): Rendered {
+  if (!root) return { lines: [], paths: [], refs: 0 }
+  return renderFrom(nodes, [{ node: root, at: [], indent: 0, root: true }], refs, options)
+}
+
+/** {@link renderTree} from several starts in order (a cut snapshot's continuation). */
+export function renderFrom(
+  nodes: AXNode[] | ReadonlyMap<string, AXNode>,
+  starts: Start[],
+  refs: Refs,
+  options: RenderOptions = {},
+): Rendered {
+  const byId = Array.isArray(nodes) ? new Map(nodes.map((node) => [node.nodeId, node])) : nodes
   const maxDepth = options.depth ?? Number.POSITIVE_INFINITY
   let shownRefs = 0
+  let cut: Path | undefined
 
-  const childrenOf = (node: AXNode): Item[] => {
+  const childrenOf = (node: AXNode, at: Path): Item[] | 'closed' => {
     const items: Item[] = []
-    for (const id of node.childIds ?? []) {
-      const child = byId.get(id)
-      if (child) items.push(...build(child, false))
+    const ids = node.childIds ?? []
+    if (ids.length && options.closed?.has(node.nodeId)) return 'closed'
+    if (ids.length && !ids.every((id) => byId.has(id))) {
+      cut ??= at
+      return items
     }
+    ids.forEach((id, index) => {
+      const child = byId.get(id)
+      if (child && !cut) items.push(...build(child, [...at, index], false))
+    })
     return items
   }
 
-  const build = (node: AXNode, isRoot: boolean): Item[] => {
+  const build = (node: AXNode, at: Path, isRoot: boolean): Item[] => {
+    if (cut) return []
     const role = text(node.role?.value)
     const name = text(node.name?.value)
     if (HIDDEN.has(role) && !isRoot) return []
-    const skip =
-      !isRoot && (node.ignored || ((TRANSPARENT.has(role) || role === '') && !name && !INTERACTIVE.has(role)))
-    if (skip || (isRoot && role === 'RootWebArea' && !options.subtree)) return childrenOf(node)
+    if ((!isRoot && folds(node)) || (isRoot && role === 'RootWebArea' && !options.subtree)) {
+      const inner = childrenOf(node, at)
+      return inner === 'closed' ? [] : inner
+    }
     // Kept even when blank: the space between two inline elements; tidy drops it afterwards.
-    if (role === 'StaticText') return name ? [name] : []
+    if (role === 'StaticText') return name ? [{ kind: 'text', text: name, at }] : []
     // A line break is the space between two texts (a paragraph's lines join into one text).
-    if (role === 'LineBreak') return ['\n']
+    if (role === 'LineBreak') return [{ kind: 'text', text: '\n', at }]
     // A heading is shown as h1 … h6: its level is the one state every heading has.
     let shown = ROLE_NAMES[role] ?? role
-    let marks = ''
+    let states = ''
     for (const property of node.properties ?? []) {
       const value = property.value.value
       if (property.name === 'level' && role === 'heading' && value !== undefined) shown = `h${text(value)}`
       if (!STATES.includes(property.name)) continue
       if (value === false || value === undefined || value === 'false') continue
-      marks +=
+      states +=
         value === true || value === 'true' ? ` [${property.name}]` : ` [${property.name}=${text(value)}]`
     }
     const backend = node.backendDOMNodeId
+    let ref: string | undefined
     if (backend !== undefined && (INTERACTIVE.has(role) || name)) {
-      marks += ` #${refs.refFor(backend)}`
+      ref = refs.refFor(backend)
       shownRefs++
     }
     const rawValue = text(node.value?.value)
     const value = rawValue !== name ? rawValue : ''
-    let children = LEAF.has(role) ? [] : tidy(childrenOf(node), name, role)
+    const head: Head = { role: shown, name, states, ref, backend, value }
+    const inner = LEAF.has(role) ? [] : childrenOf(node, at)
+    // Its children are not read yet: the node is shown from the cursor, whole.
+    if (cut === at) return []
+    if (inner === 'closed') return [{ heads: [head], children: [], more: true, at }]
+    let children = tidy(inner, name, role)
     // A node named after its own text: the text would only repeat the name.
     if (
       name &&
       children.length &&
-      children.every((child) => typeof child === 'string') &&
-      squash(children.join('')) === squash(name)
+      children.every(isText) &&
+      squash(children.map((child) => (child as Text).text).join('')) === squash(name)
     )
       children = []
-    const head: Head = { role: shown, name, marks, value }
     const only = children.length === 1 ? children[0] : undefined
     if (only !== undefined && !name && !value) {
       // An unnamed element holding only one text: one line, `cell: "…"`; a paragraph is its text.
-      if (typeof only === 'string')
-        return (TEXT_BLOCKS.has(role) || INLINE.has(role)) && !marks
+      if (isText(only))
+        return (TEXT_BLOCKS.has(role) || INLINE.has(role)) && !states && !ref
           ? [only]
-          : [{ heads: [head], text: only, children: [] }]
+          : [{ heads: [head], text: only.text, children: [], at }]
       // An element holding only one element shares its line: `listitem > link "Docs" #e4`.
-      return [{ ...only, heads: [head, ...only.heads] }]
+      return [{ ...only, heads: [head, ...only.heads], at }]
     }
-    if (only !== undefined && typeof only !== 'string' && !value) {
+    if (only !== undefined && !isText(only) && !value) {
       // Named like the element it holds (a heading around a link): the name is said once.
       if (squash(only.heads[0]?.name ?? '') === squash(name)) head.name = ''
-      return [{ ...only, heads: [head, ...only.heads] }]
+      return [{ ...only, heads: [head, ...only.heads], at }]
     }
-    return [{ heads: [head], children }]
+    return [{ heads: [head], children, at }]
+  }
+
+  /** A line whose contents are left out gets a ref, so the model can narrow into it. */
+  const narrowable = (item: Line): string => {
+    const last = item.heads.at(-1)
+    if (last && !last.ref && last.backend !== undefined) {
+      last.ref = refs.refFor(last.backend)
+      shownRefs++
+    }
+    return last?.ref ? `snapshot ref=${last.ref}` : 'snapshot with a larger depth'
   }
 
   const lines: string[] = []
+  const paths: Path[] = []
   const print = (items: Item[], depth: number): void => {
     const pad = INDENT.repeat(depth)
     for (const item of items) {
-      if (typeof item === 'string') {
-        if (item.trim()) lines.push(`${pad}${quote(item, 300)}`)
+      if (isText(item)) {
+        if (item.text.trim()) {
+          lines.push(`${pad}${quote(item.text, 300)}`)
+          paths.push(item.at)
+        }
         continue
       }
+      const hidden = item.more || (item.children.length && depth + 1 >= maxDepth)
+      const hint = hidden ? narrowable(item) : ''
       let line = pad + item.heads.map(headText).join(' > ')
       if (item.text !== undefined) line += `: ${quote(item.text, 300)}`
-      if (item.children.length && depth + 1 >= maxDepth) {
-        lines.push(`${line} (${item.children.length} children: snapshot with ref or a larger depth)`)
+      paths.push(item.at)
+      if (hidden) {
+        const count = item.more ? 'contents' : `${item.children.length} children`
+        lines.push(`${line} (${count}: ${hint})`)
         continue
       }
       lines.push(line)
       print(item.children, depth + 1)
     }
   }
-  if (root) print(tidy(build(root, true), '', ''), 0)
-  return { lines, refs: shownRefs }
-}
-
-/**
- * The tab's page (or the subtree of `options.ref`) rendered by {@link renderTree}, capped at
- * `options.maxChars` with a notice saying how to narrow it.
- */
-export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<Snapshot> {
-  await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot')
-  const { nodes } = (await tab.cdp.send('Accessibility.getFullAXTree')) as unknown as { nodes: AXNode[] }
-  let root = nodes.find((node) => !node.parentId) ?? nodes[0]
-  if (options.ref) {
-    const id = parseRef(tab, options.ref)
-    root = nodes.find((node) => node.backendDOMNodeId === id)
-    if (!root)
-      throw new StaleRefError(
-        `Ref ${options.ref} is no longer in the page. Take a new snapshot and use its refs.`,
-      )
+  for (const start of starts) {
+    if (cut) break
+    print(tidy(build(start.node, start.at, !!start.root), '', ''), start.indent)
   }
-  const { lines, refs } = renderTree(nodes, root, tab.refs, { depth: options.depth, subtree: !!options.ref })
-  let body = lines.join('\n')
-  let truncated = false
-  if (body.length > options.maxChars) {
-    truncated = true
-    const cut = body.lastIndexOf('\n', options.maxChars)
-    const kept = body.slice(0, cut > 0 ? cut : options.maxChars)
-    const shown = kept.split('\n').length
-    body =
-      `${kept}\n[Snapshot truncated at ${options.maxChars} characters: ${lines.length - shown} more lines. ` +
-      'Narrow it: snapshot with ref=<a ref above> for one part of the page, or a smaller depth.]'
-  }
-  return { lines, text: body, truncated, refs }
-}
-
-/**
- * What changed between two snapshots of the same document: new or changed lines, each with the
- * ancestor lines that place it, and how many lines went away.
- */
-export function changedPart(before: string[], after: string[]): { text: string; changed: number } {
-  const old = new Map<string, number>()
-  for (const line of before) old.set(line, (old.get(line) ?? 0) + 1)
-  const fresh: boolean[] = after.map((line) => {
-    const count = old.get(line) ?? 0
-    if (count > 0) {
-      old.set(line, count - 1)
-      return false
-    }
-    return true
-  })
-  const removed = [...old.values()].reduce((sum, count) => sum + count, 0)
-  const changed = fresh.filter(Boolean).length
-  if (!changed && !removed) return { text: 'No change in the page.', changed: 0 }
-  const show = new Set<number>()
-  const indent = (line: string) => line.length - line.trimStart().length
-  after.forEach((line, index) => {
-    if (!fresh[index]) return
-    show.add(index)
-    let level = indent(line)
-    for (let up = index - 1; up >= 0 && level > 0; up--) {
-      const parent = after[up] ?? ''
-      if (indent(parent) < level) {
-        show.add(up)
-        level = indent(parent)
-      }
-    }
-  })
-  const body = [...show]
-    .sort((a, b) => a - b)
-    .map((index) => after[index])
-    .join('\n')
-  return {
-    text: `Changed part of the page (${changed} new or changed lines, ${removed} removed):\n${body}`,
-    changed,
-  }
+  return { lines, paths, refs: shownRefs, cut }
 }

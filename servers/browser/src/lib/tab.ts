@@ -1,6 +1,7 @@
 import type { CDPSession, Dialog, HTTPRequest, Page } from 'puppeteer-core'
 import type { UrlPolicy } from './policy.js'
 import { Refs, refCounterOf } from './refs.js'
+import { type Route, routeFor } from './routes.js'
 import { shownUrl } from './url.js'
 
 /** One console message, as kept in a tab's ring buffer. */
@@ -12,6 +13,10 @@ export interface ConsoleEntry {
 
 /** One finished or failed request, as kept in a tab's ring buffer. */
 export interface NetworkEntry {
+  /** Numbered per tab, for network_request. */
+  id: number
+  /** The request itself, for its headers and body (network_request). */
+  request: HTTPRequest
   method: string
   url: string
   status?: number
@@ -99,12 +104,21 @@ export class Tab {
   lastRefusedTopLevel: RefusedRequest | undefined
   /** The refs handed out since the last main-frame navigation. */
   readonly refs: Refs
-  /** The lines of the last snapshot, to report only what changed after an action. */
-  lastSnapshot: string[] | undefined
-  /** Incremented on every main-frame navigation: refs of older documents are stale. */
+  /**
+   * Incremented when the main frame loads a new document: refs of older documents are stale.
+   * Navigations within the document (anchors, `history.pushState`) keep it, and the refs.
+   */
   generation = 0
+  /** The document generation the Accessibility domain was last enabled for. */
+  treeGeneration = -1
+  /** The isolated world that watches the page for changes, and its document generation. */
+  watcher: { generation: number; contextId: number } | undefined
   dialog: OpenDialog | undefined
   mainFrameId = ''
+  /** The session's routes (--caps network): mocked or blocked requests, judged after the policy. */
+  routes: readonly Route[] = []
+  /** How many requests the network buffer has numbered. */
+  requestCount = 0
   /** Main-frame navigations the page itself requested (links, forms, location changes). */
   navigationRequests = 0
   crashed = false
@@ -218,6 +232,8 @@ export class Tab {
       push(
         tab.network,
         {
+          id: ++tab.requestCount,
+          request,
           method: request.method(),
           url: shownUrl(request.url()).slice(0, 500),
           ...(response ? { status: response.status() } : {}),
@@ -231,6 +247,8 @@ export class Tab {
       push(
         tab.network,
         {
+          id: ++tab.requestCount,
+          request,
           method: request.method(),
           url: shownUrl(request.url()).slice(0, 500),
           type: request.resourceType(),
@@ -239,11 +257,12 @@ export class Tab {
         NETWORK_LIMIT,
       )
     })
-    page.on('framenavigated', (frame) => {
-      if (frame !== page.mainFrame()) return
+    // CDP's own event, not puppeteer's `framenavigated`: puppeteer reports a navigation within the
+    // document (an anchor, pushState) the same way, and those keep the document and its refs.
+    cdp.on('Page.frameNavigated', (event: { frame: { id: string; parentId?: string } }) => {
+      if (event.frame.parentId || event.frame.id !== tab.mainFrameId) return
       tab.generation++
       tab.refs.clear()
-      tab.lastSnapshot = undefined
     })
     page.on('dialog', (dialog) => {
       if (tab.leaving === tab.generation) {
@@ -290,9 +309,14 @@ export class Tab {
         if (topLevel) this.lastRefusedTopLevel = entry
         onRefused(entry)
         await request.abort('blockedbyclient')
-      } else {
-        await request.continue()
+        return
       }
+      // Routes apply only to what the policy allowed: a mock never opens a refused address.
+      const route = routeFor(this.routes, request.url())
+      if (route?.action === 'block') await request.abort('blockedbyclient')
+      else if (route)
+        await request.respond({ status: route.status, contentType: route.contentType, body: route.body })
+      else await request.continue()
     } catch {
       // The page or request went away meanwhile: nothing left to decide.
     }

@@ -1,7 +1,16 @@
 import { ToolError, z } from '@keel-mcp/core'
 import { centerOf, clearField, fieldKind, focus, resolveRef, selectOptions } from '../lib/element.js'
 import type { Tab } from '../lib/tab.js'
-import { act, browse, defineTool, pageOutput, perform, refArgument, tabArgument } from './shared.js'
+import {
+  act,
+  browse,
+  defineTool,
+  pageOutput,
+  perform,
+  refArgument,
+  snapshotArgument,
+  tabArgument,
+} from './shared.js'
 
 async function typeInto(tab: Tab, ref: string, text: string, slowly: boolean): Promise<void> {
   const element = await resolveRef(tab, ref)
@@ -19,21 +28,27 @@ async function typeInto(tab: Tab, ref: string, text: string, slowly: boolean): P
 export const click = defineTool({
   name: 'click',
   title: 'Click',
-  description: 'Clicks an element. Returns the new snapshot, or what changed.',
+  description: 'Clicks an element; answers with what changed.',
   input: {
     ref: refArgument,
     button: z.enum(['left', 'right', 'middle']).default('left').describe('Button'),
     double: z.boolean().default(false).describe('Double click'),
+    snapshot: snapshotArgument,
     tab: tabArgument,
   },
   output: pageOutput,
   annotations: act,
-  async run({ ref, button, double, tab: tabId }, context) {
-    return perform(context, tabId, async (tab) => {
-      const point = await centerOf(tab, await resolveRef(tab, ref))
-      await tab.page.mouse.click(point.x, point.y, { button, count: double ? 2 : 1 })
-      return undefined
-    })
+  async run({ ref, button, double, snapshot, tab: tabId }, context) {
+    return perform(
+      context,
+      tabId,
+      async (tab) => {
+        const point = await centerOf(tab, await resolveRef(tab, ref))
+        await tab.page.mouse.click(point.x, point.y, { button, count: double ? 2 : 1 })
+        return undefined
+      },
+      { snapshot, targets: [ref] },
+    )
   },
 })
 
@@ -46,16 +61,22 @@ export const type = defineTool({
     text: z.string().describe('Text'),
     submit: z.boolean().default(false).describe('Press Enter after'),
     slowly: z.boolean().default(false).describe('Key by key'),
+    snapshot: snapshotArgument,
     tab: tabArgument,
   },
   output: pageOutput,
   annotations: act,
-  async run({ ref, text, submit, slowly, tab: tabId }, context) {
-    return perform(context, tabId, async (tab) => {
-      await typeInto(tab, ref, text, slowly)
-      if (submit) await tab.page.keyboard.press('Enter')
-      return undefined
-    })
+  async run({ ref, text, submit, slowly, snapshot, tab: tabId }, context) {
+    return perform(
+      context,
+      tabId,
+      async (tab) => {
+        await typeInto(tab, ref, text, slowly)
+        if (submit) await tab.page.keyboard.press('Enter')
+        return undefined
+      },
+      { snapshot, targets: [ref] },
+    )
   },
 })
 
@@ -69,30 +90,36 @@ export const fillForm = defineTool({
       .min(1)
       .max(100)
       .describe('Fields'),
+    snapshot: snapshotArgument,
     tab: tabArgument,
   },
   output: pageOutput,
   annotations: act,
-  async run({ fields, tab: tabId }, context) {
-    return perform(context, tabId, async (tab) => {
-      for (const field of fields) {
-        const element = await resolveRef(tab, field.ref)
-        const { kind, checked } = await fieldKind(tab, element)
-        if (kind === 'select') await selectOptions(tab, element, [field.value])
-        else if (kind === 'checkbox') {
-          const want = /^(true|on|yes|1|checked)$/i.test(field.value)
-          if (want !== checked) {
-            const point = await centerOf(tab, element)
-            await tab.page.mouse.click(point.x, point.y)
-          }
-        } else if (kind === 'text') await typeInto(tab, field.ref, field.value, false)
-        else
-          throw new ToolError('invalid_argument', `Ref ${field.ref} is not a form field`, {
-            hint: 'Use click for buttons.',
-          })
-      }
-      return `Filled ${fields.length} field${fields.length === 1 ? '' : 's'}.`
-    })
+  async run({ fields, snapshot, tab: tabId }, context) {
+    return perform(
+      context,
+      tabId,
+      async (tab) => {
+        for (const field of fields) {
+          const element = await resolveRef(tab, field.ref)
+          const { kind, checked } = await fieldKind(tab, element)
+          if (kind === 'select') await selectOptions(tab, element, [field.value])
+          else if (kind === 'checkbox') {
+            const want = /^(true|on|yes|1|checked)$/i.test(field.value)
+            if (want !== checked) {
+              const point = await centerOf(tab, element)
+              await tab.page.mouse.click(point.x, point.y)
+            }
+          } else if (kind === 'text') await typeInto(tab, field.ref, field.value, false)
+          else
+            throw new ToolError('invalid_argument', `Ref ${field.ref} is not a form field`, {
+              hint: 'Use click for buttons.',
+            })
+        }
+        return `Filled ${fields.length} field${fields.length === 1 ? '' : 's'}.`
+      },
+      { snapshot, targets: fields.map((field) => field.ref) },
+    )
   },
 })
 
@@ -103,15 +130,21 @@ export const selectOption = defineTool({
   input: {
     ref: refArgument,
     values: z.array(z.string()).min(1).max(100).describe('Values or labels'),
+    snapshot: snapshotArgument,
     tab: tabArgument,
   },
   output: pageOutput,
   annotations: act,
-  async run({ ref, values, tab: tabId }, context) {
-    return perform(context, tabId, async (tab) => {
-      const selected = await selectOptions(tab, await resolveRef(tab, ref), values)
-      return `Selected ${JSON.stringify(selected)}.`
-    })
+  async run({ ref, values, snapshot, tab: tabId }, context) {
+    return perform(
+      context,
+      tabId,
+      async (tab) => {
+        const selected = await selectOptions(tab, await resolveRef(tab, ref), values)
+        return `Selected ${JSON.stringify(selected)}.`
+      },
+      { snapshot, targets: [ref] },
+    )
   },
 })
 
@@ -123,11 +156,16 @@ export const hover = defineTool({
   output: pageOutput,
   annotations: browse,
   async run({ ref, tab: tabId }, context) {
-    return perform(context, tabId, async (tab) => {
-      const point = await centerOf(tab, await resolveRef(tab, ref))
-      await tab.page.mouse.move(point.x, point.y)
-      return undefined
-    })
+    return perform(
+      context,
+      tabId,
+      async (tab) => {
+        const point = await centerOf(tab, await resolveRef(tab, ref))
+        await tab.page.mouse.move(point.x, point.y)
+        return undefined
+      },
+      { targets: [ref] },
+    )
   },
 })
 
@@ -139,36 +177,42 @@ export const pressKey = defineTool({
   description: 'Presses a key: Enter, Escape, ArrowDown, Control+A…',
   input: {
     key: z.string().describe('Key'),
+    snapshot: snapshotArgument,
     tab: tabArgument,
   },
   output: pageOutput,
   annotations: act,
-  async run({ key, tab: tabId }, context) {
-    return perform(context, tabId, async (tab) => {
-      if (!KEY.test(key))
-        throw new ToolError('invalid_argument', `Unknown key "${key}"`, {
-          hint: 'Use names like Enter or Control+A.',
-        })
-      const parts = key.split('+')
-      const main = parts.pop() ?? key
-      const keyboard = tab.page.keyboard
-      try {
-        // biome-ignore lint/suspicious/noExplicitAny: puppeteer types key names as a closed union
-        for (const modifier of parts) await keyboard.down(modifier as any)
-        // biome-ignore lint/suspicious/noExplicitAny: checked by puppeteer, which throws on unknown keys
-        await keyboard.press(main as any)
-      } catch (error) {
-        if (/Unknown key/.test(String((error as Error).message)))
-          throw new ToolError('invalid_argument', `Unknown key "${main}"`, {
-            hint: 'Use names like Enter, Escape, ArrowDown, Tab, Backspace, a.',
+  async run({ key, snapshot, tab: tabId }, context) {
+    return perform(
+      context,
+      tabId,
+      async (tab) => {
+        if (!KEY.test(key))
+          throw new ToolError('invalid_argument', `Unknown key "${key}"`, {
+            hint: 'Use names like Enter or Control+A.',
           })
-        throw error
-      } finally {
-        // biome-ignore lint/suspicious/noExplicitAny: as above
-        for (const modifier of parts.reverse()) await keyboard.up(modifier as any).catch(() => undefined)
-      }
-      return undefined
-    })
+        const parts = key.split('+')
+        const main = parts.pop() ?? key
+        const keyboard = tab.page.keyboard
+        try {
+          // biome-ignore lint/suspicious/noExplicitAny: puppeteer types key names as a closed union
+          for (const modifier of parts) await keyboard.down(modifier as any)
+          // biome-ignore lint/suspicious/noExplicitAny: checked by puppeteer, which throws on unknown keys
+          await keyboard.press(main as any)
+        } catch (error) {
+          if (/Unknown key/.test(String((error as Error).message)))
+            throw new ToolError('invalid_argument', `Unknown key "${main}"`, {
+              hint: 'Use names like Enter, Escape, ArrowDown, Tab, Backspace, a.',
+            })
+          throw error
+        } finally {
+          // biome-ignore lint/suspicious/noExplicitAny: as above
+          for (const modifier of parts.reverse()) await keyboard.up(modifier as any).catch(() => undefined)
+        }
+        return undefined
+      },
+      { snapshot, targets: [] },
+    )
   },
 })
 
@@ -180,16 +224,21 @@ export const drag = defineTool({
   output: pageOutput,
   annotations: act,
   async run({ from, to, tab: tabId }, context) {
-    return perform(context, tabId, async (tab) => {
-      const start = await centerOf(tab, await resolveRef(tab, from))
-      const end = await centerOf(tab, await resolveRef(tab, to))
-      const mouse = tab.page.mouse
-      await mouse.move(start.x, start.y)
-      await mouse.down()
-      await mouse.move((start.x + end.x) / 2, (start.y + end.y) / 2, { steps: 5 })
-      await mouse.move(end.x, end.y, { steps: 5 })
-      await mouse.up()
-      return undefined
-    })
+    return perform(
+      context,
+      tabId,
+      async (tab) => {
+        const start = await centerOf(tab, await resolveRef(tab, from))
+        const end = await centerOf(tab, await resolveRef(tab, to))
+        const mouse = tab.page.mouse
+        await mouse.move(start.x, start.y)
+        await mouse.down()
+        await mouse.move((start.x + end.x) / 2, (start.y + end.y) / 2, { steps: 5 })
+        await mouse.move(end.x, end.y, { steps: 5 })
+        await mouse.up()
+        return undefined
+      },
+      { targets: [from, to] },
+    )
   },
 })

@@ -1,5 +1,19 @@
 import { ToolError, z } from '@keel-mcp/core'
-import { act, browse, defineTool, fullSnapshot, onTab, pageOutput, tabArgument, untrusted } from './shared.js'
+import {
+  act,
+  browse,
+  capOf,
+  defineTool,
+  fullSnapshot,
+  listCursorArgument,
+  listOffset,
+  maxTokensArgument,
+  onTab,
+  pageOutput,
+  tabArgument,
+  untrusted,
+  withinBudget,
+} from './shared.js'
 
 const LEVELS = ['error', 'warn', 'info', 'log', 'debug'] as const
 // Puppeteer's console types, mapped onto the levels a model asks for.
@@ -20,20 +34,26 @@ export const consoleMessages = defineTool({
   description: 'Recent console messages and uncaught errors (last 200).',
   input: {
     level: z.enum(LEVELS).default('log').describe('Minimum level'),
+    max_tokens: maxTokensArgument,
+    cursor: listCursorArgument,
     tab: tabArgument,
   },
   output: { tab: z.string(), count: z.number() },
   annotations: { ...browse, idempotentHint: true },
-  async run({ level, tab: tabId }, context) {
+  async run({ level, max_tokens, cursor, tab: tabId }, context) {
+    const cap = capOf(context.deps.settings, max_tokens)
     const minimum = LEVELS.indexOf(level)
     return onTab(context, tabId, async (tab) => {
       const entries = tab.console.filter((entry) => LEVELS.indexOf(levelOf(entry.level)) <= minimum)
       const lines = entries.map(
         (entry) => `[${levelOf(entry.level)}] ${entry.text}${entry.location ? ` (${entry.location})` : ''}`,
       )
+      const { shown, notice } = withinBudget(lines, listOffset(cursor), cap, 'console_messages')
       return {
         data: { tab: tab.id, count: entries.length },
-        text: lines.length ? untrusted(lines.join('\n')) : `No console messages at ${level} or above.`,
+        text: shown.length
+          ? `${untrusted(shown.join('\n'))}${notice}`
+          : `No console messages at ${level} or above.`,
       }
     })
   },
@@ -45,20 +65,24 @@ export const networkRequests = defineTool({
   description: 'Recent requests (last 300): method, URL, status, type, size, failure.',
   input: {
     failed_only: z.boolean().default(false).describe('Only failed'),
+    max_tokens: maxTokensArgument,
+    cursor: listCursorArgument,
     tab: tabArgument,
   },
   output: { tab: z.string(), count: z.number() },
   annotations: { ...browse, idempotentHint: true },
-  async run({ failed_only, tab: tabId }, context) {
+  async run({ failed_only, max_tokens, cursor, tab: tabId }, context) {
+    const cap = capOf(context.deps.settings, max_tokens)
     return onTab(context, tabId, async (tab) => {
       const entries = tab.network.filter((entry) => !failed_only || entry.failed)
       const lines = entries.map(
         (entry) =>
-          `${entry.method} ${entry.url} ${entry.failed ? `failed: ${entry.failed}` : (entry.status ?? '')} ${entry.type}${entry.size !== undefined ? ` ${entry.size}B` : ''}`,
+          `[${entry.id}] ${entry.method} ${entry.url} ${entry.failed ? `failed: ${entry.failed}` : (entry.status ?? '')} ${entry.type}${entry.size !== undefined ? ` ${entry.size}B` : ''}`,
       )
+      const { shown, notice } = withinBudget(lines, listOffset(cursor), cap, 'network_requests')
       return {
         data: { tab: tab.id, count: entries.length },
-        text: lines.length ? untrusted(lines.join('\n')) : 'No requests recorded.',
+        text: shown.length ? `${untrusted(shown.join('\n'))}${notice}` : 'No requests recorded.',
       }
     })
   },

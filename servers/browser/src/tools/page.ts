@@ -1,17 +1,20 @@
 import { ToolError, z } from '@keel-mcp/core'
 import { boxOf, fieldKind, resolveRef, setFiles } from '../lib/element.js'
 import { assertPageSize, PDF_MAX_ELEMENTS } from '../lib/limits.js'
+import { writeOutput } from '../lib/output.js'
 import type { Tab } from '../lib/tab.js'
 import {
   act,
   browse,
   defineTool,
   onTab,
+  outputDirOf,
   pageInfo,
   pageOutput,
   perform,
   refArgument,
   tabArgument,
+  toFileArgument,
   untrusted,
 } from './shared.js'
 
@@ -51,11 +54,13 @@ export const takeScreenshot = defineTool({
     full_page: z.boolean().default(false).describe('Whole page'),
     format: z.enum(['png', 'jpeg']).default('png').describe('Format'),
     quality: z.number().int().min(1).max(100).optional().describe('JPEG quality'),
+    to_file: toFileArgument,
     tab: tabArgument,
   },
   output: { ...pageOutput, width: z.number(), height: z.number(), scale: z.number() },
   annotations: browse,
-  async run({ ref, full_page, format, quality, tab: tabId }, context) {
+  async run({ ref, full_page, format, quality, to_file, tab: tabId }, context) {
+    const dir = to_file ? outputDirOf(context.deps.settings) : undefined
     return onTab(context, tabId, async (tab) => {
       const page = tab.page
       let area: { x: number; y: number; width: number; height: number }
@@ -84,6 +89,13 @@ export const takeScreenshot = defineTool({
       const info = pageInfo(tab)
       const width = Math.round(area.width * scale)
       const height = Math.round(area.height * scale)
+      if (dir) {
+        const file = await writeOutput(dir, 'screenshot', tab.id, format, Buffer.from(String(data), 'base64'))
+        return {
+          data: { ...info, width, height, scale: Number(scale.toFixed(3)) },
+          text: `Screenshot of tab ${tab.id} (${width}×${height}) written to ${file.path} (${file.bytes} bytes).`,
+        }
+      }
       return {
         data: { ...info, width, height, scale: Number(scale.toFixed(3)) },
         text: `Screenshot of tab ${tab.id}`,
@@ -257,15 +269,23 @@ async function printPdf(tab: Tab, maxBytes: number): Promise<Buffer> {
 export const savePdf = defineTool({
   name: 'save_pdf',
   title: 'Save PDF',
-  description: 'The page as a PDF (embedded resource).',
-  input: { tab: tabArgument },
+  description: 'The page as a PDF (embedded resource, or a file with to_file).',
+  input: { to_file: toFileArgument, tab: tabArgument },
   output: { ...pageOutput, bytes: z.number() },
   annotations: browse,
-  async run({ tab: tabId }, context) {
+  async run({ to_file, tab: tabId }, context) {
+    const dir = to_file ? outputDirOf(context.deps.settings) : undefined
     return onTab(context, tabId, async (tab) => {
       await assertPageSize(tab, PDF_MAX_ELEMENTS, 'PDF')
       const pdf = await printPdf(tab, PDF_MAX_BYTES)
       const info = pageInfo(tab)
+      if (dir) {
+        const file = await writeOutput(dir, 'page', tab.id, 'pdf', pdf)
+        return {
+          data: { ...info, bytes: file.bytes },
+          text: `PDF of tab ${tab.id} written to ${file.path} (${file.bytes} bytes).`,
+        }
+      }
       return {
         data: { ...info, bytes: pdf.byteLength },
         content: [

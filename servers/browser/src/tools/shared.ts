@@ -9,8 +9,10 @@ import {
   z,
 } from '@keel-mcp/core'
 import type { BrowserHost, BrowserSession } from '../lib/browser.js'
-import { PageTooLargeError } from '../lib/limits.js'
-import { changedPart, takeSnapshot } from '../lib/snapshot.js'
+import { changedElements, describeChanges, watchChanges } from '../lib/changes.js'
+import { assertPageSize, PageTooLargeError, SNAPSHOT_MAX_ELEMENTS } from '../lib/limits.js'
+import { takeSnapshot } from '../lib/page-tree.js'
+import { parseRef } from '../lib/snapshot.js'
 import type { OpenDialog, Tab } from '../lib/tab.js'
 import type { UploadStore } from '../lib/upload.js'
 import { shownUrl } from '../lib/url.js'
@@ -21,6 +23,8 @@ export interface BrowserSettings {
   timeoutAction: number
   snapshotMaxChars: number
   uploadDirs: string[]
+  /** Where `to_file` writes large outputs (--output-dir); unset: answers only. */
+  outputDir?: string | undefined
 }
 
 /** What the browser tools get as `deps`. */
@@ -41,7 +45,7 @@ const defineBaseTool = toolFactory<BrowserDeps>()
  * The session handle argument every browser tool takes: a 2026-07-28 request belongs to no
  * connection, so the model carries its browser session from call to call (SEP-2567).
  */
-export const sessionArgument = handleArgument('Session handle from navigate/open_session; pass it on')
+export const sessionArgument = handleArgument('Session handle')
 
 /**
  * A browser tool: bound to a browser session (core resolves the `session` handle, or uses the
@@ -66,8 +70,70 @@ export const act = { readOnlyHint: false, destructiveHint: true, openWorldHint: 
 
 // Short schemas on purpose: every byte here is paid in every conversation. An unknown tab or ref
 // is refused with a tool error that says what to do.
-export const tabArgument = z.string().optional().describe('Tab (default: current)')
+export const tabArgument = z.string().optional().describe('Tab')
 export const refArgument = z.string().describe('Ref from the snapshot')
+/** What an action answers with: what changed (default), the whole page, or nothing. */
+export const snapshotArgument = z.enum(['changes', 'full', 'none']).optional().describe('Answer')
+export type SnapshotMode = 'changes' | 'full' | 'none'
+/** Writes a large output to a file of the output directory instead of the answer. */
+export const toFileArgument = z.boolean().optional().describe('To --output-dir')
+
+/** The output directory, or the error that says how to have one. */
+export function outputDirOf(settings: BrowserSettings): string {
+  if (!settings.outputDir)
+    throw new ToolError('invalid_argument', 'to_file needs an output directory', {
+      hint: 'Start the server with --output-dir DIR.',
+    })
+  return settings.outputDir
+}
+
+/** A per-answer budget: a longer answer is cut with a cursor to continue. */
+export const maxTokensArgument = z.number().int().optional().describe('Budget')
+
+/** Continues a cut list answer (console, network): the index of the next entry. */
+export const listCursorArgument = z.string().max(8).optional().describe('From a cut answer')
+
+/** The entry index a list cursor names, or an error that says what a cursor is. */
+export function listOffset(cursor: string | undefined): number {
+  if (cursor === undefined) return 0
+  if (!/^\d{1,6}$/.test(cursor))
+    throw new ToolError('invalid_argument', `Not a cursor: ${JSON.stringify(cursor)}`, {
+      hint: 'Pass the cursor a cut answer gave.',
+    })
+  return Number(cursor)
+}
+
+/**
+ * Lines from `offset` that fit in `cap` characters (at least one), and the notice that says how
+ * to continue when some are left.
+ */
+export function withinBudget(
+  lines: string[],
+  offset: number,
+  cap: number,
+  tool: string,
+): { shown: string[]; notice: string } {
+  const shown: string[] = []
+  let size = 0
+  for (const line of lines.slice(offset)) {
+    if (shown.length && size + line.length + 1 > cap) break
+    shown.push(line)
+    size += line.length + 1
+  }
+  const next = offset + shown.length
+  const notice =
+    next < lines.length
+      ? `\n[Cut at ${cap} characters: ${lines.length - next} more. More: ${tool} with cursor="${next}".]`
+      : ''
+  return { shown, notice }
+}
+
+/** The character cap of an answer: the server's cap, lowered by the caller's token budget. */
+export function capOf(settings: BrowserSettings, maxTokens: number | undefined): number {
+  return maxTokens === undefined
+    ? settings.snapshotMaxChars
+    : Math.min(settings.snapshotMaxChars, maxTokens * 4)
+}
 
 /** The structured result of every tool that leaves the model on a page. */
 export const pageOutput = { tab: z.string(), url: z.string() }
@@ -171,24 +237,65 @@ export function delay<T>(ms: number, value: T): Promise<T> {
   return new Promise((resolve) => setTimeout(() => resolve(value), ms).unref())
 }
 
-/** The full snapshot of a tab, framed for the model; remembered to report changes later. */
+/** The snapshot of a tab (or of one ref, or where a cursor left off), framed for the model. */
 export async function fullSnapshot(
   tab: Tab,
   settings: BrowserSettings,
-  options: { ref?: string | undefined; depth?: number | undefined } = {},
+  options: {
+    ref?: string | undefined
+    depth?: number | undefined
+    cursor?: string | undefined
+    maxChars?: number | undefined
+    boxes?: boolean | undefined
+  } = {},
 ): Promise<{ data: { tab: string; url: string }; text: string }> {
   if (tab.dialog) {
     const info = pageInfo(tab)
     return { data: info, text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
   }
-  const snapshot = await takeSnapshot(tab, { ...options, maxChars: settings.snapshotMaxChars })
-  if (!options.ref && !options.depth) tab.lastSnapshot = snapshot.lines
+  const snapshot = await takeSnapshot(tab, {
+    ...options,
+    maxChars: options.maxChars ?? settings.snapshotMaxChars,
+  })
   const info = pageInfo(tab)
   const title = await titleOf(tab)
   return {
     data: info,
     text: `Tab ${tab.id}\n${untrusted(`url: ${info.url}\ntitle: ${JSON.stringify(title)}\n${snapshot.text}`)}`,
   }
+}
+
+/** The answer of an action that stayed on its document: what changed, the whole page, or nothing. */
+async function afterAction(
+  tab: Tab,
+  settings: BrowserSettings,
+  mode: SnapshotMode,
+  targets: number[],
+  note: string,
+): Promise<{ data: { tab: string; url: string }; text: string }> {
+  const info = pageInfo(tab)
+  if (mode === 'full') {
+    const full = await pageResult(tab, settings)
+    return { ...full, text: `${note}${full.text}` }
+  }
+  if (mode === 'none') return { data: info, text: `${note}Done. Tab ${tab.id} (${info.url})` }
+  const changed = await changedElements(tab)
+  // The same bound as a snapshot's: a page too large or too deep is not read, even in part.
+  try {
+    await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot')
+  } catch (error) {
+    if (!(error instanceof PageTooLargeError)) throw error
+    const noSnapshot = withoutSnapshot(tab, error)
+    return { ...noSnapshot, text: `${note}${noSnapshot.text}` }
+  }
+  const described = await describeChanges(tab, targets, changed, settings.snapshotMaxChars)
+  const parts: string[] = []
+  if (described.acted.length) parts.push(`Acted on: ${described.acted.join('; ')}`)
+  if (described.changed.length) parts.push(`Changed part of the page:\n${described.changed.join('\n')}`)
+  else parts.push('No change in the page.')
+  if (described.cut) parts.push('[More changed: snapshot for the rest.]')
+  const body = parts.join('\n')
+  return { data: info, text: `${note}Tab ${tab.id} (${info.url})\n${untrusted(body)}` }
 }
 
 /**
@@ -211,7 +318,6 @@ function withoutSnapshot(
   tab: Tab,
   error: PageTooLargeError,
 ): { data: { tab: string; url: string }; text: string } {
-  tab.lastSnapshot = undefined
   const info = pageInfo(tab)
   return { data: info, text: `Tab ${tab.id} (${info.url})\nNo snapshot: ${error.message}. ${error.hint}` }
 }
@@ -224,15 +330,25 @@ export async function perform(
   context: Context,
   tabId: string | undefined,
   action: (tab: Tab) => Promise<string | undefined>,
-  options: { actionTimeout?: number } = {},
+  options: { actionTimeout?: number; snapshot?: SnapshotMode; targets?: string[] } = {},
 ): Promise<{ data: { tab: string; url: string }; text: string }> {
   const { settings } = context.deps
   const actionTimeout = options.actionTimeout ?? settings.timeoutAction
+  const mode = options.snapshot ?? 'changes'
   const limitMs = callLimit(settings, actionTimeout)
   const act = async (tab: Tab) => {
     const page = tab.page
     const generation = tab.generation
-    const before = tab.lastSnapshot
+    const urlBefore = page.url()
+    const targets: number[] = []
+    for (const ref of options.targets ?? []) {
+      try {
+        targets.push(parseRef(tab, ref))
+      } catch {
+        // The action itself reports a stale ref.
+      }
+    }
+    if (mode === 'changes' && !tab.dialog) await watchChanges(tab)
     const requestsBefore = tab.navigationRequests
     let navigating = false
     const onRequest = (request: { isNavigationRequest(): boolean; frame(): unknown }) => {
@@ -277,26 +393,22 @@ export async function perform(
       ])
       if ((navigating || tab.navigationRequests !== requestsBefore) && !tab.dialog) await navigation
       if (tab.dialog) return { data: pageInfo(tab), text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
-      const note = outcome.note ? `${outcome.note}\n` : ''
-      if (tab.generation !== generation || !before) {
+      let note = outcome.note ? `${outcome.note}\n` : ''
+      if (tab.generation !== generation) {
+        if (mode === 'none') {
+          const info = pageInfo(tab)
+          return {
+            data: info,
+            text: `${note}Tab ${tab.id} loaded ${info.url} ${JSON.stringify(await titleOf(tab))}.`,
+          }
+        }
         const full = await pageResult(tab, settings)
         return { ...full, text: `${note}${full.text}` }
       }
-      const snapshot = await takeSnapshot(tab, { maxChars: settings.snapshotMaxChars }).catch(
-        (error: unknown) => {
-          if (error instanceof PageTooLargeError) return error
-          throw error
-        },
-      )
-      if (snapshot instanceof PageTooLargeError) {
-        const noSnapshot = withoutSnapshot(tab, snapshot)
-        return { ...noSnapshot, text: `${note}${noSnapshot.text}` }
-      }
-      tab.lastSnapshot = snapshot.lines
-      const diff = changedPart(before, snapshot.lines)
-      const info = pageInfo(tab)
-      const body = diff.changed ? untrusted(diff.text) : diff.text
-      return { data: info, text: `${note}Tab ${tab.id} (${info.url})\n${body}` }
+      // A navigation within the document (an anchor, pushState): same page, same refs.
+      if (page.url() !== urlBefore)
+        note += `Moved within the page to ${shownUrl(page.url())}; refs still hold.\n`
+      return await afterAction(tab, settings, mode, targets, note)
     } finally {
       page.off('request', onRequest)
       stopWaiting.abort()

@@ -1,0 +1,280 @@
+import { withBoxes } from './boxes.js'
+import { assertPageSize, SNAPSHOT_MAX_ELEMENTS } from './limits.js'
+import {
+  type AXNode,
+  folds,
+  type Path,
+  parseRef,
+  readsChildren,
+  renderFrom,
+  type Snapshot,
+  type SnapshotOptions,
+  type Start,
+} from './snapshot.js'
+import { StaleRefError, type Tab } from './tab.js'
+
+/**
+ * Reads a tab's accessibility tree a node's children at a time (CDP's `getChildAXNodes`), so a
+ * render reads the part it shows and not the rest of the page. One reader serves one call: the
+ * tree it holds is as the page was when read.
+ */
+export class TreeReader {
+  readonly nodes = new Map<string, AXNode>()
+  private readonly asked = new Map<string, Promise<AXNode[]>>()
+
+  private constructor(private readonly tab: Tab) {}
+
+  /** A reader for the tab's current document (the Accessibility domain enabled once per document). */
+  static async open(tab: Tab): Promise<TreeReader> {
+    if (tab.treeGeneration !== tab.generation) {
+      await tab.cdp.send('Accessibility.enable')
+      tab.treeGeneration = tab.generation
+    }
+    return new TreeReader(tab)
+  }
+
+  private keep(nodes: AXNode[]): AXNode[] {
+    for (const node of nodes) this.nodes.set(node.nodeId, node)
+    return nodes
+  }
+
+  /**
+   * The whole tree in one call (`getFullAXTree`), for a small document: one answer costs less
+   * than a round trip a node. Returns its root.
+   */
+  async readAll(): Promise<AXNode | undefined> {
+    const { nodes } = (await this.tab.cdp.send('Accessibility.getFullAXTree')) as unknown as {
+      nodes: AXNode[]
+    }
+    this.keep(nodes)
+    for (const node of nodes) {
+      const kids = (node.childIds ?? []).flatMap((id) => this.nodes.get(id) ?? [])
+      node.childIds = kids.map((kid) => kid.nodeId)
+      this.asked.set(node.nodeId, Promise.resolve(kids))
+    }
+    return nodes.find((node) => !node.parentId) ?? nodes[0]
+  }
+
+  /** The document's root (RootWebArea). */
+  async root(): Promise<AXNode> {
+    const { node } = (await this.tab.cdp.send('Accessibility.getRootAXNode')) as unknown as { node: AXNode }
+    this.keep([node])
+    return node
+  }
+
+  /** The accessibility node of a DOM node, or undefined when it has none. */
+  async ofElement(backendNodeId: number): Promise<AXNode | undefined> {
+    const { nodes } = (await this.tab.cdp.send('Accessibility.getPartialAXTree', {
+      backendNodeId,
+      fetchRelatives: false,
+    })) as unknown as { nodes: AXNode[] }
+    const node = nodes.find((candidate) => candidate.backendDOMNodeId === backendNodeId) ?? nodes[0]
+    if (node) this.keep([node])
+    return node
+  }
+
+  /** The node of a ref, or a stale-ref error. */
+  async ofRef(ref: string): Promise<AXNode> {
+    const node = await this.ofElement(parseRef(this.tab, ref)).catch(() => undefined)
+    if (!node)
+      throw new StaleRefError(`Ref ${ref} is no longer in the page. Take a new snapshot and use its refs.`)
+    return node
+  }
+
+  /** A node's children (asked once; later calls share the answer). */
+  children(node: AXNode): Promise<AXNode[]> {
+    let answer = this.asked.get(node.nodeId)
+    if (!answer) {
+      answer = (
+        this.tab.cdp.send('Accessibility.getChildAXNodes', { id: node.nodeId }) as unknown as Promise<{
+          nodes: AXNode[]
+        }>
+      ).then(({ nodes }) => {
+        this.keep(nodes)
+        // A child the answer left out is not waited for: it is not in the tree any more.
+        node.childIds = (node.childIds ?? []).filter((id) => this.nodes.has(id))
+        const byId = new Map(nodes.map((child) => [child.nodeId, child]))
+        return node.childIds.flatMap((id) => byId.get(id) ?? [])
+      })
+      this.asked.set(node.nodeId, answer)
+    }
+    return answer
+  }
+}
+
+/** Requests for children in flight at once: the round trips overlap, Chromium answers in turn. */
+const PARALLEL = 24
+
+interface Pending {
+  node: AXNode
+  /** Where the node's own line would print; a folded node's children take its place. */
+  depth: number
+  shown: boolean
+  /** Its place in document order (child indices from the first start). */
+  order: number[]
+}
+
+function before(a: number[], b: number[]): boolean {
+  for (let index = 0; index < Math.min(a.length, b.length); index++)
+    if (a[index] !== b[index]) return (a[index] ?? 0) < (b[index] ?? 0)
+  return a.length < b.length
+}
+
+/**
+ * Reads the children of the nodes under `starts`, earliest in document order first with
+ * {@link PARALLEL} requests in flight, until `budget` nodes have been read or `maxDepth` stops a
+ * branch. What is read is the start of the tree in document order (the part a capped render
+ * shows), not a breadth-first sweep of the whole page. Returns the nodes left closed by depth, and
+ * whether everything under the starts was read.
+ */
+export async function readTree(
+  reader: TreeReader,
+  starts: Array<{ node: AXNode; indent: number; shown: boolean }>,
+  budget: number,
+  maxDepth = Number.POSITIVE_INFINITY,
+): Promise<{ closed: Set<string>; complete: boolean }> {
+  const closed = new Set<string>()
+  const waiting: Pending[] = []
+  const consider = (pending: Pending) => {
+    if (!readsChildren(pending.node)) return
+    if ((pending.shown ? pending.depth + 1 : pending.depth) >= maxDepth) closed.add(pending.node.nodeId)
+    else waiting.push(pending)
+  }
+  starts.forEach((start, index) => {
+    consider({ node: start.node, depth: start.indent, shown: start.shown, order: [index] })
+  })
+  let left = budget
+  const inFlight = new Set<Promise<void>>()
+  while (waiting.length || inFlight.size) {
+    while (waiting.length && inFlight.size < PARALLEL && left > 0) {
+      let first = 0
+      for (let index = 1; index < waiting.length; index++)
+        if (before((waiting[index] as Pending).order, (waiting[first] as Pending).order)) first = index
+      const [pending] = waiting.splice(first, 1) as [Pending]
+      const request: Promise<void> = reader
+        .children(pending.node)
+        .then((kids) => {
+          left -= kids.length
+          const depth = pending.shown ? pending.depth + 1 : pending.depth
+          kids.forEach((kid, index) => {
+            consider({ node: kid, depth, shown: !folds(kid), order: [...pending.order, index] })
+          })
+        })
+        .finally(() => inFlight.delete(request))
+      inFlight.add(request)
+    }
+    if (!inFlight.size) break
+    await Promise.race(inFlight)
+  }
+  return { closed, complete: waiting.length === 0 }
+}
+
+/** The starts that continue a render cut at `path` under `root`: the cut node, then what follows it. */
+async function continuation(
+  reader: TreeReader,
+  root: AXNode,
+  path: Path,
+  subtree: boolean,
+): Promise<Start[]> {
+  const chain: AXNode[] = [root]
+  const levels: AXNode[][] = []
+  for (const index of path) {
+    const kids = await reader.children(chain.at(-1) as AXNode)
+    const next = kids[index]
+    if (!next) return []
+    levels.push(kids)
+    chain.push(next)
+  }
+  const starts: Start[] = []
+  for (let level = path.length - 1; level >= 0; level--) {
+    let indent = subtree ? 1 : 0
+    for (let up = 1; up <= level; up++) if (!folds(chain[up] as AXNode)) indent++
+    const from = (path[level] ?? 0) + (level === path.length - 1 ? 0 : 1)
+    levels[level]?.slice(from).forEach((node, offset) => {
+      starts.push({ node, at: [...path.slice(0, level), from + offset], indent })
+    })
+  }
+  return starts
+}
+
+/** A cursor names the document, the snapshot's root (a ref, or the page) and the path to resume at. */
+function encodeCursor(tab: Tab, ref: string | undefined, path: Path): string {
+  return `${tab.generation}~${ref ?? ''}~${path.join('.')}`
+}
+
+function decodeCursor(tab: Tab, cursor: string): { ref: string | undefined; path: Path } {
+  const match = /^(\d+)~(e\d+)?~(\d+(?:\.\d+)*)$/.exec(cursor.trim())
+  if (!match) throw new CursorError(`Not a snapshot cursor: ${cursor.slice(0, 60)}`)
+  if (Number(match[1]) !== tab.generation)
+    throw new StaleRefError('The cursor belongs to an earlier page. Take a new snapshot.')
+  return { ref: match[2], path: (match[3] ?? '').split('.').map(Number) }
+}
+
+export class CursorError extends Error {
+  override name = 'CursorError'
+}
+
+/** Raw nodes read per character of the cap, to begin with (doubled while the render falls short). */
+const NODES_PER_CHAR = 1 / 12
+/**
+ * Documents with at most this many elements are read whole, in one call: below it one answer is
+ * cheaper than a round trip a node (on this size, about 0.2 s either way); above it the cost of a
+ * snapshot stays that of what it shows.
+ */
+const READ_WHOLE_ELEMENTS = 6000
+
+/**
+ * The tab's page (or the subtree of `options.ref`), read lazily and rendered by
+ * {@link renderFrom}, capped at `options.maxChars`. A cut snapshot says so and gives a cursor that
+ * continues it (`options.cursor`): each page of a long snapshot reads about what it shows.
+ */
+export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<Snapshot> {
+  const reader = await TreeReader.open(tab)
+  const resume = options.cursor ? decodeCursor(tab, options.cursor) : undefined
+  const ref = resume ? resume.ref : options.ref
+  // Pages too large or too deep for Chromium to build their tree safely are refused first.
+  const page = await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot')
+  const whole = !ref && !resume && page.elements <= READ_WHOLE_ELEMENTS
+  const root = ref
+    ? await reader.ofRef(ref)
+    : ((whole ? await reader.readAll() : undefined) ?? (await reader.root()))
+  const subtree = !!ref
+  const starts: Start[] = resume
+    ? await continuation(reader, root, resume.path, subtree)
+    : [{ node: root, at: [], indent: 0, root: true }]
+  const readStarts = starts.map((start) => ({
+    node: start.node,
+    indent: start.indent,
+    shown: start.root ? subtree : !folds(start.node),
+  }))
+  let budget = Math.max(100, Math.round(options.maxChars * NODES_PER_CHAR))
+  let rendered = renderFrom(reader.nodes, starts, tab.refs, { depth: options.depth, subtree })
+  for (let round = 0; round < 8; round++) {
+    const { closed, complete } = await readTree(reader, readStarts, budget, options.depth)
+    rendered = renderFrom(reader.nodes, starts, tab.refs, { depth: options.depth, subtree, closed })
+    const size = rendered.lines.reduce((sum, line) => sum + line.length + 1, 0)
+    if (complete || !rendered.cut || size > options.maxChars) break
+    budget *= 2
+  }
+  const { lines, paths } = rendered
+  let shown = lines.length
+  let size = 0
+  for (let index = 0; index < lines.length; index++) {
+    size += (lines[index] ?? '').length + 1
+    // At least one line a page, so a cursor always moves on.
+    if (size > options.maxChars && index > 0) {
+      shown = index
+      break
+    }
+  }
+  const stop = shown < lines.length ? paths[shown] : rendered.cut
+  const cursor = stop ? encodeCursor(tab, ref, stop) : undefined
+  const kept = lines.slice(0, shown)
+  let body = (options.boxes ? await withBoxes(tab, kept) : kept).join('\n')
+  if (resume) body = `(continued)\n${body}`
+  if (cursor)
+    body +=
+      `\n[Snapshot cut at ${options.maxChars} characters. More: snapshot cursor="${cursor}". ` +
+      'Or narrow it: snapshot ref=<a ref above>, a smaller depth, or find.]'
+  return { lines: kept, text: body, truncated: !!cursor, refs: rendered.refs, cursor }
+}
