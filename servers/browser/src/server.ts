@@ -115,6 +115,15 @@ export function createServer(tuning: BrowserTuning = {}) {
       ...(config.options.caps.includes('devtools') ? [performanceTrace] : []),
       ...(config.options.caps.includes('emulate') ? [emulate] : []),
     ],
+    // Ready while a browser is there to launch: found (as the first launch would find it) and executable.
+    async ready(deps) {
+      const { discoverBrowser } = await import('./lib/discover.js')
+      const { access, constants } = await import('node:fs/promises').then(async (fs) => ({
+        access: fs.access,
+        constants: (await import('node:fs')).constants,
+      }))
+      await access(discoverBrowser({ executablePath: deps.host.settings.executablePath }), constants.X_OK)
+    },
     // Cheap on purpose: nothing is discovered, loaded or launched until the first call needs a page.
     createDeps({ config, logger }) {
       const settings = config.options

@@ -340,6 +340,7 @@ export function createServer(tuning: ClientTuning = {}) {
     defaultToolsets,
     tools: toolsFor,
     dynamicTools: true,
+    ready: (deps) => deps.ready(),
     resourceTemplates,
     prompts,
     // Cheap on purpose: nothing loads and nothing connects until the first call.
@@ -399,6 +400,12 @@ export function createServer(tuning: ClientTuning = {}) {
         logger,
       })
       return {
+        // GET /rate_limit costs no rate limit: with the server's token it proves the token is
+        // accepted; with callers' tokens (--token-from-request) that the API answers.
+        async ready() {
+          const octokit = fromRequest ? await clients.get(undefined) : await serverClient()
+          await octokit.request('GET /rate_limit', { request: { retries: 0 } })
+        },
         lockdown: config.options.lockdown,
         readOnly: config.readOnly,
         hiddenTools: scopes.hidden,

@@ -153,5 +153,15 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
     Promise.all([...deps.targets.values()].map((target) => target.db.warmUp({ signal }))).then(() => {}),
   dispose: (deps) =>
     Promise.all([...deps.targets.values()].map((target) => target.db.close())).then(() => {}),
+  // Ready while every database answers a read-only transaction (one of ours: SELECT 1).
+  async ready(deps) {
+    const failed: string[] = []
+    await Promise.all(
+      [...deps.targets.entries()].map(([name, target]) =>
+        target.db.readQuery('SELECT 1').catch((error: Error) => failed.push(`${name}: ${error.message}`)),
+      ),
+    )
+    if (failed.length) throw new Error(failed.sort().join('; '))
+  },
   mapError: (error) => toToolError(error),
 })

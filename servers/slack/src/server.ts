@@ -157,6 +157,10 @@ export function createServer(tuning: SlackTuning = {}) {
       }
       return select(undefined)
     },
+    // Ready while Slack accepts the bot token (auth.test: no side effect, tier 4 limits).
+    async ready(deps) {
+      await deps.bot().apiCall('auth.test')
+    },
     mapError: (error) => toToolError(error),
   })
 }

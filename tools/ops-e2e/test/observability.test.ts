@@ -1,4 +1,6 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import type { AddressInfo } from 'node:net'
+import { createServer as createNetServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { type Connection, connectHttp, type SpawnedHttpServer, spawnHttp } from '@keel-mcp/core/testing'
@@ -31,6 +33,10 @@ const connections: Connection[] = []
 let releaseSlowIssue: () => void = () => {}
 
 const hostOf = (url: string) => new URL(url).host
+// A loopback port nothing listens on: one the system just handed out and took back (fetch refuses
+// the well-known closed ones such as 9).
+let CLOSED_PORT = 0
+const closedUrl = () => `http://127.0.0.1:${CLOSED_PORT}`
 const textOf = (result: Record<string, any>) =>
   (result.content as Array<{ text?: string }>).map((block) => block.text ?? '').join('\n')
 
@@ -56,10 +62,18 @@ async function auditLines(slug: string): Promise<Array<Record<string, unknown>>>
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'keel-ops-'))
+  const probe = createNetServer()
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  CLOSED_PORT = (probe.address() as AddressInfo).port
+  await new Promise((resolve) => probe.close(resolve))
   await writeFile(join(work, 'notes.txt'), 'hello\n')
   receiver = await startOtlpReceiver()
   github = await FakeGitHub.start()
   github.on('GET', '/user', { status: 200, body: { ...user('octocat'), name: 'The Octocat' } })
+  github.on('GET', '/rate_limit', {
+    status: 200,
+    body: { resources: { core: { limit: 5000, remaining: 4999, reset: 0, used: 1 } } },
+  })
   github.on('GET', '/repos/octo/slow/issues/1', async () => {
     await new Promise<void>((resolveSlow) => {
       releaseSlowIssue = resolveSlow
@@ -180,6 +194,19 @@ describe('a scripted set of calls, and the telemetry it leaves', () => {
     expect(JSON.stringify(spans)).not.toContain(TOKEN)
   })
 
+  it('exports each PostgreSQL transaction as a client span under the query call', async () => {
+    const spans = await spansUntil((all) => all.some((span) => span.name === 'postgresql transaction'))
+    const call = spans.find((span) => span.name === 'tools/call query')
+    const transaction = spans.find(
+      (span) => span.name === 'postgresql transaction' && span.parentSpanId === call?.spanId,
+    )
+    expect(transaction).toMatchObject({
+      traceId: call?.traceId,
+      kind: 3,
+      attributes: expect.objectContaining({ 'db.system.name': 'postgresql' }),
+    })
+  })
+
   it('exports the OpenTelemetry metrics too', async () => {
     const end = Date.now() + 30_000
     while (!receiver.metricNames.has('mcp.server.operation.duration') && Date.now() < end)
@@ -240,9 +267,10 @@ describe('a scripted set of calls, and the telemetry it leaves', () => {
   })
 
   it('answers /readyz from each server’s upstream, and /metrics only where asked', async () => {
-    for (const server of Object.values(servers)) {
+    for (const [slug, server] of Object.entries(servers)) {
       const ready = await fetch(new URL('/readyz', server.url))
       expect(ready.status, await ready.clone().text()).toBe(200)
+      expect(await ready.json()).toEqual({ status: 'ready', checks: { [slug]: 'ok' } })
     }
     const metrics = await fetch(new URL('/metrics', servers.fs?.url))
     expect(metrics.headers.get('content-type')).toContain('text/plain')
@@ -251,6 +279,52 @@ describe('a scripted set of calls, and the telemetry it leaves', () => {
 })
 
 describe('readiness follows the upstream', () => {
+  it.each([
+    [
+      'postgres',
+      [],
+      () => ({ DATABASE_URL: `postgres://reader@127.0.0.1:${CLOSED_PORT}/none` }),
+      /ECONNREFUSED|connect/,
+    ],
+    [
+      'github',
+      [],
+      () => ({ GITHUB_TOKEN: TOKEN, GITHUB_API_URL: closedUrl() }),
+      /ECONNREFUSED|fetch failed|connect|no answer within 5 s/i,
+    ],
+    [
+      'slack',
+      [],
+      () => ({ SLACK_BOT_TOKEN: 'xoxb-ops', SLACK_API_URL: `${closedUrl()}/api/` }),
+      /could not be reached|ECONNREFUSED|no answer within 5 s/i,
+    ],
+    [
+      'browser',
+      [],
+      () => ({ PUPPETEER_EXECUTABLE_PATH: '/nonexistent/chromium' }),
+      /No browser at --executable-path/,
+    ],
+  ] as const)(
+    '%s answers 503 naming what is wrong while its upstream is out of reach',
+    async (slug, args, env, reason) => {
+      const server = await spawnHttp(process.execPath, [bin(slug), ...args], {
+        env: env(),
+        timeoutMs: 60_000,
+      })
+      try {
+        const response = await fetch(new URL('/readyz', server.url))
+        const body = (await response.json()) as { status: string; checks: Record<string, string> }
+        expect(response.status, JSON.stringify(body)).toBe(503)
+        expect(body.checks[slug]).toMatch(reason)
+        // The token is in no answer.
+        expect(JSON.stringify(body)).not.toContain(TOKEN)
+        expect((await fetch(new URL('/healthz', server.url))).status).toBe(200)
+      } finally {
+        await server.close()
+      }
+    },
+  )
+
   it('fs turns not ready (503, naming what is wrong) when its directory goes away, and ready again when it is back', async () => {
     const directory = await mkdtemp(join(tmpdir(), 'keel-ready-'))
     const server = await spawnHttp(process.execPath, [bin('fs'), directory], { timeoutMs: 60_000 })

@@ -11,6 +11,8 @@ import {
 
 /** What the GitHub tools get as `deps`. */
 export interface GithubDeps {
+  /** Readiness (`/readyz`): GitHub answers, and accepts the server's token when it has one. */
+  ready(): Promise<void>
   /** The client for this call: the server's token, or the request's bearer with `--token-from-request`. */
   client(auth: RequestAuth | undefined): Promise<{ octokit: Octokit; scope: string }>
   /** `--lockdown`: withhold text by users without push access. */
