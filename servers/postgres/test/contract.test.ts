@@ -30,12 +30,12 @@ describe('contract', () => {
   // has 13 keys), are ≈ 161 a tool before any description; with the descriptions that say when to
   // use which, they list ≈ 202 (from 483, then 230). The five DBA tools (and `database` on every
   // tool) keep the average at ≈ 206; the portable form of the parameter list (anyOf branches of
-  // one type each, for clients that take no type arrays) brings it to ≈ 211. This guards the figure
-  // reached.
-  it('keeps the full catalogue within 212 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
+  // one type each, for clients that take no type arrays) and the advertised minimum of row counts
+  // bring it to ≈ 212. This guards the figure reached.
+  it('keeps the full catalogue within 213 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
     const { tools } = await (await client()).listTools()
     expect(tools).toHaveLength(10)
-    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(212)
+    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(213)
   })
 
   it('marks every tool read-only and closed-world', async () => {
@@ -223,6 +223,23 @@ describe('describe_table', () => {
     expect(textOf(quoted)).toContain('Table public."Mixed Case"')
   })
 
+  it('ignores letter case when the schema is given too, as SQL folds unquoted names', async () => {
+    const c = await client()
+    for (const [schema, table] of [
+      ['shop', 'ORDERS'],
+      ['SHOP', 'orders'],
+      ['Shop', 'Orders'],
+    ]) {
+      const result = await c.callTool({ name: 'describe_table', arguments: { schema, table } })
+      expect(result.structuredContent, `${schema}.${table}`).toMatchObject({ schema: 'shop', name: 'orders' })
+    }
+    const object = await c.callTool({
+      name: 'describe_object',
+      arguments: { kind: 'table', schema: 'SHOP', name: 'Orders' },
+    })
+    expect(object.structuredContent).toMatchObject({ schema: 'shop', name: 'orders' })
+  })
+
   it('shows generated and identity columns, comments and the definition of views', async () => {
     const c = await client()
     const products = textOf(await c.callTool({ name: 'describe_table', arguments: { table: 'products' } }))
@@ -242,7 +259,7 @@ describe('describe_table', () => {
     })
     expect(result.isError).toBe(true)
     expect(textOf(result)).toBe(
-      'not_found: No table or view shop.nope.\nHint: Call list_tables to see the tables that exist (names are case-sensitive as stored).',
+      'not_found: No table or view shop.nope.\nHint: Call list_tables to see the tables that exist.',
     )
   })
 
@@ -352,6 +369,22 @@ describe('query', () => {
     expect(result.structuredContent).toMatchObject({ rowCount: 3, truncated: true, truncatedBy: 'max_rows' })
     expect(result.structuredContent.rows).toHaveLength(3)
     expect(textOf(result)).toMatch(/3 rows\. Truncated: the query has more rows than max_rows=3\./)
+  })
+
+  it('advertises the bounds of max_rows it enforces (1 to 100000)', async () => {
+    const c = await client()
+    const { tools } = await c.listTools()
+    for (const name of ['query']) {
+      const tool = tools.find((candidate) => candidate.name === name)
+      expect(tool?.inputSchema.properties.max_rows).toMatchObject({
+        type: 'integer',
+        minimum: 1,
+        maximum: 100000,
+      })
+    }
+    const zero = await c.callTool({ name: 'query', arguments: { sql: 'SELECT 1', max_rows: 0 } })
+    expect(zero.isError).toBe(true)
+    expect(textOf(zero)).toMatch(/max_rows.*at least 1/)
   })
 
   it('is not truncated when the result has exactly max_rows rows', async () => {

@@ -20,7 +20,7 @@ export const analyzeDbHealth = defineTool({
   name: 'analyze_db_health',
   title: 'Analyze database health',
   description:
-    'Findings with numbers and fixes: bad indexes, vacuum, XID wraparound, sequences, connections, cache, replication, constraints.',
+    'Findings with numbers and fixes: indexes, vacuum, XID wraparound, sequences, connections, cache, replication, constraints.',
   input: {
     checks: z
       .array(z.enum(healthChecks as [string, ...string[]]))

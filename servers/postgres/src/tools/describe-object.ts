@@ -1,6 +1,6 @@
 import { ToolError, z } from '@keel-mcp/core'
 import { describeObject as describe } from '../lib/index.js'
-import { describeText, findTable, notFound } from './describe-table.js'
+import { describeText, lookUpTable, notFound } from './describe-table.js'
 import { allKinds, isTableKind } from './list-objects.js'
 import { databaseShape, defineTool, items, nonEmpty, readOnly } from './shared.js'
 
@@ -28,9 +28,7 @@ export const describeObject = defineTool({
   async run({ kind, schema, name, database }, { deps, signal }) {
     const { db } = deps.target(database)
     if (isTableKind(kind)) {
-      const found = schema === undefined ? await findTable(db, name, signal) : { schema, name }
-      const table = await db.describeTable(found.schema, found.name, { signal })
-      if (table === null) throw notFound(name, schema)
+      const table = await lookUpTable(db, name, signal, schema)
       return {
         data: { kind: table.kind, schema: table.schema, name: table.name, entries: [{ ...table }] },
         text: describeText(table),

@@ -85,17 +85,27 @@ export function describeText(table: TableDescription): string {
   return `${lines.join('\n')}\n`
 }
 
-/** Finds a table given only its name: exactly as stored, else case-insensitively. */
+/**
+ * Finds a table by its name (and schema, when given): exactly as stored, else ignoring letter case
+ * (the model writes `ORDERS` or `Sales` for what SQL folds to `orders` and `sales`).
+ */
 export async function findTable(
   db: Database,
   table: string,
   signal: AbortSignal,
+  schema?: string,
 ): Promise<{ schema: string; name: string }> {
   const page = await db.listTables({ pattern: table, limit: 1000, signal })
-  const exact = page.tables.filter((candidate) => candidate.name === table)
-  const matches = exact.length
-    ? exact
-    : page.tables.filter((candidate) => candidate.name.toLowerCase() === table.toLowerCase())
+  const same = (a: string, b: string, exactly: boolean) =>
+    exactly ? a === b : a.toLowerCase() === b.toLowerCase()
+  const pick = (exactly: boolean) =>
+    page.tables.filter(
+      (candidate) =>
+        same(candidate.name, table, exactly) &&
+        (schema === undefined || same(candidate.schema, schema, exactly)),
+    )
+  const exact = pick(true)
+  const matches = exact.length ? exact : pick(false)
   const [first] = matches
   if (first !== undefined && matches.length === 1) return first
   if (matches.length > 1) {
@@ -105,7 +115,20 @@ export async function findTable(
       { hint: 'Pass schema as well.' },
     )
   }
-  throw notFound(table)
+  throw notFound(table, schema)
+}
+
+/**
+ * One table or view described: exactly as given first (one catalog lookup), then by name (and
+ * schema) ignoring letter case. Throws `not_found`, or `invalid_argument` when several match.
+ */
+export async function lookUpTable(db: Database, table: string, signal: AbortSignal, schema?: string) {
+  const exact = schema === undefined ? null : await db.describeTable(schema, table, { signal })
+  if (exact) return exact
+  const found = await findTable(db, table, signal, schema)
+  const description = await db.describeTable(found.schema, found.name, { signal })
+  if (description === null) throw notFound(table, schema)
+  return description
 }
 
 export function notFound(table: string, schema?: string): ToolError {
@@ -116,7 +139,7 @@ export function notFound(table: string, schema?: string): ToolError {
     {
       hint: dotted
         ? `Pass the schema separately: schema "${table.slice(0, table.indexOf('.'))}", table "${table.slice(table.indexOf('.') + 1)}".`
-        : 'Call list_tables to see the tables that exist (names are case-sensitive as stored).',
+        : 'Call list_tables to see the tables that exist.',
     },
   )
 }
@@ -127,11 +150,7 @@ export const describeTable = defineTool({
   description:
     'Columns, keys both ways, constraints, indexes, rows and size of a table or view. Use before writing SQL.',
   input: {
-    schema: z
-      .string()
-      .refine(nonEmpty, 'must not be empty')
-      .optional()
-      .describe('Default: the one that has it'),
+    schema: z.string().refine(nonEmpty, 'must not be empty').optional().describe('Default: the one with it'),
     table: z.string().refine(nonEmpty, 'must not be empty').describe('Table'),
     database: databaseShape,
   },
@@ -139,9 +158,7 @@ export const describeTable = defineTool({
   annotations: readOnly,
   async run({ schema, table, database }, { deps, signal }) {
     const { db } = deps.target(database)
-    const found = schema === undefined ? await findTable(db, table, signal) : { schema, name: table }
-    const description = await db.describeTable(found.schema, found.name, { signal })
-    if (description === null) throw notFound(table, schema)
+    const description = await lookUpTable(db, table, signal, schema)
     return { data: description, text: describeText(description) }
   },
 })

@@ -16,7 +16,7 @@ export const listObjects = defineTool({
   name: 'list_objects',
   title: 'List objects',
   description:
-    'Objects of one kind, one line each: function signature and volatility, sequence % used, extension version…',
+    'Objects of one kind, a line each: function signature and volatility, sequence % used, version…',
   input: {
     kind: z.enum(allKinds).describe('Kind'),
     schema: z.string().refine(nonEmpty, 'must not be empty').optional().describe('Schema'),

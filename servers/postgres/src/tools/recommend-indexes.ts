@@ -24,7 +24,7 @@ export const recommendIndexes = defineTool({
   name: 'recommend_indexes',
   title: 'Recommend indexes',
   description:
-    'Indexes for sql, or without it the pg_stat_statements workload: hypopg-costed, ranked, as statements to run.',
+    'Indexes for sql, or else the pg_stat_statements workload: hypopg-costed, ranked, as statements to run.',
   input: {
     sql: sqlShape.optional().describe('Query; omit for the workload'),
     params: paramsShape,

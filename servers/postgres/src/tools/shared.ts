@@ -66,12 +66,7 @@ export const sqlShape = z
 
 export const nonEmpty = (value: { length: number }) => value.length > 0
 /** A row count: 1…max. */
-export const rowCount = (max: number) =>
-  z
-    .number()
-    .int()
-    .refine((value) => value >= 1, 'must be at least 1')
-    .max(max)
+export const rowCount = (max: number) => z.number().int().min(1, 'must be at least 1').max(max)
 
 /**
  * An output item as an open object: the catalogue names the result's keys and their types, and
