@@ -1,8 +1,8 @@
+import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
-import { type SpawnedHttpServer, spawnHttp } from '@keel-mcp/core/testing'
+import { pythonMcp, runPythonScript, type SpawnedHttpServer, spawnHttp } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Fixtures, startFixtures } from './fixtures.js'
-import { execute, pythonMcp } from './python-venv.js'
 
 // A client no one here wrote: the Python MCP SDK (2.3.0) drives the built bin over Streamable
 // HTTP through a multi-step browser flow, in its default mode (2026-07-28: no session, the
@@ -13,12 +13,13 @@ const FLOW = fileURLToPath(new URL('./python/browser_flow.py', import.meta.url))
 
 let fixtures: Fixtures
 let server: SpawnedHttpServer
-let python: string
+let script: string
 beforeAll(async () => {
-  ;[fixtures, server, python] = await Promise.all([
+  ;[fixtures, server, script] = await Promise.all([
     startFixtures(),
     spawnHttp(process.execPath, [BIN, '--allow-private-network']),
-    pythonMcp(),
+    // The venv is made once (core's Python harness) while the rest starts.
+    pythonMcp().then(() => readFile(FLOW, 'utf8')),
   ])
 }, 360_000)
 afterAll(async () => {
@@ -27,7 +28,10 @@ afterAll(async () => {
 })
 
 async function flow(mode: 'auto' | 'legacy') {
-  const { stdout } = await execute(python, [FLOW, server.url, fixtures.url, mode], 90_000)
+  const { stdout } = await runPythonScript(script, {
+    args: [server.url, fixtures.url, mode],
+    timeoutMs: 90_000,
+  })
   return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}')
 }
 
