@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 const repoDir = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
 
 const SERVERS: Array<{ slug: string; args: (dir: string) => string[]; env?: Record<string, string> }> = [
-  { slug: 'fs', args: (dir) => [dir] },
+  { slug: 'fs', args: (dir) => [dir, '--toolsets', 'all'] },
   { slug: 'postgres', args: () => [], env: { DATABASE_URL: 'postgres://reader@127.0.0.1:9/none' } },
   { slug: 'github', args: () => ['--toolsets', 'all'], env: { GITHUB_TOKEN: 'ghp_strictcheck' } },
   {
