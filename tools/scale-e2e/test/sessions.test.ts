@@ -49,7 +49,17 @@ describe.each([['v2' as const], ['v1' as const]])('a %s client session behind ng
     try {
       const { tools } = await connection.client.listTools()
       expect(tools.map((tool) => tool.name).sort()).toEqual(
-        ['ask_model', 'ask_name', 'count', 'list_roots', 'talk', 'tally', 'whoami'].sort(),
+        [
+          'ask_model',
+          'ask_name',
+          'bump',
+          'count',
+          'list_roots',
+          'open_counter',
+          'talk',
+          'tally',
+          'whoami',
+        ].sort(),
       )
       const steps: number[] = []
       const result = await connection.client.callTool(
