@@ -18,7 +18,7 @@ import { BoundedEventStore } from './event-store.js'
 import { stateRoute } from './handles.js'
 import { checkEnvelope, errorResponse, INVALID_REQUEST, PARSE_ERROR } from './jsonrpc.js'
 import { observer } from './observe/hooks.js'
-import { answerReadiness, type ReadinessCheck } from './readiness.js'
+import { answerReadiness, type ReadinessCheck, serverReadiness } from './readiness.js'
 import type { Cluster, ClusterSession, SessionHooks } from './scale/cluster.js'
 
 /** A running HTTP endpoint. */
@@ -228,7 +228,7 @@ export async function serveHttp<D, C>(
 
   // /readyz: the server's own upstream (spec.ready) and, with replicas, Redis.
   const readiness: Record<string, ReadinessCheck> = {
-    ...(spec.ready ? { [spec.name]: () => spec.ready?.(runtime.deps) as Promise<unknown> } : {}),
+    ...serverReadiness(spec, runtime.deps),
     ...(cluster ? { redis: () => cluster.ping() } : {}),
   }
   runtime.operations?.observer.gauge(

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import type { ServerSpec } from './define.js'
 
 // `/readyz`: whether the server can do its work now, as opposed to `/healthz` (the process
 // answers). Each check is one upstream the server depends on — the database, the browser, the
@@ -8,6 +9,11 @@ import type { ServerResponse } from 'node:http'
 export type ReadinessCheck = () => Promise<unknown>
 
 const CHECK_TIMEOUT_MS = 5000
+
+/** The server's own check (`spec.ready`), named after the server; none when it has none. */
+export function serverReadiness<D, C>(spec: ServerSpec<D, C>, deps: D): Record<string, ReadinessCheck> {
+  return spec.ready ? { [spec.name]: async () => spec.ready?.(deps) } : {}
+}
 
 export async function runReadiness(
   checks: Record<string, ReadinessCheck>,

@@ -9,6 +9,7 @@ import { boundHeapGrowth } from './heap.js'
 import type { HttpEndpoint } from './http.js'
 import { createLogger, type Logger } from './logger.js'
 import { observing } from './observe-config.js'
+import { serverReadiness } from './readiness.js'
 import { redactor } from './redact.js'
 import { openSchemaCache } from './schema-cache.js'
 import { LineTransport } from './stdio.js'
@@ -140,7 +141,7 @@ export async function run<D, C>(
         serviceName: bin,
         serviceVersion: spec.version,
         logger,
-        readiness: spec.ready ? { [spec.name]: () => spec.ready?.(runtime.deps) as Promise<unknown> } : {},
+        readiness: serverReadiness(spec, runtime.deps),
       })
     } catch (error) {
       process.stderr.write(`${bin}: cannot start: ${redactor.redact((error as Error).message)}\n`)

@@ -469,19 +469,24 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
       ),
     } as never
   })
-  const channelFor = (ctx: CallRequestContext, client: ClientAccess) => ({
-    requestId: ctx.mcpReq.id,
-    session: sessionFor(ctx.sessionId),
-    transport: (ctx.http ? 'http' : sessionFor(ctx.sessionId).id === 'stdio' ? 'stdio' : 'memory') as
-      | 'http'
-      | 'stdio'
-      | 'memory',
-    era: (servesModernEra(server) ? 'modern' : 'legacy') as 'modern' | 'legacy',
-    auth: requestAuthOf(ctx.http?.authInfo),
-    client,
-    progressToken: ctx.mcpReq._meta?.progressToken as string | number | undefined,
-    logThreshold: logThresholdOf(ctx),
-  })
+  const channelFor = (ctx: CallRequestContext, client: ClientAccess) => {
+    const session = sessionFor(ctx.sessionId)
+    const transport: CallChannel<D>['transport'] = ctx.http
+      ? 'http'
+      : session.id === 'stdio'
+        ? 'stdio'
+        : 'memory'
+    return {
+      requestId: ctx.mcpReq.id,
+      session,
+      transport,
+      era: (servesModernEra(server) ? 'modern' : 'legacy') as CallChannel<D>['era'],
+      auth: requestAuthOf(ctx.http?.authInfo),
+      client,
+      progressToken: ctx.mcpReq._meta?.progressToken as string | number | undefined,
+      logThreshold: logThresholdOf(ctx),
+    }
+  }
   // 2026-07-28: a request opts in to log messages with its envelope's level (the SDK lifts it out
   // of `_meta`); without one it gets none. 2025: `logging/setLevel`, else warnings and errors.
   const logThresholdOf = (ctx: CallRequestContext): McpLogLevel | 'none' | undefined => {

@@ -366,7 +366,7 @@ export class Observer implements ObserverHooks {
       finish(request, statuses.get(request), error?.name ?? 'Error'),
     )
     subscribe('http.client.request.start', ({ request }) => {
-      const origin = `${request.protocol ?? 'http:'}//${request.host}${request.socket?.remotePort ? '' : ''}`
+      const origin = `${request.protocol ?? 'http:'}//${request.host}`
       begin(request, origin, request.method, request.path)
       request.once('error', (error: Error) => finish(request, undefined, error.name))
     })
