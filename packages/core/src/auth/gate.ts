@@ -27,7 +27,7 @@ export interface GateAnswer {
   body: string
 }
 
-/** What http.ts asks of the OAuth resource server. */
+/** What the HTTP front door (http/front-door.ts, http/streams.ts) asks of the OAuth resource server. */
 export interface AuthGate {
   /** The Protected Resource Metadata answer for `pathname`, or undefined when it is not a metadata path. */
   metadata(pathname: string, method: string): GateAnswer | undefined
