@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http'
+import type { AuthInfo } from '@modelcontextprotocol/server'
 import type { AuthGate } from '../auth/gate.js'
 import type { Runtime } from '../instance.js'
 import type { Cluster } from '../scale/cluster.js'
@@ -46,4 +48,12 @@ export interface HttpContext {
   gate: AuthGate | undefined
   /** Transport errors: a debug line, never a crash. */
   onerror: (error: Error) => void
+}
+
+/**
+ * The credential the front door verified for this request (OAuth), or the bearer it handed on
+ * (`--auth-token`): the SDK reads it from `req.auth` as the handler's `authInfo`.
+ */
+export function verifiedAuth(req: IncomingMessage): AuthInfo | undefined {
+  return (req as IncomingMessage & { auth?: AuthInfo }).auth
 }

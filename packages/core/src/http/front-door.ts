@@ -7,7 +7,7 @@ import type { CommonConfig } from '../config.js'
 import { isLoopback } from '../config.js'
 import { errorResponse, INVALID_REQUEST } from '../jsonrpc.js'
 import { answerReadiness, type ReadinessCheck } from '../readiness.js'
-import type { HttpContext } from './context.js'
+import { type HttpContext, verifiedAuth } from './context.js'
 import { sendAnswer, sendJson } from './respond.js'
 
 // The front door of the HTTP endpoint: the service paths (/healthz, /readyz, /metrics, OAuth
@@ -19,8 +19,6 @@ const LOCAL_NAMES = ['localhost', '127.0.0.1', '[::1]', '::1']
 // RFC 9110 Host: a name or IPv4 address, or a bracketed IPv6 address, and an optional port. Anything
 // else (`localhost:1234@evil.example`) is not a Host header this server answers.
 const HOST_HEADER = /^(?:[a-z0-9._~-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i
-
-type Checked = IncomingMessage & { auth?: AuthInfo }
 
 function hostnameOf(hostHeader: string): string {
   const value = hostHeader.trim().toLowerCase()
@@ -47,7 +45,7 @@ function attachBearer(req: IncomingMessage): void {
 
 /** The caller, for session ownership and limits: the OAuth subject, else the token's digest, else the address. */
 export function clientOf(req: IncomingMessage, gate: AuthGate | undefined): string {
-  const verified = (req as Checked).auth
+  const verified = verifiedAuth(req)
   if (gate && verified) return gate.principal(verified)
   const header = req.headers.authorization
   if (typeof header === 'string' && /^bearer\s+/i.test(header))
@@ -217,7 +215,7 @@ export function frontDoor(
             sendAnswer(res, outcome)
             return
           }
-          ;(req as Checked).auth = outcome
+          ;(req as IncomingMessage & { auth?: AuthInfo }).auth = outcome
           return serveMcp(req, res)
         })
         .catch(failed)

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { toWebRequest } from '@modelcontextprotocol/node'
-import { type AuthInfo, isLegacyRequest } from '@modelcontextprotocol/server'
+import { isLegacyRequest } from '@modelcontextprotocol/server'
 import { stateRoute } from '../handles.js'
-import type { HttpContext } from './context.js'
+import { type HttpContext, verifiedAuth } from './context.js'
 import { clientOf } from './front-door.js'
 import { sendSessionNotFound, sendTooManySessions } from './respond.js'
 import type { Session } from './sessions.js'
@@ -10,8 +10,6 @@ import type { Session } from './sessions.js'
 // Which session, and which replica, serves a request: the session a `Mcp-Session-Id` names
 // (restored from Redis when another replica opened it; found only by the client that opened it),
 // and with replicas, the replica that holds the state a call needs.
-
-type Checked = IncomingMessage & { auth?: AuthInfo }
 
 /**
  * The session `sessionId` names, or none when there is no id. `undefined` when the request was
@@ -62,7 +60,7 @@ export async function relayedLoneCall(
   return (
     typeof route === 'object' &&
     !(await isLegacyRequest(await toWebRequest(req, message), message)) &&
-    (await cluster.handles.relay(route.owner, req, res, message, (req as Checked).auth))
+    (await cluster.handles.relay(route.owner, req, res, message, verifiedAuth(req)))
   )
 }
 
@@ -100,7 +98,7 @@ export async function routeSessionCall(
   if (
     owner &&
     owner !== cluster.replica &&
-    (await cluster.handles.relay(owner, req, res, rest, (req as Checked).auth, {
+    (await cluster.handles.relay(owner, req, res, rest, verifiedAuth(req), {
       id: sessionId,
       ...principal,
     }))

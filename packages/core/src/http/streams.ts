@@ -1,11 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node'
-import {
-  type AuthInfo,
-  createMcpHandler,
-  InMemoryServerEventBus,
-  isLegacyRequest,
-} from '@modelcontextprotocol/server'
+import { createMcpHandler, InMemoryServerEventBus, isLegacyRequest } from '@modelcontextprotocol/server'
 import { createInstance } from '../build-server.js'
 import { ListenWatches, prepareListen } from '../change-streams.js'
 import type { Runtime } from '../instance.js'
@@ -13,7 +8,7 @@ import { errorResponse, INVALID_REQUEST } from '../jsonrpc.js'
 import { type ObserverHooks, observer } from '../observe/hooks.js'
 import type { Cluster } from '../scale/cluster.js'
 import { readMessage } from './body.js'
-import type { HttpContext } from './context.js'
+import { type HttpContext, verifiedAuth } from './context.js'
 import { clientOf } from './front-door.js'
 import { sendAnswer, sendJson, sendSessionNotFound, sendTooManySessions } from './respond.js'
 import { findSession, relayedLoneCall, routeSessionCall } from './routing.js'
@@ -23,7 +18,6 @@ import { openSession, type Session } from './sessions.js'
 // DELETE ends a session, POST carries JSON-RPC: on a 2025-era session, opening one (`initialize`),
 // or on its own (2026-07-28, or every request with --stateless).
 
-type Checked = IncomingMessage & { auth?: AuthInfo }
 type Message = { id?: string | number; method?: unknown; params?: { name?: unknown } }
 
 /** Requests served without a session: one McpServer per request (2026-07-28, or `--stateless`). */
@@ -132,7 +126,7 @@ async function servePost(
   })
   if (!read) return
   const parsed = read.message
-  const verified = (req as Checked).auth
+  const verified = verifiedAuth(req)
   const challenge = gate && verified ? gate.scopeChallenge(parsed, verified) : undefined
   if (challenge) {
     runtime.logger.info('refused a call that needs the write scope', { remote: req.socket.remoteAddress })
@@ -172,7 +166,7 @@ async function withinBudget(
   const tool = runtime.tools.find((candidate) => candidate.name === message.params?.name)
   if (!tool) return true
   // The client whose budget pays: the OAuth subject, else the 2025 session, else the token or address.
-  const payer = gate && (req as Checked).auth ? clientOf(req, gate) : (sessionId ?? clientOf(req, gate))
+  const payer = gate && verifiedAuth(req) ? clientOf(req, gate) : (sessionId ?? clientOf(req, gate))
   const admission = await watching.admit(payer, tool.annotations.readOnlyHint === true)
   if (admission.allowed) return true
   const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000))
