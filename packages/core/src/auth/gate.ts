@@ -27,7 +27,7 @@ export interface GateAnswer {
   body: string
 }
 
-/** What http.ts asks of the OAuth resource server. */
+/** What the HTTP front door (http/front-door.ts, http/streams.ts) asks of the OAuth resource server. */
 export interface AuthGate {
   /** The Protected Resource Metadata answer for `pathname`, or undefined when it is not a metadata path. */
   metadata(pathname: string, method: string): GateAnswer | undefined
@@ -61,12 +61,20 @@ function secureOrLoopback(value: string): boolean {
 }
 const METADATA_PREFIX = '/.well-known/oauth-protected-resource'
 
-async function answerOf(response: Response): Promise<GateAnswer> {
+function headersOf(response: Response): Record<string, string> {
   const headers: Record<string, string> = {}
   response.headers.forEach((value, name) => {
     headers[name] = value
   })
-  return { status: response.status, headers, body: await response.text() }
+  return headers
+}
+
+async function answerOf(response: Response): Promise<GateAnswer> {
+  return { status: response.status, headers: headersOf(response), body: await response.text() }
+}
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): GateAnswer {
+  return { status, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }
 }
 
 /** True when the tool may change something: only tools annotated read-only are not writes. */
@@ -74,17 +82,19 @@ export function writes(tool: Pick<AnyTool<unknown>, 'annotations'>): boolean {
   return tool.annotations.readOnlyHint !== true
 }
 
-/**
- * Creates the gate. Nothing is fetched here: the issuer's metadata (and then its keys) are
- * fetched on the first request that carries a token, and fetched again after a failure.
- */
-export function createAuthGate(options: AuthGateOptions): AuthGate {
-  const { auth, logger } = options
-  const tools = new Map(options.tools.map((tool) => [tool.name, tool]))
-  let resolved:
-    | { resource: URL; metadataUrl: string; metadataPaths: Set<string>; document: string }
-    | undefined
-  const settings = () => {
+/** Where this resource server is, and its metadata document: known once the server listens. */
+interface ResourceSettings {
+  resource: URL
+  metadataUrl: string
+  metadataPaths: Set<string>
+  document: string
+}
+
+/** The resource settings, worked out on first use (the default resource URL needs the bound port) and kept. */
+function resourceSettings(options: AuthGateOptions): () => ResourceSettings {
+  const { auth } = options
+  let resolved: ResourceSettings | undefined
+  return () => {
     if (resolved) return resolved
     const resource = new URL(auth.resource ?? options.defaultResource())
     const document = buildOAuthProtectedResourceMetadata({
@@ -104,17 +114,62 @@ export function createAuthGate(options: AuthGateOptions): AuthGate {
     }
     return resolved
   }
+}
 
-  // The SDK's bearer gate around the verifier, built once the issuer's metadata is in; after a
-  // failed discovery it is tried again on a request at most every RETRY_DISCOVERY_MS.
-  let bearerGate: Promise<(request: Request) => Promise<AuthInfo | Response>> | undefined
+/** The token verifier for the issuer's metadata: its JWKS, its introspection endpoint, or both. */
+async function buildVerifier(options: AuthGateOptions, resource: URL): Promise<OAuthTokenVerifier> {
+  const { auth, logger } = options
+  const metadata: IssuerMetadata = await discoverIssuer(auth.issuer)
+  // Keys and introspection answers decide who gets in: they travel over TLS, except on loopback.
+  if (metadata.jwks_uri && !secureOrLoopback(metadata.jwks_uri))
+    throw new Error(`the issuer's jwks_uri ${metadata.jwks_uri} is not https`)
+  const common = {
+    issuer: metadata.issuer,
+    audience: auth.audience ?? resource.href,
+    resource,
+    logger,
+  }
+  const jwt = metadata.jwks_uri
+    ? jwtVerifier({ ...common, jwksUri: metadata.jwks_uri, cooldownMs: options.jwksCooldownMs ?? 30_000 })
+    : undefined
+  const introspection =
+    auth.introspectionUrl && auth.clientId && auth.clientSecret
+      ? introspectionVerifier({
+          ...common,
+          endpoint: auth.introspectionUrl,
+          clientId: auth.clientId,
+          clientSecret: auth.clientSecret,
+        })
+      : undefined
+  if (!jwt && !introspection)
+    throw new Error(`${auth.issuer} publishes no jwks_uri; set --auth-introspection-url`)
+  logger.info('OAuth: authorization server metadata loaded', {
+    issuer: metadata.issuer,
+    jwks: Boolean(jwt),
+    introspection: Boolean(introspection),
+  })
+  return combinedVerifier(jwt, introspection)
+}
+
+type BearerGate = (request: Request) => Promise<AuthInfo | Response>
+
+/**
+ * The SDK's bearer gate around the verifier, built once the issuer's metadata is in; after a
+ * failed discovery it is tried again on a request at most every RETRY_DISCOVERY_MS.
+ */
+function bearerGateLoader(
+  options: AuthGateOptions,
+  settings: () => ResourceSettings,
+): () => Promise<BearerGate> {
+  const { auth, logger } = options
+  let bearerGate: Promise<BearerGate> | undefined
   let failedAt = 0
-  const bearerGateFor = () => {
+  return () => {
     if (bearerGate) return bearerGate
     if (Date.now() - failedAt < RETRY_DISCOVERY_MS)
       return Promise.reject(new Error('the authorization server was unreachable moments ago'))
     const { resource, metadataUrl } = settings()
-    bearerGate = buildVerifier().then(
+    bearerGate = buildVerifier(options, resource).then(
       (verifier) =>
         requireBearerAuth({
           verifier,
@@ -133,135 +188,121 @@ export function createAuthGate(options: AuthGateOptions): AuthGate {
     )
     return bearerGate
   }
+}
 
-  async function buildVerifier(): Promise<OAuthTokenVerifier> {
-    const metadata: IssuerMetadata = await discoverIssuer(auth.issuer)
-    // Keys and introspection answers decide who gets in: they travel over TLS, except on loopback.
-    if (metadata.jwks_uri && !secureOrLoopback(metadata.jwks_uri))
-      throw new Error(`the issuer's jwks_uri ${metadata.jwks_uri} is not https`)
-    const { resource } = settings()
-    const common = {
-      issuer: metadata.issuer,
-      audience: auth.audience ?? resource.href,
-      resource,
-      logger,
+/** The Protected Resource Metadata answer for `pathname`, or undefined when it is not a metadata path. */
+function metadataAnswer(
+  settings: ResourceSettings,
+  pathname: string,
+  method: string,
+): GateAnswer | undefined {
+  const { metadataPaths, document } = settings
+  const path = pathname.length > 1 ? pathname.replace(/\/$/, '') : pathname
+  if (!path.startsWith(METADATA_PREFIX)) return undefined
+  if (!metadataPaths.has(path)) return json(404, { error: 'Not found' })
+  // Public and read by browser-based clients too: any origin may read it.
+  const cors = { 'access-control-allow-origin': '*' }
+  if (method === 'OPTIONS')
+    return {
+      status: 204,
+      headers: { ...cors, 'access-control-allow-methods': 'GET, HEAD, OPTIONS' },
+      body: '',
     }
-    const jwt = metadata.jwks_uri
-      ? jwtVerifier({ ...common, jwksUri: metadata.jwks_uri, cooldownMs: options.jwksCooldownMs ?? 30_000 })
-      : undefined
-    const introspection =
-      auth.introspectionUrl && auth.clientId && auth.clientSecret
-        ? introspectionVerifier({
-            ...common,
-            endpoint: auth.introspectionUrl,
-            clientId: auth.clientId,
-            clientSecret: auth.clientSecret,
-          })
-        : undefined
-    if (!jwt && !introspection)
-      throw new Error(`${auth.issuer} publishes no jwks_uri; set --auth-introspection-url`)
-    logger.info('OAuth: authorization server metadata loaded', {
-      issuer: metadata.issuer,
-      jwks: Boolean(jwt),
-      introspection: Boolean(introspection),
-    })
-    return combinedVerifier(jwt, introspection)
-  }
-
-  const json = (status: number, body: unknown, headers: Record<string, string> = {}): GateAnswer => ({
-    status,
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  })
-
+  if (method !== 'GET' && method !== 'HEAD')
+    return json(405, { error: 'Method not allowed' }, { ...cors, allow: 'GET, HEAD, OPTIONS' })
   return {
-    metadata(pathname, method) {
-      const { metadataPaths, document } = settings()
-      const path = pathname.length > 1 ? pathname.replace(/\/$/, '') : pathname
-      if (!path.startsWith(METADATA_PREFIX)) return undefined
-      if (!metadataPaths.has(path)) return json(404, { error: 'Not found' })
-      // Public and read by browser-based clients too: any origin may read it.
-      const cors = { 'access-control-allow-origin': '*' }
-      if (method === 'OPTIONS')
-        return {
-          status: 204,
-          headers: { ...cors, 'access-control-allow-methods': 'GET, HEAD, OPTIONS' },
-          body: '',
-        }
-      if (method !== 'GET' && method !== 'HEAD')
-        return json(405, { error: 'Method not allowed' }, { ...cors, allow: 'GET, HEAD, OPTIONS' })
-      return {
-        status: 200,
-        headers: { 'content-type': 'application/json', 'cache-control': 'max-age=300', ...cors },
-        body: method === 'HEAD' ? '' : document,
-      }
-    },
+    status: 200,
+    headers: { 'content-type': 'application/json', 'cache-control': 'max-age=300', ...cors },
+    body: method === 'HEAD' ? '' : document,
+  }
+}
 
-    async authenticate(req) {
-      const { resource, metadataUrl } = settings()
-      const header = req.headers.authorization
-      // Without a token there is nothing to verify: answer the challenge without contacting the issuer.
-      if (typeof header !== 'string' || !/^bearer\s+\S/i.test(header)) {
-        return answerOf(
-          bearerAuthChallengeResponse(
-            new OAuthError(OAuthErrorCode.InvalidToken, 'An access token is required'),
-            { requiredScopes: auth.scopes, resourceMetadataUrl: metadataUrl },
-          ),
-        )
-      }
-      let gate: Awaited<ReturnType<typeof bearerGateFor>>
-      try {
-        gate = await bearerGateFor()
-      } catch {
-        return json(
-          503,
-          { error: 'temporarily_unavailable', error_description: 'The authorization server is unreachable' },
-          { 'retry-after': '5' },
-        )
-      }
-      // The SDK's gate reads the one header it needs; the rest of the request stays with Node.
-      const outcome = await gate(
-        new Request(resource, { headers: { authorization: header.replace(/^bearer\s+/i, 'Bearer ') } }),
-      )
-      if (!(outcome instanceof Response)) return outcome
-      const answer = await answerOf(outcome)
-      if (answer.status >= 500) return json(503, { error: 'temporarily_unavailable' }, { 'retry-after': '5' })
-      return answer
-    },
+/** The verified token of the request, or the 401/403/503 answer to send instead. */
+async function authenticate(
+  auth: AuthGateOptions['auth'],
+  settings: ResourceSettings,
+  bearerGateFor: () => Promise<BearerGate>,
+  req: IncomingMessage,
+): Promise<AuthInfo | GateAnswer> {
+  const { resource, metadataUrl } = settings
+  const header = req.headers.authorization
+  // Without a token there is nothing to verify: answer the challenge without contacting the issuer.
+  if (typeof header !== 'string' || !/^bearer\s+\S/i.test(header)) {
+    return answerOf(
+      bearerAuthChallengeResponse(
+        new OAuthError(OAuthErrorCode.InvalidToken, 'An access token is required'),
+        {
+          requiredScopes: auth.scopes,
+          resourceMetadataUrl: metadataUrl,
+        },
+      ),
+    )
+  }
+  let gate: BearerGate
+  try {
+    gate = await bearerGateFor()
+  } catch {
+    return json(
+      503,
+      { error: 'temporarily_unavailable', error_description: 'The authorization server is unreachable' },
+      { 'retry-after': '5' },
+    )
+  }
+  // The SDK's gate reads the one header it needs; the rest of the request stays with Node.
+  const outcome = await gate(
+    new Request(resource, { headers: { authorization: header.replace(/^bearer\s+/i, 'Bearer ') } }),
+  )
+  if (!(outcome instanceof Response)) return outcome
+  const answer = await answerOf(outcome)
+  if (answer.status >= 500) return json(503, { error: 'temporarily_unavailable' }, { 'retry-after': '5' })
+  return answer
+}
 
-    scopeChallenge(message, authInfo) {
-      if (authInfo.scopes.includes(auth.writeScope)) return undefined
-      for (const item of Array.isArray(message) ? message : [message]) {
-        const call = item as { method?: unknown; params?: { name?: unknown } } | null
-        if (call?.method !== 'tools/call' || typeof call.params?.name !== 'string') continue
-        const tool = tools.get(call.params.name)
-        if (!tool || !writes(tool)) continue
-        const response = bearerAuthChallengeResponse(
-          new OAuthError(
-            OAuthErrorCode.InsufficientScope,
-            `The tool ${tool.name} writes: it needs the ${auth.writeScope} scope`,
-          ),
-          {
-            requiredScopes: [...new Set([...auth.scopes, auth.writeScope])],
-            resourceMetadataUrl: settings().metadataUrl,
-          },
-        )
-        const headers: Record<string, string> = {}
-        response.headers.forEach((value, name) => {
-          headers[name] = value
-        })
-        return {
-          status: response.status,
-          headers,
-          body: JSON.stringify({
-            error: 'insufficient_scope',
-            error_description: `The tool ${tool.name} writes: it needs the ${auth.writeScope} scope`,
-          }),
-        }
-      }
-      return undefined
-    },
+/** A 403 `insufficient_scope` answer when the message (or batch) calls a tool that writes without the write scope. */
+function scopeChallenge(
+  auth: AuthGateOptions['auth'],
+  tools: Map<string, AnyTool<unknown>>,
+  metadataUrl: () => string,
+  message: unknown,
+  authInfo: AuthInfo,
+): GateAnswer | undefined {
+  if (authInfo.scopes.includes(auth.writeScope)) return undefined
+  for (const item of Array.isArray(message) ? message : [message]) {
+    const call = item as { method?: unknown; params?: { name?: unknown } } | null
+    if (call?.method !== 'tools/call' || typeof call.params?.name !== 'string') continue
+    const tool = tools.get(call.params.name)
+    if (!tool || !writes(tool)) continue
+    const description = `The tool ${tool.name} writes: it needs the ${auth.writeScope} scope`
+    const response = bearerAuthChallengeResponse(
+      new OAuthError(OAuthErrorCode.InsufficientScope, description),
+      {
+        requiredScopes: [...new Set([...auth.scopes, auth.writeScope])],
+        resourceMetadataUrl: metadataUrl(),
+      },
+    )
+    return {
+      status: response.status,
+      headers: headersOf(response),
+      body: JSON.stringify({ error: 'insufficient_scope', error_description: description }),
+    }
+  }
+  return undefined
+}
 
+/**
+ * Creates the gate. Nothing is fetched here: the issuer's metadata (and then its keys) are
+ * fetched on the first request that carries a token, and fetched again after a failure.
+ */
+export function createAuthGate(options: AuthGateOptions): AuthGate {
+  const { auth } = options
+  const tools = new Map(options.tools.map((tool) => [tool.name, tool]))
+  const settings = resourceSettings(options)
+  const bearerGateFor = bearerGateLoader(options, settings)
+  return {
+    metadata: (pathname, method) => metadataAnswer(settings(), pathname, method),
+    authenticate: (req) => authenticate(auth, settings(), bearerGateFor, req),
+    scopeChallenge: (message, authInfo) =>
+      scopeChallenge(auth, tools, () => settings().metadataUrl, message, authInfo),
     principal(authInfo) {
       const extra = verifiedExtra(authInfo)
       return `subject:${extra?.issuer ?? ''} ${extra?.subject ?? authInfo.clientId}`
