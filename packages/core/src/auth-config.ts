@@ -23,7 +23,7 @@ export interface AuthConfig {
   clientSecret: string | undefined
 }
 
-/** One flag (the same shape as config.ts's common flags) and the config key it fills. */
+/** One flag (the same shape as config/flags.ts's common flags) and the config key it fills. */
 export interface AuthFlag {
   flag: string
   key: keyof AuthConfig
@@ -96,7 +96,7 @@ const url = () => z.string().url('must be a URL').optional()
 /**
  * A setting validated on its own, its schema built on first use: zod schemas are costly to build
  * and every start builds what it holds, so a start builds only the schemas of the settings it is
- * given (config.ts's `validateSettings`). An unset setting takes `unset`, which is what its schema
+ * given (config/validate.ts's `validateSettings`). An unset setting takes `unset`, which is what its schema
  * gives for `undefined` (a test holds the two together).
  */
 export interface LazySetting {

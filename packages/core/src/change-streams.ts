@@ -6,7 +6,7 @@ import type { Runtime } from './instance.js'
 // 2026-07-28 change streams (`subscriptions/listen`, SEP-2575). The SDK serves the stream itself
 // (ack, SSE on HTTP, stamping on stdio) and delivers what it is told has changed; nothing tells it,
 // unless the resources a stream names are watched. This module does that: before the SDK sees a
-// listen request, the front door (http.ts, stdio through run.ts) asks {@link ListenWatches} to
+// listen request, the front door (http/streams.ts, stdio through run.ts) asks {@link ListenWatches} to
 // watch each URI through the same `subscribe` hook the 2025 `resources/subscribe` path calls, and
 // narrows the request to the URIs it could watch — so the acknowledged (`honored`) set is what
 // will really be delivered. Each URI is watched once per process however many streams name it;

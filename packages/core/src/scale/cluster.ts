@@ -33,7 +33,7 @@ export interface ClusterSession {
   server: McpServer
 }
 
-/** What http.ts tells the cluster when it opens a session. */
+/** What the HTTP session table (http/sessions.ts) tells the cluster when it opens a session. */
 export interface SessionHooks {
   /** The session is initialized here (new, or restored): register it, as `owner`'s when it has one. */
   register(id: string, session: ClusterSession, owner?: string): void
