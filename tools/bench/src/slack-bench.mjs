@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { floorRow } from './floor.mjs'
 import { compareServers } from './harness.mjs'
@@ -231,7 +231,10 @@ export async function run() {
     const history = { channel_id: 'C0GENERAL', limit: 10 }
     const keelCall = { name: 'get_channel_history', arguments: { channel: 'C0GENERAL', limit: 10 } }
     // SLACK_BENCH_BEFORE=<a bin> adds an earlier build of Keel slack to the same run (before/after).
+    // A relative path is taken from where `pnpm bench` was typed (pnpm runs the suite in tools/bench).
     const before = process.env.SLACK_BENCH_BEFORE
+      ? resolve(process.env.INIT_CWD ?? process.cwd(), process.env.SLACK_BENCH_BEFORE)
+      : undefined
     const others = [
       { label: 'keel slack', ...ours, call: keelCall },
       ...(before ? [{ label: 'keel slack (before)', ...ours, args: [before], call: keelCall }] : []),
