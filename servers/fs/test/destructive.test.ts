@@ -35,13 +35,13 @@ describe('the destructive toolset', () => {
     expect(await names(['--toolsets', 'all', '--read-only'])).not.toContain('delete_file')
   })
 
-  // 155 tokens a tool is the goal; fs's 13 tools list ≈ 165 a tool. The two added tools are below that
-  // average (≈ 150 and 160), so with every toolset on the figure falls, and must not rise again.
-  it('keeps the catalogue with every toolset on within 164 tokens a tool', async () => {
+  // 155 tokens a tool is the goal (issues 26 and 29); with every toolset on fs lists ≈ 150 a tool, which leaves
+  // room for a short argument or two, not for a drift back.
+  it('keeps the catalogue with every toolset on within 155 tokens a tool', async () => {
     const connection = await connect([await workspace(), '--toolsets', 'all'])
     const { tools } = await connection.client.listTools()
     expect(tools).toHaveLength(15)
-    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(164)
+    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(155)
   })
 })
 

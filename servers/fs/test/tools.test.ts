@@ -379,6 +379,16 @@ describe('create_directory and move_file', () => {
     ).toContain(`Hint: To move the file into it, give the full new path: ${root}/src/README.md`)
     await fails(connection, 'move_file', { source: 'src', destination: 'src/inner' }, 'invalid_argument')
   })
+
+  // The schema no longer says "its parent must exist": the refusal names the tool that makes the parent.
+  it('refuses a destination whose parent is missing, naming create_directory', async () => {
+    const { root, connection } = await project({ 'one.txt': 'one' }, ['--toolsets', 'all'])
+    for (const tool of ['move_file', 'copy_file'])
+      expect(
+        await fails(connection, tool, { source: 'one.txt', destination: 'no/such/one.txt' }, 'not_found'),
+      ).toContain('create_directory')
+    expect(await readFile(path.join(root, 'one.txt'), 'utf8')).toBe('one')
+  })
 })
 
 describe('list_directory', () => {

@@ -33,6 +33,8 @@ export interface FakeSlack {
   features: FeatureState
   /** Requests to the file routes (downloads and uploads), with the token they carried. */
   fileRequests: Array<{ path: string; token: string | undefined }>
+  /** The most Web API requests the fake was answering at one time. */
+  readonly peakInFlight: number
   /** Queued one-shot answers: the next call of `method` gets this instead. */
   fail(fault: Fault): void
   close(): Promise<void>
@@ -69,10 +71,12 @@ function pageOf<T>(total: number, at: (index: number) => T, args: Record<string,
 
 /**
  * Starts the fake. `users` and `channels` size the workspace (generated lazily: 250,000 users cost
- * nothing until paged); `memberOf` adds channels the bot is a member of.
+ * nothing until paged); `memberOf` adds channels the bot is a member of. `latencyMs` delays every
+ * Web API answer, as a real network does: requests made at once are answered at once, so a client
+ * that serialises them shows it.
  */
 export async function startFakeSlack(
-  options: { users?: number; channels?: number; memberOf?: string[] } = {},
+  options: { users?: number; channels?: number; memberOf?: string[]; latencyMs?: number } = {},
 ): Promise<FakeSlack> {
   const workspace = new FakeWorkspace(options.users ?? 30, options.channels ?? 5, options.memberOf)
   const channels = workspace.fixedChannels
@@ -257,10 +261,16 @@ export async function startFakeSlack(
     }
   }
 
+  let inFlight = 0
+  let peakInFlight = 0
   const server: Server = createServer(async (request, response) => {
     if (await serveFile(request, response)) return
     const method = (request.url ?? '').replace(/^\/api\//, '').split('?')[0] ?? ''
     const args = await readArgs(request)
+    inFlight++
+    peakInFlight = Math.max(peakInFlight, inFlight)
+    response.once('close', () => inFlight--)
+    if (options.latencyMs) await new Promise((resolve) => setTimeout(resolve, options.latencyMs))
     const header = request.headers.authorization
     const token =
       typeof header === 'string' ? header.replace(/^Bearer /, '') : (args.token as string | undefined)
@@ -328,6 +338,9 @@ export async function startFakeSlack(
       return features
     },
     fileRequests,
+    get peakInFlight() {
+      return peakInFlight
+    },
     fail: (fault) => {
       faults.push(fault)
     },

@@ -1,5 +1,8 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { connectStdio, type ModuleLoadRecorder, recordModuleLoads } from '@keel-mcp/core/testing'
+import { connectStdio, type ModuleLoadRecorder, recordModuleLoads, spawnRaw } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BOT_TOKEN, startFakeSlack } from './fake-slack.js'
 
@@ -45,6 +48,32 @@ describe('the built bin at start-up', () => {
     } finally {
       await connection.close()
       await fake.close()
+    }
+  })
+
+  // Built-ins are recorded when the process exits: this start lists its tools and ends.
+  it('loads neither node:fs/promises (nor the readline modules behind it) nor node:crypto to list its tools, name cache on', async () => {
+    const builtins = await recordModuleLoads()
+    const fake = await startFakeSlack()
+    const cache = await mkdtemp(path.join(tmpdir(), 'keel-slack-start-'))
+    try {
+      // The name cache names its file by a hash of the token; uploads read through node:fs/promises.
+      const raw = spawnRaw(process.execPath, [...builtins.args, BIN, '--name-cache'], {
+        env: { SLACK_BOT_TOKEN: BOT_TOKEN, SLACK_API_URL: fake.url, XDG_CACHE_HOME: cache, ...builtins.env },
+      })
+      await raw.initialize()
+      const listed = await raw.request('tools/list')
+      expect(listed.result.tools.map((tool: { name: string }) => tool.name)).toContain('list_files')
+      expect((await raw.end()).code).toBe(0)
+      const loaded = await builtins.loaded()
+      expect(loaded).toContain('node:net')
+      expect(
+        loaded.filter((file) => /^node:(fs\/promises|internal\/readline|(internal\/)?crypto)/.test(file)),
+      ).toEqual([])
+    } finally {
+      await fake.close()
+      await rm(cache, { recursive: true, force: true })
+      await builtins.dispose()
     }
   })
 })

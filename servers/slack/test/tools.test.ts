@@ -205,6 +205,23 @@ describe('writing', () => {
   })
 })
 
+describe('concurrency', () => {
+  // Through the real @slack/web-api client (its request queue and retry policy): calls made together
+  // reach Slack together, so a slow Web API costs one round trip, not one per call queued behind it.
+  it('sends 8 concurrent history calls to the Web API at once, not one after another', async () => {
+    const slack = await fake({ latencyMs: 100 })
+    const connection = await connect(slack)
+    await call(connection, 'get_channel_history', { channel: 'C0GENERAL', limit: 3 })
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        call(connection, 'get_channel_history', { channel: 'C0GENERAL', limit: 3 }),
+      ),
+    )
+    expect(results.map((result) => result.isError)).toEqual(Array(8).fill(false))
+    expect(slack.peakInFlight).toBe(8)
+  })
+})
+
 describe('errors and rate limits', () => {
   it('waits out a 429 with Retry-After, then succeeds', async () => {
     const slack = await fake()

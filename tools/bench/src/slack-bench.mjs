@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { floorRow } from './floor.mjs'
 import { compareServers } from './harness.mjs'
@@ -149,6 +149,66 @@ async function workspaceSizeRow(startFakeSlack, BOT_TOKEN) {
   }
 }
 
+/**
+ * 8 calls in flight against a fake that answers every Web API request after 20 ms, as a real network
+ * does. The server's own CPU hardly counts here: what does is that concurrent calls reach Slack
+ * together (the client's request queue, retries and rate-limit handling must not serialise them).
+ * Each round starts every contender afresh, warms it up and then runs them one after another.
+ */
+async function latencyRow(startFakeSlack, contenders) {
+  const latencyMs = 20
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
+  const total = Number(process.env.SLACK_BENCH_LATENCY_CALLS ?? 200)
+  const inflight = 8
+  const slow = await startFakeSlack({ latencyMs })
+  const rates = contenders.map(() => [])
+  try {
+    for (let round = 0; round < rounds; round++) {
+      const order = [...contenders.keys()]
+      if (round % 2 === 1) order.reverse()
+      for (const index of order) {
+        const contender = contenders[index]
+        const client = new RawClient(contender.command, contender.args, { env: contender.env(slow) })
+        try {
+          await client.initialize()
+          for (let warm = 0; warm < 20; warm++)
+            await client.callTool(contender.call.name, contender.call.arguments)
+          let next = 0
+          let errors = 0
+          const started = performance.now()
+          const worker = async () => {
+            while (next < total) {
+              next++
+              const { message } = await client.callTool(contender.call.name, contender.call.arguments, 60_000)
+              if (message.error || message.result?.isError) errors++
+            }
+          }
+          await Promise.all(Array.from({ length: inflight }, worker))
+          if (errors)
+            throw new Error(`${contender.label}: ${errors} of ${total} calls failed against the slow fake`)
+          rates[index].push(total / ((performance.now() - started) / 1000))
+        } finally {
+          await client.close()
+        }
+      }
+    }
+  } finally {
+    await slow.close()
+  }
+  const reference = rates.at(-1)
+  console.log(
+    `\n#### slack: ${inflight} in flight against a fake answering after ${latencyMs} ms (${total} calls, ${rounds} alternated rounds; at most ${((inflight * 1000) / latencyMs).toFixed(0)} calls/s)\n`,
+  )
+  table(
+    ['server', 'calls/s, 8 in flight', '÷ reference'],
+    contenders.map((contender, index) => [
+      contender.label,
+      `${median(rates[index]).toFixed(0)} (${Math.min(...rates[index]).toFixed(0)}–${Math.max(...rates[index]).toFixed(0)})`,
+      index === contenders.length - 1 ? '1.00×' : ratio(median(rates[index]), median(reference)),
+    ]),
+  )
+}
+
 export async function run() {
   if (!existsSync(OURS)) throw new Error(`${OURS} is missing: run pnpm --filter @keel-mcp/server-slack build`)
   const { startFakeSlack, BOT_TOKEN } = await loadFake()
@@ -169,12 +229,18 @@ export async function run() {
       },
     }
     const history = { channel_id: 'C0GENERAL', limit: 10 }
-    const [oursFigures, referenceFigures] = await compareServers('slack', [
-      {
-        label: 'keel slack',
-        ...ours,
-        call: { name: 'get_channel_history', arguments: { channel: 'C0GENERAL', limit: 10 } },
-      },
+    const keelCall = { name: 'get_channel_history', arguments: { channel: 'C0GENERAL', limit: 10 } }
+    // SLACK_BENCH_BEFORE=<a bin> adds an earlier build of Keel slack to the same run (before/after).
+    // A relative path is taken from where `pnpm bench` was typed (pnpm runs the suite in tools/bench).
+    const before = process.env.SLACK_BENCH_BEFORE
+      ? resolve(process.env.INIT_CWD ?? process.cwd(), process.env.SLACK_BENCH_BEFORE)
+      : undefined
+    const others = [
+      { label: 'keel slack', ...ours, call: keelCall },
+      ...(before ? [{ label: 'keel slack (before)', ...ours, args: [before], call: keelCall }] : []),
+    ]
+    const figures = await compareServers('slack', [
+      ...others,
       {
         label: 'reference slack',
         ...reference,
@@ -182,10 +248,28 @@ export async function run() {
         reference: true,
       },
     ])
+    const [oursFigures] = figures
+    const referenceFigures = figures.at(-1)
     console.log(
       `\nget_channel_history (10 messages): CPU ${ratio(oursFigures.cpu, referenceFigures.cpu)}, p50 ${ratio(oursFigures.p50, referenceFigures.p50)} of the reference; ${fake.calls.length.toLocaleString('en')} Web API calls served by the fake.`,
     )
     await floorRow('slack', ours, reference)
+    await latencyRow(startFakeSlack, [
+      ...others.map((other) => ({
+        label: other.label,
+        command: other.command,
+        args: other.args,
+        env: (slow) => ({ ...other.env, SLACK_API_URL: slow.url }),
+        call: other.call,
+      })),
+      {
+        label: 'reference slack',
+        command: reference.command,
+        args: reference.args,
+        env: (slow) => ({ ...reference.env, SLACK_BENCH_API: slow.url.replace(/\/api\/$/, '') }),
+        call: { name: 'slack_get_channel_history', arguments: history },
+      },
+    ])
     await workspaceSizeRow(startFakeSlack, BOT_TOKEN)
     if (process.env.BENCH_DOMAIN === '0') return
 

@@ -1,21 +1,21 @@
 import { z } from '@keel-mcp/core'
 import { copyEntry } from '../lib/index.js'
 import { confirmWithUser } from './confirm.js'
-import { defineTool, displayPath, formatBytes, guardOf } from './shared.js'
+import { defineTool, displayPath, flag, formatBytes, guardOf } from './shared.js'
 
 export const copyFileTool = defineTool({
   name: 'copy_file',
   title: 'Copy file',
-  description: 'Copy a file or directory tree; links that would lead outside are left out.',
+  description: 'Copy a file or tree; links leading outside are left out.',
   input: {
     source: z.string().describe('Source'),
-    destination: z.string().describe('Its parent must exist'),
-    overwrite: z.boolean().default(false).describe('Replace a file'),
+    destination: z.string().describe('Destination'),
+    overwrite: flag('Overwrite'),
   },
   output: { files: z.number().int(), skipped: z.array(z.string()) },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   toolset: 'destructive',
-  async run({ source, destination, overwrite }, context) {
+  async run({ source, destination, overwrite = false }, context) {
     const guard = await guardOf(context)
     const from = await guard.resolveSafe(source)
     const to = await guard.resolveSafe(destination, { forWrite: true })

@@ -5,7 +5,7 @@ import { defineTool, displayPath, guardOf, pathArgument } from './shared.js'
 export const createDirectoryTool = defineTool({
   name: 'create_directory',
   title: 'Create directory',
-  description: 'Create a directory and any missing parents; fine if it exists.',
+  description: 'A directory and its missing parents; fine if it exists.',
   input: { path: pathArgument },
   output: { path: z.string(), created: z.boolean() },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },

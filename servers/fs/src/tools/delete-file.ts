@@ -1,7 +1,7 @@
 import { z } from '@keel-mcp/core'
 import { deleteEntry } from '../lib/index.js'
 import { confirmWithUser } from './confirm.js'
-import { defineTool, displayJoin, displayPath, guardOf, pathArgument } from './shared.js'
+import { defineTool, displayJoin, displayPath, flag, guardOf, pathArgument } from './shared.js'
 
 const plural = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`
 
@@ -12,16 +12,16 @@ export const deleteFileTool = defineTool({
   name: 'delete_file',
   title: 'Delete file',
   description:
-    'Delete a file, link (not its target) or empty directory; recursive: a tree. dry_run lists what would go.',
+    'Delete a file, link (not its target) or empty directory; recursive: a tree; dry_run: list only.',
   input: {
     path: pathArgument,
-    recursive: z.boolean().default(false).describe('Recursive'),
-    dry_run: z.boolean().default(false).describe('Dry run'),
+    recursive: flag('Recursive'),
+    dry_run: flag('Dry run'),
   },
   output: { deleted: z.boolean(), paths: z.array(z.string()), count: z.number().int() },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
   toolset: 'destructive',
-  async run({ path, recursive, dry_run }, context) {
+  async run({ path, recursive = false, dry_run = false }, context) {
     const guard = await guardOf(context)
     const target = await guard.resolveSafe(path, { followFinalSymlink: false, mustExist: true })
     const shown = displayPath(guard, target.path)

@@ -20,8 +20,8 @@ export const directoryTreeTool = defineTool({
   description: 'Recursive tree of a directory (name/ directory, name@ symlink).',
   input: {
     path: searchRoot,
-    max_depth: count().optional().describe('1: this directory only'),
-    exclude: globsArgument('Globs to skip'),
+    max_depth: count().optional().describe('1: no recursion'),
+    exclude: globsArgument('Exclude'),
     gitignore: gitignoreArgument,
     max_entries: pageSize(5000, 500).describe('Max entries'),
   },

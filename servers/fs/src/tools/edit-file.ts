@@ -1,6 +1,6 @@
 import { capText, z } from '@keel-mcp/core'
 import { editFile } from '../lib/index.js'
-import { defineTool, displayPath, guardOf, limits, nonEmpty, pathArgument } from './shared.js'
+import { defineTool, displayPath, flag, guardOf, limits, nonEmpty, pathArgument } from './shared.js'
 
 const strategies: Record<string, string> = {
   'line-endings': 'after matching line endings',
@@ -12,7 +12,7 @@ export const editFileTool = defineTool({
   name: 'edit_file',
   title: 'Edit file',
   description:
-    'Replace text in a file: edits in order, all or none; line endings and indentation may differ. Returns a diff; a miss shows the closest text.',
+    'Replace text: edits in order, all or none, lenient on line endings and indentation. A miss shows the nearest text.',
   input: {
     path: pathArgument,
     edits: z
@@ -25,11 +25,11 @@ export const editFileTool = defineTool({
       )
       .refine(nonEmpty, 'must not be empty')
       .describe('Edits'),
-    dry_run: z.boolean().default(false).describe('Dry run'),
+    dry_run: flag('Dry run'),
   },
   output: { path: z.string(), changed: z.boolean(), diff: z.string() },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-  async run({ path, edits, dry_run }, context) {
+  async run({ path, edits, dry_run = false }, context) {
     const guard = await guardOf(context)
     const file = await guard.resolveSafe(path, { forWrite: true, mustExist: true })
     const result = await editFile(

@@ -5,8 +5,7 @@ import { defineTool, displayPath, guardOf } from './shared.js'
 export const getFileInfoTool = defineTool({
   name: 'get_file_info',
   title: 'Get file info',
-  description:
-    'Type, size, times and permissions of a path; of a symlink itself, with whether it leads inside.',
+  description: "Type, size, times, permissions; a symlink's own, and whether it leads inside.",
   input: { path: z.string().describe('Path') },
   output: {
     path: z.string(),

@@ -4,7 +4,7 @@ import { defineTool } from './shared.js'
 export const listAllowedDirectoriesTool = defineTool({
   name: 'list_allowed_directories',
   title: 'List allowed directories',
-  description: 'Directories this server may access; relative paths resolve against the first.',
+  description: 'Directories the server may access.',
   input: {},
   output: { directories: z.array(z.string()), narrowed: z.boolean() },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },

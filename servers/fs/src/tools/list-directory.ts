@@ -4,6 +4,7 @@ import {
   cursorArgument,
   defineTool,
   displayPath,
+  flag,
   formatBytes,
   guardOf,
   items,
@@ -20,11 +21,11 @@ const markers = { directory: '/', symlink: '@', file: '', other: '' } as const
 export const listDirectoryTool = defineTool({
   name: 'list_directory',
   title: 'List directory',
-  description: 'Entries of one directory (name/ directory, name@ symlink). Recursive: directory_tree.',
+  description: "A directory's entries (name/ directory, name@ symlink). Recursive: directory_tree.",
   input: {
     path: searchRoot,
-    sizes: z.boolean().default(false).describe('Add size and mtime'),
-    sort: z.enum(['name', 'size', 'mtime']).default('name').describe('size, mtime: largest, newest first'),
+    sizes: flag('Sizes'),
+    sort: z.enum(['name', 'size', 'mtime']).default('name').describe('size, mtime: descending'),
     limit: pageSize(1000, 500).describe('Limit'),
     cursor: cursorArgument,
   },
@@ -35,7 +36,7 @@ export const listDirectoryTool = defineTool({
     skipped: skippedShape,
   },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-  async run({ path, sizes, sort, limit, cursor }, context) {
+  async run({ path, sizes = false, sort, limit, cursor }, context) {
     const guard = await guardOf(context)
     const directory = await guard.resolveSafe(path)
     const result = await listDirectory(directory, {

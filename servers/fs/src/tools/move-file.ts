@@ -1,19 +1,19 @@
 import { z } from '@keel-mcp/core'
 import { moveFile } from '../lib/index.js'
-import { defineTool, displayPath, guardOf } from './shared.js'
+import { defineTool, displayPath, flag, guardOf } from './shared.js'
 
 export const moveFileTool = defineTool({
   name: 'move_file',
   title: 'Move file',
-  description: 'Move or rename a file, directory or symlink (a link moves as itself).',
+  description: 'Move or rename a file, directory or link (not its target).',
   input: {
     source: z.string().describe('Source'),
-    destination: z.string().describe('Its parent must exist'),
-    overwrite: z.boolean().default(false).describe('Overwrite'),
+    destination: z.string().describe('Destination'),
+    overwrite: flag('Overwrite'),
   },
   output: { source: z.string(), destination: z.string(), overwritten: z.boolean() },
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-  async run({ source, destination, overwrite }, context) {
+  async run({ source, destination, overwrite = false }, context) {
     const guard = await guardOf(context)
     const from = await guard.resolveSafe(source, { followFinalSymlink: false })
     const to = await guard.resolveSafe(destination, { forWrite: true })

@@ -14,7 +14,7 @@ interface Planned {
 export const readMultipleFilesTool = defineTool({
   name: 'read_multiple_files',
   title: 'Read multiple files',
-  description: `Read several text files in one call, each succeeding or failing alone; they share ${formatBytes(limits.multipleBytes)}.`,
+  description: `Text files at once, each read or failing alone; ${formatBytes(limits.multipleBytes)} in all.`,
   input: {
     paths: z.array(z.string()).max(50).refine(nonEmpty, 'must not be empty').describe('Paths'),
   },

@@ -11,7 +11,7 @@ const lineCount = (what: string) => count().optional().describe(what)
 export const readTextFileTool = defineTool({
   name: 'read_text_file',
   title: 'Read text file',
-  description: `Read a UTF-8 text file, whole or by lines (head, tail, or start_line to end_line, inclusive). Stops at ${cap}, saying where to continue.`,
+  description: `A text file, whole or by lines (head, tail, start_line to end_line), up to ${cap}; says where to resume.`,
   input: {
     path: pathArgument,
     head: lineCount('Head'),

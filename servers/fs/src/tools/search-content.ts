@@ -7,6 +7,7 @@ import {
   defineTool,
   displayJoin,
   displayPath,
+  flag,
   gitignoreArgument,
   globsArgument,
   guardOf,
@@ -21,18 +22,17 @@ import {
 
 export const searchContentTool = defineTool({
   name: 'search_content',
-  title: 'Search file contents',
-  description:
-    'Search text in files like grep -rn, per line, skipping binary files. File names: search_files.',
+  title: 'Search content',
+  description: 'Text in files, like grep -rn (binaries skipped). File names: search_files.',
   input: {
-    pattern: z.string().describe('Text, or a JavaScript regex if regex'),
+    pattern: z.string().describe('Text, or JS regex if regex'),
     path: z.string().default('.').describe('Directory or file'),
-    regex: z.boolean().default(false).describe('Regex'),
+    regex: flag('Regex'),
     case_sensitive: z.boolean().default(true).describe('Case sensitive'),
-    include: globsArgument('Globs to include'),
-    exclude: globsArgument('Globs to skip'),
+    include: globsArgument('Globs'),
+    exclude: globsArgument('Exclude'),
     gitignore: gitignoreArgument,
-    context: count(0).max(20).default(0).describe('Lines around each match'),
+    context: count(0).max(20).optional().describe('Lines around matches'),
     max_matches: pageSize(500, 100).describe('Max matches'),
     cursor: cursorArgument,
   },
@@ -49,13 +49,13 @@ export const searchContentTool = defineTool({
     const guard = await guardOf(context)
     const root = await guard.resolveSafe(args.path)
     const result = await searchContent(root, args.pattern, {
-      regex: args.regex,
+      regex: args.regex ?? false,
       caseSensitive: args.case_sensitive,
       include: args.include,
       exclude: args.exclude,
       respectGitignore: args.gitignore,
-      contextBefore: args.context,
-      contextAfter: args.context,
+      contextBefore: args.context ?? 0,
+      contextAfter: args.context ?? 0,
       maxMatches: args.max_matches,
       maxBytes: limits.matchBytes,
       cursor: args.cursor,
@@ -75,7 +75,7 @@ export const searchContentTool = defineTool({
     }))
     const lines: string[] = []
     for (const match of matches) {
-      if (args.context > 0 && lines.length) lines.push('--')
+      if (args.context && lines.length) lines.push('--')
       const first = match.line - (match.before?.length ?? 0)
       match.before?.forEach((line, offset) => {
         lines.push(`${match.path}-${first + offset}-${line}`)

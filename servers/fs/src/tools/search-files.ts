@@ -21,11 +21,11 @@ export const searchFilesTool = defineTool({
   name: 'search_files',
   title: 'Search files',
   description:
-    'Find files and directories by glob ("*.ts": names at any depth, "src/**/*.ts": paths). Text in files: search_content.',
+    "Files and directories by glob ('*.ts' at any depth, 'src/**/*.ts' by path). Text: search_content.",
   input: {
     path: searchRoot,
     pattern: z.string().refine(nonEmpty, 'must not be empty').describe('Pattern'),
-    exclude: globsArgument('Globs to skip'),
+    exclude: globsArgument('Exclude'),
     gitignore: gitignoreArgument,
     case_sensitive: z.boolean().default(true).describe('Case sensitive'),
     limit: pageSize(500, 200).describe('Limit'),

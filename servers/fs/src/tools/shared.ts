@@ -66,6 +66,7 @@ export const pathArgument = z.string().describe('Path')
 /** Searching and listing tools default to the first allowed directory, as a user with one directory expects. */
 export const searchRoot = z.string().default('.').describe('Path')
 export const cursorArgument = z.string().optional().describe('Cursor')
+// `exclude` lists no text (a name or a glob both skip what they match); `include` says it takes globs.
 export const globsArgument = (what: string) => z.array(z.string()).optional().describe(what)
 
 // Lower bounds that only guard the server (a page of at least one entry, a non-empty glob or list) are
@@ -80,7 +81,13 @@ export const count = (min = 1) =>
     .refine((value) => value >= min, `must be at least ${min}`)
 /** A page size: 1…max, `fallback` when not given. */
 export const pageSize = (max: number, fallback: number) => count().max(max).default(fallback)
-export const gitignoreArgument = z.boolean().default(true).describe('Honour .gitignore')
+// The name says what it switches (a model knows .gitignore), and `default: true` that it is on.
+export const gitignoreArgument = z.boolean().default(true).describe('Gitignore')
+/**
+ * A switch that is off unless given. Listed without `default: false`, which is what an absent boolean
+ * means to any reader; the tool reads an absent one as false.
+ */
+export const flag = (what: string) => z.boolean().optional().describe(what)
 
 /** Entries a walk could not read (the text names a few). */
 export const skippedShape = z.number().int().optional()

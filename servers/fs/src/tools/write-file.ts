@@ -5,8 +5,7 @@ import { defineTool, displayPath, guardOf, pathArgument } from './shared.js'
 export const writeFileTool = defineTool({
   name: 'write_file',
   title: 'Write file',
-  description:
-    'Create or overwrite a whole file, atomically; the parent must exist. Partial changes: edit_file.',
+  description: 'Create or overwrite a whole file atomically (parent must exist). Partial changes: edit_file.',
   input: {
     path: pathArgument,
     content: z.string().describe('Content'),

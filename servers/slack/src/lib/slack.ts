@@ -54,14 +54,18 @@ export function createSlackApi(token: string, options: ClientOptions): SlackApi 
   let client: Promise<SlackApi> | undefined
   const load = async (): Promise<SlackApi> => {
     const { WebClient, LogLevel } = (await import('@slack/web-api')) as typeof import('@slack/web-api')
+    // The client logs about eight debug lines a request; a line's text is joined only when a
+    // record is built (the logger reads `detail` only for a level someone takes).
     const quiet =
       (message: string) =>
       (...parts: unknown[]) =>
         options.log(message, {
-          detail: parts
-            .map((part) => String(part))
-            .join(' ')
-            .slice(0, 300),
+          get detail() {
+            return parts
+              .map((part) => String(part))
+              .join(' ')
+              .slice(0, 300)
+          },
         })
     return new WebClient(token, {
       slackApiUrl: options.apiUrl,

@@ -1,5 +1,5 @@
 import { constants, type Stats } from 'node:fs'
-import { type FileHandle, open, readlink, realpath, stat } from 'node:fs/promises'
+import type { FileHandle } from 'node:fs/promises'
 import path from 'node:path'
 import { SlackError } from './slack.js'
 
@@ -21,6 +21,9 @@ export async function readUploadFile(
   maxBytes: number,
 ): Promise<{ bytes: Buffer; name: string; stats: Stats }> {
   const refuse = (why: string) => new SlackError('upload_refused', why)
+  // Loaded on the first upload: node:fs/promises (and the readline modules it pulls in) is not
+  // needed to start the server or to list its tools.
+  const { open, readlink, realpath, stat } = await import('node:fs/promises')
   if (relative.includes('\0') || path.isAbsolute(relative) || /^[a-zA-Z]:/.test(relative)) {
     throw refuse('path must be relative to the upload directory')
   }

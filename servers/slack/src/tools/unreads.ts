@@ -30,7 +30,11 @@ const PER_CALL = 50
 export const listUnreads = defineTool({
   name: 'list_unreads',
   title: 'List unreads',
-  description: 'Channels and DMs with unread messages, newest first, with counts (user token).',
+  // Threads are not listed: no documented Web API method lists a person's unread threads (Slack's own
+  // Threads view uses an internal one). A thread's parent read with a user token carries last_read and
+  // unread_count, but finding the threads would mean reading every channel's history.
+  description:
+    'Channels and DMs with unread messages, newest first, with counts (user token). Not threads: Slack has no API listing them.',
   input: { cursor: cursorArgument },
   output: { conversations: list(), next_cursor: nextCursor },
   annotations: read,
