@@ -21,6 +21,11 @@ export interface ClientOptions {
   log(message: string, fields?: Record<string, unknown>): void
   /** The `X-OAuth-Scopes` of each answer (classic tokens), with the key of the token it came for. */
   onScopes?(key: string, scopes: string): void
+  /**
+   * The `X-Accepted-GitHub-Permissions` of a 403 (fine-grained tokens, GitHub Apps): the permission
+   * sets that would have served the request, with the key of the token that lacked them.
+   */
+  onDenied?(key: string, permissions: string): void
 }
 
 /** Most per-token clients kept at once (`--token-from-request`); the least recently used goes first. */
@@ -202,7 +207,7 @@ export class GitHubClients {
    * `tokenKey(token)`, without hashing again when the token is the one of the previous call (every
    * call of a server with one GITHUB_TOKEN; consecutive calls of one caller over HTTP).
    */
-  #keyOf(token: string | undefined): string {
+  keyOf(token: string | undefined): string {
     if (token === undefined) return 'anonymous'
     if (token !== this.#lastToken) {
       this.#lastKey = tokenKey(token)
@@ -213,7 +218,7 @@ export class GitHubClients {
 
   /** The client for `token` (undefined: unauthenticated, public data only at 60 requests/hour). */
   get(token: string | undefined): Promise<Octokit> {
-    const key = this.#keyOf(token)
+    const key = this.keyOf(token)
     const cached = this.#clients.get(key)
     if (cached) {
       // Map order is insertion order: re-inserting marks it most recently used.
@@ -305,6 +310,15 @@ export class GitHubClients {
       octokit.hook.after('request', (response) => {
         const scopes = response.headers['x-oauth-scopes']
         if (scopes !== undefined) onScopes(key, String(scopes))
+      })
+    }
+    const onDenied = options.onDenied
+    if (onDenied) {
+      octokit.hook.error('request', (error) => {
+        const failed = error as { status?: number; response?: { headers?: Record<string, unknown> } }
+        const permissions = failed.response?.headers?.['x-accepted-github-permissions']
+        if (failed.status === 403 && permissions !== undefined) onDenied(key, String(permissions))
+        throw error
       })
     }
     return octokit
