@@ -121,6 +121,17 @@ const immediate = {
   }),
 }
 
+/**
+ * List tools always pass `page` and `per_page`; a request leaves without the ones equal to
+ * GitHub's own defaults (page 1; 30 a page, 50 for notifications), the request GitHub's own
+ * clients make for a first page (and the one its answers were recorded for in @octokit/fixtures).
+ */
+export function withoutDefaultPaging(request: Record<string, unknown>): void {
+  if (request.page === 1) delete request.page
+  const perPageDefault = String(request.url).includes('notifications') ? 50 : 30
+  if (request.per_page === perPageDefault) delete request.per_page
+}
+
 /** A stable, non-reversible key for a token: caches and limiter ids never hold the token itself. */
 export function tokenKey(token: string): string {
   return nodeCrypto().createHash('sha256').update(token).digest('hex').slice(0, 32)
@@ -304,6 +315,7 @@ export class GitHubClients {
         )
       }
     })
+    octokit.hook.before('request', withoutDefaultPaging)
     octokit.hook.after('request', readBody)
     const onScopes = options.onScopes
     if (onScopes) {
