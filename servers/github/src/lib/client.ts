@@ -35,16 +35,13 @@ type OctokitClass = new (options: Record<string, unknown>) => Octokit
 
 let loading: Promise<OctokitClass> | undefined
 
-/** Octokit and its plugins load on the first call, never at start-up. */
+/** Octokit and its plugins load on the first call, never at start-up (octokit.vendor.ts). */
 function loadOctokit(): Promise<OctokitClass> {
-  loading ??= Promise.all([
-    import('@octokit/rest'),
-    import('@octokit/plugin-retry'),
-    import('@octokit/plugin-throttling'),
-    import('bottleneck/light.js'),
-  ]).then(([rest, retry, throttling, bottleneck]) => {
-    withoutTimerClamp(bottleneck.default as unknown as BottleneckClass)
-    return rest.Octokit.plugin(retry.retry, throttling.throttling) as unknown as OctokitClass
+  loading ??= import('./octokit.vendor.js').then((loaded) => {
+    // The bin loads the vendor file as CommonJS: its exports are the default export there.
+    const lib = (loaded as typeof loaded & { default?: typeof loaded }).default ?? loaded
+    withoutTimerClamp(lib.Bottleneck as unknown as BottleneckClass)
+    return lib.Octokit.plugin(lib.retry, lib.throttling) as unknown as OctokitClass
   })
   loading.catch(() => {
     loading = undefined
