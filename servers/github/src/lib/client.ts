@@ -165,7 +165,7 @@ interface BodyResponse {
  * times the cost of the parse itself on Node 20, and a BigInt could not be put into a result
  * anyway (GitHub's ids fit in a double).
  */
-async function readBody(response: BodyResponse): Promise<void> {
+export async function readBody(response: BodyResponse): Promise<void> {
   const body = response.data
   if (!(body instanceof ReadableStream)) return
   const contentType = String(response.headers['content-type'] ?? '')
@@ -177,11 +177,17 @@ async function readBody(response: BodyResponse): Promise<void> {
     /json/.test(type) ||
     type.startsWith('text/') ||
     (charset === 'utf-8' && type !== 'application/octet-stream')
-  if (!text) {
-    response.data = await new Response(body).arrayBuffer()
-    return
+  try {
+    response.data = text ? await new Response(body).text() : await new Response(body).arrayBuffer()
+  } catch (error) {
+    // The connection broke while the body arrived (undici's `TypeError: terminated`): the API's
+    // failure, not a field of an answer a tool could not read.
+    throw new MalformedResponseError(
+      `GitHub's answer (HTTP ${response.status}) broke off before its end: ${(error as Error).message}`,
+      { cause: error },
+    )
   }
-  response.data = await new Response(body).text()
+  if (!text) return
   // A redirect read as such (`redirect: 'manual'`, artifact downloads) carries a Location, no body.
   if (!/json/.test(type) || (response.status >= 300 && response.status < 400)) return
   try {
