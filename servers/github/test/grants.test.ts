@@ -101,13 +101,35 @@ describe('a fine-grained token', () => {
     expect(after).toContain('get_pull_request')
   })
 
-  it('learns nothing from a 403 without the header (rate limits, policy) or one naming several permissions together', async () => {
+  it('learns nothing from a 403 without the header (policy), a rate limit, or one naming several permissions together', async () => {
     const { fake, connection, names, changes } = await start()
     const before = await names()
     fake.on('POST', '/repos/octo/demo/issues', lacking('issues=write,contents=read'))
-    await connection.client.callTool({ name: 'create_issue', arguments: { repo: 'octo/demo', title: 'x' } })
+    const several = await connection.client.callTool({
+      name: 'create_issue',
+      arguments: { repo: 'octo/demo', title: 'x' },
+    })
+    expect(errorKind(several)).toBe('permission_denied')
     fake.on('GET', '/repos/octo/demo/issues/1', json({ message: 'Must have admin rights' }, 403))
-    await connection.client.callTool({ name: 'get_issue', arguments: { repo: 'octo/demo', number: 1 } })
+    const policy = await connection.client.callTool({
+      name: 'get_issue',
+      arguments: { repo: 'octo/demo', issue_number: 1 },
+    })
+    expect(errorKind(policy)).toBe('permission_denied')
+    // A secondary rate limit on a route the token may use, with the permissions the route needs.
+    fake.on(
+      'GET',
+      '/repos/octo/demo/issues',
+      json({ message: 'You have exceeded a secondary rate limit.' }, 403, {
+        'retry-after': '1',
+        'x-accepted-github-permissions': 'issues=read',
+      }),
+    )
+    const limited = await connection.client.callTool({
+      name: 'list_issues',
+      arguments: { repo: 'octo/demo' },
+    })
+    expect(errorKind(limited)).toBe('rate_limited')
     expect(await names()).toEqual(before)
     expect(changes()).toBe(0)
   })

@@ -334,9 +334,21 @@ export class GitHubClients {
     const onDenied = options.onDenied
     if (onDenied) {
       octokit.hook.error('request', (error) => {
-        const failed = error as { status?: number; response?: { headers?: Record<string, unknown> } }
-        const permissions = failed.response?.headers?.['x-accepted-github-permissions']
-        if (failed.status === 403 && permissions !== undefined) onDenied(key, String(permissions))
+        const failed = error as {
+          status?: number
+          message?: string
+          response?: { headers?: Record<string, unknown> }
+        }
+        const headers = failed.response?.headers ?? {}
+        const permissions = headers['x-accepted-github-permissions']
+        // A rate limit is a 403 too, and may carry the header of the permissions the route needs:
+        // it says nothing about what the token lacks.
+        const rateLimited =
+          headers['retry-after'] !== undefined ||
+          String(headers['x-ratelimit-remaining']) === '0' ||
+          /rate limit/i.test(failed.message ?? '')
+        if (failed.status === 403 && permissions !== undefined && !rateLimited)
+          onDenied(key, String(permissions))
         throw error
       })
     }
