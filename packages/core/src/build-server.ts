@@ -118,7 +118,7 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     roots: undefined,
     subscriptions: new Map(),
     enabledTools: new Set(),
-    hiddenSeen: spec.hiddenTools?.(runtime.deps),
+    hiddenSeen: spec.hiddenTools?.(runtime.deps, undefined),
   }
   const closers: Array<() => void | Promise<void>> = []
   const closedBefore = server.onclose

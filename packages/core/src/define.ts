@@ -221,6 +221,9 @@ export function svgIcon(svg: string, theme?: 'light' | 'dark'): Icon {
 }
 
 /** A bearer credential presented on an HTTP request. */
+/** Tools a server hides: names, or names with the reason a call is refused ({@link ServerSpec.hiddenTools}). */
+export type HiddenTools = ReadonlySet<string> | ReadonlyMap<string, string>
+
 export interface RequestAuth {
   /**
    * The raw token, exactly as presented after `Bearer ` — without OAuth only. With OAuth
@@ -448,9 +451,12 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
    * Tools to hide from now on (e.g. those the credential turned out not to allow), asked at every
    * `tools/list` and `tools/call`: hidden tools are neither listed nor callable. Return the same
    * set object until it changes; after a call that changed it the connection gets
-   * `notifications/tools/list_changed` (the server then promises `tools.listChanged`).
+   * `notifications/tools/list_changed` (the server then promises `tools.listChanged`). `auth` is
+   * the request's credential (undefined on stdio), so what is hidden can follow each caller's token.
+   * A map gives the reason per tool: a call to a hidden tool is then answered with a
+   * `permission_denied` tool error saying it, instead of an unknown-tool error.
    */
-  hiddenTools?(deps: D): ReadonlySet<string> | undefined
+  hiddenTools?(deps: D, auth: RequestAuth | undefined): HiddenTools | undefined
   resources?: ResourceSpec<D>[]
   resourceTemplates?: ResourceTemplateSpec<D>[]
   prompts?: PromptSpec<D>[]

@@ -37,6 +37,7 @@ export {
   type HandleBinding,
   type HandleKindSpec,
   type HandlerContext,
+  type HiddenTools,
   type Icon,
   type Infer,
   type ListedResource,

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/server'
 import type { ConnectionClientAccess } from './client-access.js'
 import type { ParsedConfig } from './config.js'
-import type { AnyTool, ClientRoot, HandlerContext, ServerSpec, SessionAccess } from './define.js'
+import type { AnyTool, ClientRoot, HandlerContext, HiddenTools, ServerSpec, SessionAccess } from './define.js'
 import { mapSystemError, ToolError } from './errors.js'
 import type { Logger, McpLogLevel } from './logger.js'
 import type { Operations } from './observe/start.js'
@@ -47,7 +47,7 @@ export interface InstanceState {
   /** Tools this connection enabled at run time, beyond `runtime.tools`. */
   enabledTools: Set<string>
   /** The hidden set (`spec.hiddenTools`) this connection's list last reflected. */
-  hiddenSeen: ReadonlySet<string> | undefined
+  hiddenSeen: HiddenTools | undefined
 }
 
 /** What the tool, resource and prompt registrations of one instance share. */

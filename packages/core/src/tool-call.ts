@@ -6,7 +6,14 @@ import {
 } from '@modelcontextprotocol/server'
 import { assertWriteScope, requestAuthOf } from './auth/context.js'
 import { InputNeeded, modernClientAccess, requestStateCodec, servesModernEra } from './client-access.js'
-import type { AnyTool, ClientAccess, ContentBlock, HandleBinding, ToolContext } from './define.js'
+import type {
+  AnyTool,
+  ClientAccess,
+  ContentBlock,
+  HandleBinding,
+  RequestAuth,
+  ToolContext,
+} from './define.js'
 import { errorReference, formatToolError, isAbortError, ToolError } from './errors.js'
 import { bindHandle, settleHandle } from './handles.js'
 import { type InstanceParts, mapError, type Runtime } from './instance.js'
@@ -107,8 +114,12 @@ interface CallChannel<D> {
  * The tools one connection lists: the configured ones, then those it enabled (by name), less
  * those the server hides now.
  */
-export function listedTools<D, C>(runtime: Runtime<D, C>, enabled: ReadonlySet<string>): AnyTool<D>[] {
-  const hidden = runtime.spec.hiddenTools?.(runtime.deps)
+export function listedTools<D, C>(
+  runtime: Runtime<D, C>,
+  enabled: ReadonlySet<string>,
+  auth: RequestAuth | undefined,
+): AnyTool<D>[] {
+  const hidden = runtime.spec.hiddenTools?.(runtime.deps, auth)
   const shown = (tools: AnyTool<D>[]) =>
     hidden?.size ? tools.filter((tool) => !hidden.has(tool.name)) : tools
   if (!enabled.size || !runtime.available) return shown(runtime.tools)
@@ -117,6 +128,27 @@ export function listedTools<D, C>(runtime: Runtime<D, C>, enabled: ReadonlySet<s
     ...runtime.tools,
     ...runtime.available.filter((tool) => enabled.has(tool.name) && !configured.has(tool.name)),
   ])
+}
+
+/**
+ * The answer to a call of a tool the server hides with a reason (the credential lacks a
+ * permission): a tool error saying why, where a tool that does not exist is a JSON-RPC error.
+ */
+function hiddenReason<D, C>(
+  runtime: Runtime<D, C>,
+  name: string,
+  auth: RequestAuth | undefined,
+): Record<string, unknown> | undefined {
+  const hidden = runtime.spec.hiddenTools?.(runtime.deps, auth)
+  if (!(hidden instanceof Map)) return undefined
+  const reason = hidden.get(name)
+  if (reason === undefined) return undefined
+  const error = new ToolError('permission_denied', reason)
+  return {
+    content: [{ type: 'text', text: formatToolError(error) }],
+    isError: true,
+    _meta: { 'keel/error': { kind: 'permission_denied' } },
+  }
 }
 
 function unknownTool(tools: AnyTool[], name: string): ProtocolError {
@@ -296,7 +328,9 @@ async function runCall<D, C>(
     session: channel.session,
     auth: channel.auth,
     async enableTools(names) {
-      const listed = new Set(listedTools(runtime, parts.state.enabledTools).map((tool) => tool.name))
+      const listed = new Set(
+        listedTools(runtime, parts.state.enabledTools, channel.auth).map((tool) => tool.name),
+      )
       const enabled = (runtime.available ?? runtime.tools)
         .filter((tool) => names.includes(tool.name) && !listed.has(tool.name))
         .map((tool) => tool.name)
@@ -460,11 +494,14 @@ type RawHandler = (request: { params?: unknown }, ctx: unknown) => unknown
 export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
   const { runtime, mcp, state, client, sessionFor, tasks } = parts
   const server = mcp.server
-  server.setRequestHandler('tools/list', () => {
+  server.setRequestHandler('tools/list', (_request, ctx) => {
     // Task support is 2025-11-25 vocabulary: listed only where this connection offers tasks.
     const withTasks = tasks !== undefined && !servesModernEra(server)
+    const auth = requestAuthOf((ctx as CallRequestContext).http?.authInfo)
+    // What this list reflects: a later call that changes it says so (list_changed).
+    if (runtime.spec.hiddenTools) state.hiddenSeen = runtime.spec.hiddenTools(runtime.deps, auth)
     return {
-      tools: listedTools(runtime, state.enabledTools).map((tool) =>
+      tools: listedTools(runtime, state.enabledTools, auth).map((tool) =>
         withTasks ? planFor(tool).listedWithTasks : planFor(tool).listed,
       ),
     } as never
@@ -500,9 +537,12 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
 
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const name = request.params.name
+    const auth = requestAuthOf((ctx as CallRequestContext).http?.authInfo)
+    const refused = hiddenReason(runtime, name, auth)
+    if (refused) return refused as never
     let call: ValidatedCall
     try {
-      call = validateCall(listedTools(runtime, state.enabledTools), name, request.params.arguments)
+      call = validateCall(listedTools(runtime, state.enabledTools, auth), name, request.params.arguments)
     } catch (error) {
       if (!(error instanceof InvalidArguments)) throw error
       runtime.logger.debug('tool call', { tool: name, durationMs: 0, outcome: 'error:invalid_argument' })
@@ -526,7 +566,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
       log: (level, data, logger) => ctx.mcpReq.log(level, data, logger),
     })
     // The call may have taught the server which tools to hide (a credential's scopes): say so.
-    const hidden = runtime.spec.hiddenTools?.(runtime.deps)
+    const hidden = runtime.spec.hiddenTools?.(runtime.deps, auth)
     if (hidden !== state.hiddenSeen) {
       state.hiddenSeen = hidden
       if (mcp.isConnected() && !modern) mcp.sendToolListChanged()
@@ -571,7 +611,11 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     }
     let call: ValidatedCall
     try {
-      call = validateCall(listedTools(runtime, state.enabledTools), params.name, params.arguments)
+      call = validateCall(
+        listedTools(runtime, state.enabledTools, requestAuthOf(ctx.http?.authInfo)),
+        params.name,
+        params.arguments,
+      )
     } catch (error) {
       // A task-augmented call is answered with a task or a JSON-RPC error: the 2025-11-25 tasks
       // draft has no result to carry a validation failure before the task exists.

@@ -146,6 +146,35 @@ describe('tools the server hides (hiddenTools)', () => {
   })
 })
 
+describe('tools hidden with a reason (hiddenTools as a map)', () => {
+  it('answers a call to a hidden tool with a permission_denied tool error giving the reason', async () => {
+    const asked: unknown[] = []
+    const hidden = new Map([['extra', 'the token lacks the "issues" permission']])
+    const spec = defineServer({
+      name: 'reasons',
+      version: '1.0.0',
+      description: 'Hidden tools with reasons',
+      tools: [enable, { ...extra, toolset: 'base' }],
+      hiddenTools: (_deps, auth) => {
+        asked.push(auth)
+        return hidden
+      },
+      createDeps: () => ({}),
+    })
+    const connection = await connectInMemory(spec, { env: {} })
+    open.push(connection)
+    expect(await names(connection)).toEqual(['enable_more'])
+    const result = await connection.client.callTool({ name: 'extra', arguments: {} })
+    expect(result.isError).toBe(true)
+    expect((result.content as Array<{ text: string }>)[0]?.text).toBe(
+      'permission_denied: the token lacks the "issues" permission',
+    )
+    // No credential in memory: the server is asked for the hidden tools of no caller in particular.
+    expect(asked.length).toBeGreaterThan(0)
+    expect(asked.every((auth) => auth === undefined)).toBe(true)
+  })
+})
+
 describe('2026-07-28 cache hints of the tool list', () => {
   it('tells clients not to reuse the list of a server that hides tools as it learns', async () => {
     const hides = defineServer({

@@ -8,10 +8,10 @@ import {
   baseUrlOf,
   type ClientOptions,
   GitHubClients,
-  hiddenByScopes,
+  isFineGrained,
   normaliseApiUrl,
   PushAccess,
-  parseScopes,
+  TokenGrants,
   tokenKey,
   trustImageHost,
 } from './lib/index.js'
@@ -383,12 +383,21 @@ export function createServer(tuning: ClientTuning = {}) {
       } else if (!fromRequest && !token) {
         logger.warn('No GITHUB_TOKEN: calls are unauthenticated (public data only, 60 requests an hour).')
       }
-      const scopes = scopeWatch(token, fromRequest || config.options.accounts.length > 0)
+      // With several accounts one token's grants do not speak for the others: nothing is hidden.
+      const grants = config.options.accounts.length ? undefined : new TokenGrants(toolFacts)
       const clients = new GitHubClients({
         baseUrl: baseUrlOf(apiUrl),
         userAgent: `keel-mcp-server-github/${pkg.version}`,
         log: (message, fields) => logger.debug(message, fields),
-        onScopes: scopes.observe,
+        ...(grants && {
+          onScopes: (key, header) => grants.observeScopes(key, header),
+          onDenied: (key, header) => {
+            if (grants.observeDenied(key, header))
+              logger.info('the token lacks fine-grained permissions: tools needing them are hidden', {
+                permissions: header,
+              })
+          },
+        }),
         ...tuning,
       })
       const serverClient = accountClients(config.options, {
@@ -408,7 +417,17 @@ export function createServer(tuning: ClientTuning = {}) {
         },
         lockdown: config.options.lockdown,
         readOnly: config.readOnly,
-        hiddenTools: scopes.hidden,
+        hiddenTools(auth) {
+          if (!grants) return undefined
+          const caller = fromRequest ? auth?.token : token
+          if (!caller) return undefined
+          // Nothing learned yet and nothing known from the token's form: no hashing (start-up stays cheap).
+          const fineGrained = isFineGrained(caller)
+          if (!grants.size && !fineGrained) return undefined
+          const key = clients.keyOf(caller)
+          if (fineGrained) grants.fineGrained(key)
+          return grants.hidden(key)
+        },
         push: new PushAccess(),
         async client(auth) {
           if (!fromRequest) return { octokit: await serverClient(), scope: 'server' }
@@ -425,39 +444,18 @@ export function createServer(tuning: ClientTuning = {}) {
         },
       }
     },
-    hiddenTools: (deps) => deps.hiddenTools(),
+    hiddenTools: (deps, auth) => deps.hiddenTools(auth),
     mapError: (error) => toToolError(error),
   })
 }
 
-/**
- * Hides the tools the server's own classic token cannot use, once an answer has shown its scopes
- * (GitHub sends `X-OAuth-Scopes` on every answer to a classic token; fine-grained tokens send none
- * and hide nothing). Off with per-request tokens and with several accounts: one token's scopes do
- * not speak for the others.
- */
-function scopeWatch(token: string | undefined, off: boolean) {
-  let hidden: ReadonlySet<string> | undefined
-  let seen: string | undefined
-  let key: string | undefined
-  return {
-    hidden: () => hidden,
-    observe(from: string, header: string) {
-      if (off || !token) return
-      // Hashed on the first answer, not at start (no node:crypto before the first call).
-      key ??= tokenKey(token)
-      if (from !== key || header === seen) return
-      seen = header
-      hidden = hiddenByScopes(
-        tools.map((tool) => ({
-          name: tool.name,
-          toolset: tool.toolset ?? 'default',
-          readOnly: tool.annotations.readOnlyHint,
-        })),
-        parseScopes(header),
-      )
-    },
-  }
+/** What the grants need to know of each tool. */
+function toolFacts() {
+  return tools.map((tool) => ({
+    name: tool.name,
+    toolset: tool.toolset ?? 'default',
+    readOnly: tool.annotations.readOnlyHint,
+  }))
 }
 
 export const server = createServer()

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { createRequire } from 'node:module'
-import { createServer } from 'node:net'
+import { once } from 'node:events'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
 import { connectInMemory } from '@keel-mcp/core/testing'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { RECORDED_TOKEN } from './fake-github.js'
@@ -8,45 +9,32 @@ import { dataOf, fastServer } from './helpers.js'
 
 // Recorded real GitHub answers served by @octokit/fixtures-server on loopback, in its own process
 // (it intercepts with nock). Each scenario is consumed in order, once, and only for the recorded
-// token; a request that does not match the next recorded one is a 404 naming it.
+// token; a request that does not match the next recorded one (method, path, query, body) is a 404
+// naming it. Not here: scenarios of endpoints no tool calls (branch protection, git refs, status,
+// lock, collaborators' invitations, markdown, rename), the second page of paginate-issues (GitHub's
+// next link is `/repositories/{id}/issues`; list_issues asks for page 2 by owner/name), and
+// get-content (recorded with a trailing `/contents/` and a raw README; the tool reads JSON).
 
 const ORG = 'octokit-fixture-org'
-const bin = createRequire(import.meta.url)
-  .resolve('@octokit/fixtures-server/package.json')
-  .replace(/package\.json$/, 'bin/server.js')
+const launcher = fileURLToPath(new URL('./fixtures-server.mjs', import.meta.url))
 
 let child: ChildProcess | undefined
 let origin = ''
 const open: Array<{ close(): Promise<unknown> }> = []
 
-async function freePort(): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as { port: number }
-  await new Promise((resolve) => probe.close(resolve))
-  return port
-}
-
 beforeAll(async () => {
-  const port = await freePort()
-  origin = `http://127.0.0.1:${port}`
-  child = spawn(
-    process.execPath,
-    [bin, '--port', String(port), '--fixtures-url', origin, '--log-level', 'error'],
-    {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  )
-  // Bounded: 100 tries, 100 ms apart.
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const up = await fetch(`${origin}/ping`).then(
-      (response) => response.ok,
-      () => false,
-    )
-    if (up) return
-    await new Promise((resolve) => setTimeout(resolve, 100))
+  child = spawn(process.execPath, [launcher], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const stdout = child.stdout
+  if (!stdout) throw new Error('no stdout')
+  const exited = once(child, 'exit').catch((error: unknown) => [error])
+  for await (const line of createInterface({ input: stdout })) {
+    const port = /^port (\d+)$/.exec(String(line))?.[1]
+    if (port) {
+      origin = `http://127.0.0.1:${port}`
+      break
+    }
   }
-  throw new Error('@octokit/fixtures-server did not start')
+  if (!origin) throw new Error(`@octokit/fixtures-server exited with ${(await exited)[0]}`)
 })
 
 afterAll(() => {
@@ -108,5 +96,53 @@ describe('@octokit/fixtures-server scenarios', () => {
     const call = await scenario('release-assets')
     const release = dataOf(await call('get_release_by_tag', { repo: `${ORG}/release-assets`, tag: 'v1.0.0' }))
     expect(release.release).toMatchObject({ tag: 'v1.0.0' })
+  })
+
+  it('search-issues: the query reaches GitHub as given', async () => {
+    const call = await scenario('search-issues')
+    const found = dataOf(await call('search_issues', { query: `sesame repo:${ORG}/search-issues` }))
+    expect(found.total).toBeGreaterThan(0)
+    expect(found.issues[0]).toMatchObject({ number: expect.any(Number) })
+  })
+
+  it('paginate-issues: a first page of 3 says more exist', async () => {
+    const call = await scenario('paginate-issues')
+    const result = await call('list_issues', { repo: `${ORG}/paginate-issues`, per_page: 3 })
+    const page = dataOf(result)
+    expect(page.issues).toHaveLength(3)
+    expect(page.hasMore).toBe(true)
+  })
+
+  it('labels: list, create, get, update, delete', async () => {
+    const call = await scenario('labels')
+    const repo = `${ORG}/labels`
+    expect(dataOf(await call('list_labels', { repo })).labels[0]).toMatchObject({ name: 'bug' })
+    expect(
+      dataOf(await call('create_label', { repo, name: 'test-label', color: '663399' })).label,
+    ).toMatchObject({
+      name: 'test-label',
+    })
+    expect(dataOf(await call('get_label', { repo, name: 'test-label' })).label.name).toBe('test-label')
+    const updated = await call('update_label', {
+      repo,
+      name: 'test-label',
+      new_name: 'test-label-updated',
+      color: 'BADA55',
+    })
+    expect(dataOf(updated).label).toMatchObject({ name: 'test-label-updated', color: 'BADA55' })
+    expect(dataOf(await call('delete_label', { repo, name: 'test-label-updated' })).deleted).toBe(
+      'test-label-updated',
+    )
+  })
+
+  it('get-organization', async () => {
+    const call = await scenario('get-organization')
+    expect(JSON.stringify(dataOf(await call('get_organization', { org: ORG })))).toContain(ORG)
+  })
+
+  it('mark-notifications-as-read', async () => {
+    const call = await scenario('mark-notifications-as-read')
+    const result = await call('mark_notifications_read', {})
+    expect(result.isError).not.toBe(true)
   })
 })

@@ -42,7 +42,10 @@ describe('tools a classic token cannot use are hidden', () => {
       expect(after).toContain(name)
     await expect(
       connection.client.callTool({ name: 'create_gist', arguments: { files: { 'a.txt': 'a' } } }),
-    ).rejects.toThrow(/Unknown tool/)
+    ).resolves.toMatchObject({
+      isError: true,
+      content: [{ text: expect.stringContaining('permission_denied: create_gist needs a token scope') }],
+    })
   })
 
   it('hides nothing for a token that shows no scopes (fine-grained, GitHub App)', async () => {

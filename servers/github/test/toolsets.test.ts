@@ -200,7 +200,7 @@ describe('labels, notifications, git, stars, orgs, gists', () => {
     ])
     expect(dataOf(await call('get_label', { repo, name: 'bug' })).label.name).toBe('bug')
     await call('create_label', { repo, name: 'p1', color: '#FF0000' })
-    expect(fake.calls('POST', `${REPO}/labels`)[0]?.body).toEqual({ name: 'p1', color: 'ff0000' })
+    expect(fake.calls('POST', `${REPO}/labels`)[0]?.body).toEqual({ name: 'p1', color: 'FF0000' })
     expect(dataOf(await call('update_label', { repo, name: 'bug', new_name: 'defect' })).label.name).toBe(
       'defect',
     )

@@ -10,7 +10,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { compareServers } from './harness.mjs'
-import { formatBytes, RawClient, ratio, table } from './rpc.mjs'
+import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
 const OURS = join(repo, 'servers/github/dist/index.js')
@@ -38,11 +38,16 @@ function recordedIssue() {
   return JSON.parse(readFileSync(scenario, 'utf8'))[0].response.items[0]
 }
 
-async function startFake() {
+/** The fake answers every request after `latency.ms` (0: at once), as GitHub does across a network. */
+async function startFake(latency = { ms: 0 }) {
   const issue = JSON.stringify(recordedIssue())
   let requests = 0
   const server = createServer((req, res) => {
     requests++
+    if (latency.ms > 0) setTimeout(answer, latency.ms, req, res)
+    else answer(req, res)
+  })
+  function answer(req, res) {
     if (req.method === 'GET' && /^\/repos\/[^/]+\/[^/]+\/issues\/\d+$/.test(req.url ?? '')) {
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' })
       res.end(issue)
@@ -50,7 +55,7 @@ async function startFake() {
     }
     res.writeHead(404, { 'content-type': 'application/json; charset=utf-8' })
     res.end('{"message":"Not Found"}')
-  })
+  }
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
   return {
     url: `http://127.0.0.1:${server.address().port}`,
@@ -59,10 +64,75 @@ async function startFake() {
   }
 }
 
+/** Calls/s with `inflight` calls outstanding at all times, `total` calls. */
+async function concurrent(client, call, total, inflight) {
+  let next = 0
+  let errors = 0
+  const started = performance.now()
+  const worker = async () => {
+    while (next < total) {
+      next++
+      const { message } = await client.callTool(call.name, call.arguments, 60_000)
+      if (message.error || message.result?.isError) errors++
+    }
+  }
+  await Promise.all(Array.from({ length: inflight }, worker))
+  if (errors) throw new Error(`${call.name}: ${errors} of ${total} calls failed`)
+  return total / ((performance.now() - started) / 1000)
+}
+
+/**
+ * GitHub answers after tens of milliseconds: what matters then is that concurrent calls are not
+ * serialised by the client's scheduling. Both servers against the fake answering after
+ * LATENCY_MS, calls/s with 8 in flight; the bound is 8 ÷ 20 ms = 400 calls/s.
+ */
+async function slowApi(contenders, latency) {
+  const LATENCY_MS = Number(process.env.BENCH_GITHUB_LATENCY_MS ?? 20)
+  const INFLIGHT = 8
+  const TOTAL = 400
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
+  latency.ms = LATENCY_MS
+  const perSecond = contenders.map(() => [])
+  try {
+    const clients = []
+    for (const contender of contenders) {
+      const client = new RawClient(contender.command, contender.args, { env: contender.env })
+      await client.initialize()
+      // Warm: Octokit loaded, connections open.
+      await concurrent(client, contender.call, 40, INFLIGHT)
+      clients.push(client)
+    }
+    for (let round = 0; round < rounds; round++) {
+      for (const [index, contender] of contenders.entries()) {
+        perSecond[index].push(await concurrent(clients[index], contender.call, TOTAL, INFLIGHT))
+      }
+    }
+    await Promise.all(clients.map((client) => client.close()))
+  } finally {
+    latency.ms = 0
+  }
+  const medians = perSecond.map(median)
+  const reference = medians[medians.length - 1]
+  console.log(
+    `\n#### github: ${INFLIGHT} calls in flight, the API answering after ${LATENCY_MS} ms (bound ${Math.round((INFLIGHT * 1000) / LATENCY_MS)} calls/s)\n`,
+  )
+  table(
+    ['', 'calls/s (median)', 'spread', 'of the bound', '÷ reference'],
+    contenders.map((contender, index) => [
+      contender.label,
+      medians[index].toFixed(0),
+      `${Math.min(...perSecond[index]).toFixed(0)}–${Math.max(...perSecond[index]).toFixed(0)}`,
+      `${Math.round((medians[index] * LATENCY_MS * 100) / (INFLIGHT * 1000))}%`,
+      ratio(medians[index], reference),
+    ]),
+  )
+}
+
 export async function run() {
   if (!existsSync(OURS))
     throw new Error(`${OURS} is missing: run pnpm --filter @keel-mcp/server-github build`)
-  const fake = await startFake()
+  const latency = { ms: 0 }
+  const fake = await startFake(latency)
   try {
     const ours = (args = [], env = {}) => ({
       command: process.execPath,
@@ -76,24 +146,43 @@ export async function run() {
     }
 
     // The common per-server figures: get_issue against the fake (the first call loads Octokit: the
-    // harness warms up before it measures).
-    const [oursFigures, referenceFigures] = await compareServers('github', [
-      {
-        label: 'keel github',
-        ...ours(),
-        call: { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 1 } },
-      },
-      {
-        label: 'reference github',
-        ...reference,
-        call: { name: 'get_issue', arguments: { owner: 'octo', repo: 'demo', issue_number: 1 } },
-        reference: true,
-      },
-    ])
-    console.log(
-      `\nget_issue: CPU ${ratio(oursFigures.cpu, referenceFigures.cpu)}, p50 ${ratio(oursFigures.p50, referenceFigures.p50)} of the reference; ${fake.requests().toLocaleString('en')} requests served by the fake.`,
+    // harness warms up before it measures). BENCH_GITHUB_LATENCY_ONLY=1 runs only the 20 ms figures.
+    const latencyOnly = process.env.BENCH_GITHUB_LATENCY_ONLY === '1'
+    const [oursFigures, referenceFigures] = latencyOnly
+      ? []
+      : await compareServers('github', [
+          {
+            label: 'keel github',
+            ...ours(),
+            call: { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 1 } },
+          },
+          {
+            label: 'reference github',
+            ...reference,
+            call: { name: 'get_issue', arguments: { owner: 'octo', repo: 'demo', issue_number: 1 } },
+            reference: true,
+          },
+        ])
+    if (!latencyOnly)
+      console.log(
+        `\nget_issue: CPU ${ratio(oursFigures.cpu, referenceFigures.cpu)}, p50 ${ratio(oursFigures.p50, referenceFigures.p50)} of the reference; ${fake.requests().toLocaleString('en')} requests served by the fake.`,
+      )
+    await slowApi(
+      [
+        {
+          label: 'keel github',
+          ...ours(),
+          call: { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 1 } },
+        },
+        {
+          label: 'reference github',
+          ...reference,
+          call: { name: 'get_issue', arguments: { owner: 'octo', repo: 'demo', issue_number: 1 } },
+        },
+      ],
+      latency,
     )
-    if (process.env.BENCH_DOMAIN === '0') return
+    if (process.env.BENCH_DOMAIN === '0' || latencyOnly) return
 
     // Catalogue by toolset choice: what every conversation pays for the tool list.
     const rows = []

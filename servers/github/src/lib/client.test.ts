@@ -1,7 +1,8 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { GitHubClients, MAX_CACHED_CLIENTS, tokenKey } from './client.js'
+import { GitHubClients, MAX_CACHED_CLIENTS, MalformedResponseError, readBody, tokenKey } from './client.js'
+import { classifyGitHubError } from './errors.js'
 
 describe('GitHubClients', () => {
   const clients = () =>
@@ -58,6 +59,47 @@ describe('GitHubClients', () => {
   })
 })
 
+describe('scheduling through the plugins', () => {
+  it('lets 8 concurrent reads reach the API together: none waits for another to be answered', async () => {
+    // Answers nothing until 8 requests are open at once: serialised reads would never get there.
+    const waiting: Array<import('node:http').ServerResponse> = []
+    const { url } = await api((response) => {
+      waiting.push(response)
+      if (waiting.length < 8) return
+      for (const held of waiting.splice(0)) {
+        held.writeHead(200, { 'content-type': 'application/json' })
+        held.end('{"number":1}')
+      }
+    })
+    const octokit = await clientsFor(url).get('token')
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => octokit.rest.issues.get({ owner: 'o', repo: 'r', issue_number: 1 })),
+    )
+    expect(answers.map((answer) => answer.data.number)).toEqual(Array(8).fill(1))
+  })
+
+  it('still sends one token’s writes one at a time, as GitHub asks (plugin-throttling’s write limiter)', async () => {
+    let open = 0
+    let overlapped = false
+    const { url, paths } = await api((response) => {
+      open++
+      if (open > 1) overlapped = true
+      // Answered after 20 ms, as across a network: a second write sent meanwhile would overlap.
+      setTimeout(() => {
+        open--
+        response.writeHead(201, { 'content-type': 'application/json' })
+        response.end('{"number":2}')
+      }, 20)
+    })
+    const octokit = await clientsFor(url).get('token')
+    await Promise.all(
+      [1, 2].map((index) => octokit.rest.issues.create({ owner: 'o', repo: 'r', title: `t${index}` })),
+    )
+    expect(paths).toHaveLength(2)
+    expect(overlapped).toBe(false)
+  })
+})
+
 /** A loopback API answering every request with `reply`; records the paths it was asked for. */
 async function api(reply: (response: import('node:http').ServerResponse) => void) {
   const paths: string[] = []
@@ -103,6 +145,26 @@ describe('response bodies', () => {
     const data = (await octokit.request('GET /anything')).data as ArrayBuffer
     expect(data).toBeInstanceOf(ArrayBuffer)
     expect([...new Uint8Array(data)]).toEqual([0, 1, 2, 255])
+  })
+
+  it('reports a body that breaks off (the connection closed mid-answer) as the API failing, not as a shape a tool misread', async () => {
+    // What undici's body stream does when the socket closes before the announced length arrived.
+    const data = new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"login":"oc'))
+        controller.error(new TypeError('terminated'))
+      },
+    })
+    const error = await readBody({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      data,
+    }).catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(MalformedResponseError)
+    expect(classifyGitHubError(error)).toMatchObject({
+      kind: 'unavailable',
+      message: "GitHub's answer (HTTP 200) broke off before its end: terminated",
+    })
   })
 
   it('refuses a JSON body that does not parse as the API failing', async () => {

@@ -18,6 +18,7 @@ export {
 export { type DiffFile, type DiffPage, type DiffPosition, pageDiff, parseDiff } from './diff.js'
 export { type ClassifiedError, classifyGitHubError } from './errors.js'
 export { type FileSlice, isBinary, sliceFile } from './file-content.js'
+export { isFineGrained, lackedPermissions, MAX_TOKENS, TokenGrants } from './grants.js'
 export { answeredBy, PushAccess, type RepositoryRef, WITHHELD } from './lockdown.js'
 export { isOwnImage, OUTSIDE_IMAGE, trustImageHost } from './markup.js'
 export { hasNextPage, lastPage } from './pages.js'

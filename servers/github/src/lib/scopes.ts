@@ -1,8 +1,8 @@
 /**
  * Which tools a classic token cannot use, from the scopes GitHub lists in `X-OAuth-Scopes` on every
  * answer. Only what the scopes rule out for sure is hidden: public repositories are readable with
- * any token, so reading tools stay; fine-grained tokens and GitHub Apps send no such header and hide
- * nothing (their 403s name the missing permission instead).
+ * any token, so reading tools stay. Fine-grained tokens and GitHub Apps send no such header: their
+ * 403s name the missing permission instead (grants.ts learns from those).
  */
 
 export interface ToolFacts {

@@ -105,9 +105,9 @@ export const listIssues = defineTool({
     const response = await client.octokit.rest.issues.listForRepo({
       owner,
       repo,
-      state,
-      sort,
-      direction: 'desc',
+      // GitHub's defaults (open, newest created first) are not sent: the request is the plain one.
+      ...(state === 'open' ? {} : { state }),
+      ...(sort === 'created' ? {} : { sort }),
       page,
       per_page,
       ...(labels?.length ? { labels: labels.join(',') } : {}),

@@ -24,7 +24,8 @@ const name = z.string().min(1).max(100).describe('Label name')
 const color = z
   .string()
   .regex(/^#?[0-9a-fA-F]{6}$/, 'must be 6 hex digits')
-  .transform((value) => value.replace(/^#/, '').toLowerCase())
+  // Sent as given (GitHub keeps the case it is sent in), without the `#`.
+  .transform((value) => value.replace(/^#/, ''))
   .describe('Hex colour')
 
 const labelOf = (label: { name: string; color: string; description?: string | null; default?: boolean }) => ({

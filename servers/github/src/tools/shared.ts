@@ -19,8 +19,11 @@ export interface GithubDeps {
   lockdown: boolean
   /** `--read-only`: writing tools are neither listed nor found. */
   readOnly: boolean
-  /** Tools the server's classic token turned out not to allow (from `X-OAuth-Scopes`). */
-  hiddenTools(): ReadonlySet<string> | undefined
+  /**
+   * Tools the caller's token turned out not to allow (classic scopes, fine-grained permissions),
+   * with the reason a call gets: the server's token, or the request's with `--token-from-request`.
+   */
+  hiddenTools(auth: RequestAuth | undefined): ReadonlyMap<string, string> | undefined
   push: PushAccess
 }
 
