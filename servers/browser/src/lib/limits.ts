@@ -26,44 +26,50 @@ export class PageTooLargeError extends Error {
   }
 }
 
+/** The size of a document, as {@link pageSize} counts it. */
+export interface PageSize {
+  elements: number
+  depth: number
+  /** Text nodes with more than white space (counted with the depth: 0 over the element limit). */
+  texts: number
+}
+
 /**
  * How many elements the tab's document has (shadow roots not counted) and, when that is within
- * `maxElements`, how deeply they nest: one call into the page, `getElementsByTagName('*')` being a
- * count the engine keeps and the depth an iterative walk (no recursion a deep page could exhaust).
+ * `maxElements`, how deeply they nest and how many texts they hold: one call into the page,
+ * `getElementsByTagName('*')` being a count the engine keeps and the rest an iterative walk (no
+ * recursion a deep page could exhaust).
  */
-export async function pageSize(tab: Tab, maxElements: number): Promise<{ elements: number; depth: number }> {
+export async function pageSize(tab: Tab, maxElements: number): Promise<PageSize> {
   const { result } = (await tab.cdp.send('Runtime.evaluate', {
     expression: `(() => {
       const elements = document.getElementsByTagName('*').length
-      if (elements > ${maxElements} || !document.documentElement) return { elements, depth: 0 }
-      let depth = 0, level = 1, node = document.documentElement
+      if (elements > ${maxElements} || !document.documentElement) return { elements, depth: 0, texts: 0 }
+      let depth = 0, level = 1, texts = 0, node = document.documentElement
       while (node) {
         if (level > depth) depth = level
+        if (node.childElementCount !== node.childNodes.length)
+          for (const child of node.childNodes) if (child.nodeType === 3 && child.data.trim()) texts++
         if (node.firstElementChild) { node = node.firstElementChild; level++; continue }
         while (node && !node.nextElementSibling) { node = node.parentElement; level-- }
         if (node) node = node.nextElementSibling
       }
-      return { elements, depth }
+      return { elements, depth, texts }
     })()`,
     returnByValue: true,
-  })) as { result: { value?: { elements?: unknown; depth?: unknown } } }
+  })) as { result: { value?: { elements?: unknown; depth?: unknown; texts?: unknown } } }
   const value = result.value ?? {}
-  return {
-    elements: typeof value.elements === 'number' ? value.elements : 0,
-    depth: typeof value.depth === 'number' ? value.depth : 0,
-  }
+  const count = (field: unknown) => (typeof field === 'number' ? field : 0)
+  return { elements: count(value.elements), depth: count(value.depth), texts: count(value.texts) }
 }
 
 /**
  * Refuses a whole-page read of a page over `max` elements (or, for a snapshot, nested too deeply);
  * returns the page's size otherwise.
  */
-export async function assertPageSize(
-  tab: Tab,
-  max: number,
-  what: 'snapshot' | 'PDF',
-): Promise<{ elements: number; depth: number }> {
-  const { elements, depth } = await pageSize(tab, max)
+export async function assertPageSize(tab: Tab, max: number, what: 'snapshot' | 'PDF'): Promise<PageSize> {
+  const size = await pageSize(tab, max)
+  const { elements, depth } = size
   const hint =
     what === 'snapshot'
       ? 'take_screenshot shows it; or navigate to a smaller page.'
@@ -75,5 +81,5 @@ export async function assertPageSize(
       `The page nests ${depth} levels deep, over the ${SNAPSHOT_MAX_DEPTH} a snapshot reads`,
       hint,
     )
-  return { elements, depth }
+  return size
 }

@@ -1,5 +1,5 @@
 import { withBoxes } from './boxes.js'
-import { assertPageSize, SNAPSHOT_MAX_ELEMENTS } from './limits.js'
+import { assertPageSize, type PageSize, SNAPSHOT_MAX_ELEMENTS } from './limits.js'
 import {
   type AXNode,
   folds,
@@ -22,15 +22,21 @@ export class TreeReader {
   readonly nodes = new Map<string, AXNode>()
   private readonly asked = new Map<string, Promise<AXNode[]>>()
 
-  private constructor(private readonly tab: Tab) {}
+  private constructor(
+    private readonly tab: Tab,
+    private readonly batching: Batching,
+  ) {}
 
-  /** A reader for the tab's current document (the Accessibility domain enabled once per document). */
-  static async open(tab: Tab): Promise<TreeReader> {
+  /**
+   * A reader for the tab's current document (the Accessibility domain enabled once per document).
+   * `batching`: which nodes are read with their whole subtree in one call ({@link batches}).
+   */
+  static async open(tab: Tab, batching: Batching = 'leaves'): Promise<TreeReader> {
     if (tab.treeGeneration !== tab.generation) {
       await tab.cdp.send('Accessibility.enable')
       tab.treeGeneration = tab.generation
     }
-    return new TreeReader(tab)
+    return new TreeReader(tab, batching)
   }
 
   private keep(nodes: AXNode[]): AXNode[] {
@@ -81,9 +87,17 @@ export class TreeReader {
     return node
   }
 
-  /** A node's children (asked once; later calls share the answer). */
+  /**
+   * A node's children (asked once; later calls share the answer). A node whose subtree is small
+   * by its look ({@link batches}) is read with its whole subtree in one call: its descendants then
+   * answer without a round trip each.
+   */
   children(node: AXNode): Promise<AXNode[]> {
     let answer = this.asked.get(node.nodeId)
+    if (!answer && batches(node, this.batching)) {
+      answer = this.subtree(node)
+      this.asked.set(node.nodeId, answer)
+    }
     if (!answer) {
       answer = (
         this.tab.cdp.send('Accessibility.getChildAXNodes', { id: node.nodeId }) as unknown as Promise<{
@@ -100,6 +114,86 @@ export class TreeReader {
     }
     return answer
   }
+
+  /**
+   * A node's whole subtree in one call (`queryAXTree` with no filter answers every node under a
+   * DOM node, in the same ids), each node's children known from it; returns the node's children.
+   */
+  private async subtree(node: AXNode): Promise<AXNode[]> {
+    const { nodes } = (await this.tab.cdp.send('Accessibility.queryAXTree', {
+      backendNodeId: node.backendDOMNodeId,
+    })) as unknown as { nodes: AXNode[] }
+    if (!nodes.some((candidate) => candidate.nodeId === node.nodeId)) {
+      // Not the subtree asked for (the node left the document meanwhile): its children, as usual.
+      this.asked.delete(node.nodeId)
+      return this.children({ ...node, backendDOMNodeId: undefined }).then((kids) => {
+        node.childIds = kids.map((kid) => kid.nodeId)
+        this.asked.set(node.nodeId, Promise.resolve(kids))
+        return kids
+      })
+    }
+    for (const each of nodes) if (each.nodeId !== node.nodeId) this.nodes.set(each.nodeId, each)
+    for (const each of [node, ...nodes]) {
+      if (each !== node && each.nodeId === node.nodeId) continue
+      // A child outside the answer (another frame's document) is not part of this read.
+      const kids = (each.childIds ?? []).flatMap((id) => this.nodes.get(id) ?? [])
+      each.childIds = kids.map((kid) => kid.nodeId)
+      if (each === node || !this.asked.has(each.nodeId)) this.asked.set(each.nodeId, Promise.resolve(kids))
+    }
+    return this.asked.get(node.nodeId) as Promise<AXNode[]>
+  }
+}
+
+/**
+ * Which nodes a read takes with their whole subtree: `any` element a model sees with few
+ * children (on a page small enough that reading a wrapper whole costs no more than reading the
+ * page), or only `leaves`: elements that hold a line or two of a page (a list item, a paragraph,
+ * a heading, a link, a table cell), never a container that may hold the page under one child.
+ */
+export type Batching = 'any' | 'leaves'
+
+/** Children of a node read whole in one call, at most. */
+const BATCH_CHILDREN = { any: 64, leaves: 16 }
+/** Roles whose subtree is a line or two on pages as they are built. */
+const LEAVES = new Set([
+  'listitem',
+  'paragraph',
+  'heading',
+  'link',
+  'button',
+  'cell',
+  'gridcell',
+  'columnheader',
+  'rowheader',
+  'row',
+  'LabelText',
+  'term',
+  'definition',
+  'code',
+  'figcaption',
+  'caption',
+  'legend',
+  'option',
+  'menuitem',
+  'tab',
+  'checkbox',
+  'radio',
+  'strong',
+  'emphasis',
+  'mark',
+  'time',
+  'blockquote',
+])
+/** Roles never read whole: the document and frames (their size is the page's). */
+const NEVER = new Set(['RootWebArea', 'WebArea', 'Iframe', 'IframePresentational'])
+
+/** Whether a node is read with its whole subtree in one call (see {@link Batching}). */
+function batches(node: AXNode, batching: Batching): boolean {
+  if (node.ignored || node.backendDOMNodeId === undefined) return false
+  const count = node.childIds?.length ?? 0
+  if (count < 1 || count > BATCH_CHILDREN[batching]) return false
+  const role = String(node.role?.value ?? '')
+  return batching === 'any' ? !NEVER.has(role) : LEAVES.has(role)
 }
 
 /** Requests for children in flight at once: the round trips overlap, Chromium answers in turn. */
@@ -217,11 +311,25 @@ export class CursorError extends Error {
 /** Raw nodes read per character of the cap, to begin with (doubled while the render falls short). */
 const NODES_PER_CHAR = 1 / 12
 /**
- * Documents with at most this many elements are read whole, in one call: below it one answer is
- * cheaper than a round trip a node (on this size, about 0.2 s either way); above it the cost of a
- * snapshot stays that of what it shows.
+ * Documents of at most this many accessibility nodes (as {@link treeNodes} estimates them) are
+ * read whole, in one call: below it one answer is cheaper than a round trip a node (at this size,
+ * about 0.2 s either way); above it the cost of a snapshot stays that of what it shows.
  */
-const READ_WHOLE_ELEMENTS = 6000
+const READ_WHOLE_NODES = 6000
+/**
+ * Up to this many estimated nodes, any element with few children is read with its subtree in one
+ * call (a wrongly guessed wrapper costs at most a read of the page); above it only leaves are.
+ */
+const BATCH_ANY_NODES = 30_000
+
+/**
+ * The accessibility nodes of a document, estimated: an element is one, a text two or three (its
+ * text node and the lines Chromium lays it out in, each a node of the tree as the protocol sends it).
+ * A page of prose has three times the nodes its element count says.
+ */
+function treeNodes(size: PageSize): number {
+  return size.elements + 2 * size.texts
+}
 
 /**
  * The tab's page (or the subtree of `options.ref`), read lazily and rendered by
@@ -229,12 +337,12 @@ const READ_WHOLE_ELEMENTS = 6000
  * continues it (`options.cursor`): each page of a long snapshot reads about what it shows.
  */
 export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<Snapshot> {
-  const reader = await TreeReader.open(tab)
   const resume = options.cursor ? decodeCursor(tab, options.cursor) : undefined
   const ref = resume ? resume.ref : options.ref
   // Pages too large or too deep for Chromium to build their tree safely are refused first.
-  const page = await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot')
-  const whole = !ref && !resume && page.elements <= READ_WHOLE_ELEMENTS
+  const nodes = treeNodes(await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot'))
+  const reader = await TreeReader.open(tab, nodes <= BATCH_ANY_NODES ? 'any' : 'leaves')
+  const whole = !ref && !resume && nodes <= READ_WHOLE_NODES
   const root = ref
     ? await reader.ofRef(ref)
     : ((whole ? await reader.readAll() : undefined) ?? (await reader.root()))
@@ -254,7 +362,8 @@ export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<
     rendered = renderFrom(reader.nodes, starts, tab.refs, { depth: options.depth, subtree, closed })
     const size = rendered.lines.reduce((sum, line) => sum + line.length + 1, 0)
     if (complete || !rendered.cut || size > options.maxChars) break
-    budget *= 2
+    // Short of the cap: read about what the rest needs (a render just short is not read twice over).
+    budget = Math.round(budget * Math.min(2, Math.max(1.25, (1.1 * options.maxChars) / Math.max(size, 1))))
   }
   const { lines, paths } = rendered
   let shown = lines.length
