@@ -64,6 +64,9 @@ export interface HostLog {
   warn(message: string, fields?: Record<string, unknown>): void
 }
 
+/** Origins a session remembers for save_storage_state (a storage-state file holds at most this many). */
+const MAX_ORIGINS = 1000
+
 const BASE_ARGS = [
   '--disable-gpu',
   '--disable-dev-shm-usage',
@@ -103,6 +106,11 @@ export class BrowserSession {
   readonly routes: Route[] = []
   /** Where this session's downloads are saved (with --caps downloads): its own folder over HTTP. */
   downloadDir: string | undefined
+  /**
+   * The origins whose documents this session's tabs have shown (main frames), and those its
+   * --storage-state holds: the origins save_storage_state reads localStorage from, open or not.
+   */
+  readonly origins = new Set<string>()
 
   constructor(
     readonly context: BrowserContext,
@@ -117,6 +125,7 @@ export class BrowserSession {
     const opened = page ?? (await this.context.newPage())
     const tab = await Tab.attach(id, opened, this.host.policy, (entry) => this.host.refused(entry))
     tab.routes = this.routes
+    this.trackOrigins(tab)
     const restore = this.host.settings.storageState && restoreScript(this.host.settings.storageState)
     if (restore)
       await tab.cdp.send('Page.addScriptToEvaluateOnNewDocument', {
@@ -139,6 +148,17 @@ export class BrowserSession {
         .catch(() => undefined)
     })
     return tab
+  }
+
+  /** Notes an origin that may hold localStorage (http and https only; a bounded number). */
+  noteOrigin(origin: string): void {
+    if (this.origins.size < MAX_ORIGINS && /^https?:\/\/[^/]+$/.test(origin)) this.origins.add(origin)
+  }
+
+  private trackOrigins(tab: Tab): void {
+    tab.cdp.on('Page.frameNavigated', (event: { frame: { parentId?: string; securityOrigin?: string } }) => {
+      if (!event.frame.parentId && event.frame.securityOrigin) this.noteOrigin(event.frame.securityOrigin)
+    })
   }
 
   /** The tab named, or the current one (a fresh one when none is open). */
@@ -190,6 +210,7 @@ export class BrowserSession {
     const page = await this.context.newPage()
     const fresh = await Tab.attach(tab.id, page, this.host.policy, (entry) => this.host.refused(entry))
     fresh.routes = this.routes
+    this.trackOrigins(fresh)
     // The new page takes the id first: closing the old one then leaves the tab (and which tab is
     // current) as it was.
     this.tabs.set(tab.id, fresh)
@@ -342,6 +363,7 @@ export class BrowserHost {
     useRefCounter(context, counter)
     const session = new BrowserSession(context, this, !shared || attached)
     session.downloadDir = downloadDir
+    for (const { origin } of this.settings.storageState?.origins ?? []) session.noteOrigin(origin)
     const cookies = this.settings.storageState?.cookies
     if (cookies?.length) await context.setCookie(...(cookies as Parameters<BrowserContext['setCookie']>))
     // The blank page Chromium opens at launch becomes the stdio client's first tab: one renderer
