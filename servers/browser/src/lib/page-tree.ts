@@ -89,30 +89,56 @@ export class TreeReader {
 
   /**
    * A node's children (asked once; later calls share the answer). A node whose subtree is small
-   * by its look ({@link batches}) is read with its whole subtree in one call: its descendants then
-   * answer without a round trip each.
+   * ({@link batching}: by its look, or by counting its DOM subtree) is read with its whole subtree
+   * in one call: its descendants then answer without a round trip each.
    */
   children(node: AXNode): Promise<AXNode[]> {
     let answer = this.asked.get(node.nodeId)
-    if (!answer && batches(node, this.batching)) {
-      answer = this.subtree(node)
-      this.asked.set(node.nodeId, answer)
-    }
-    if (!answer) {
-      answer = (
-        this.tab.cdp.send('Accessibility.getChildAXNodes', { id: node.nodeId }) as unknown as Promise<{
-          nodes: AXNode[]
-        }>
-      ).then(({ nodes }) => {
-        this.keep(nodes)
-        // A child the answer left out is not waited for: it is not in the tree any more.
-        node.childIds = (node.childIds ?? []).filter((id) => this.nodes.has(id))
-        const byId = new Map(nodes.map((child) => [child.nodeId, child]))
-        return node.childIds.flatMap((id) => byId.get(id) ?? [])
-      })
-      this.asked.set(node.nodeId, answer)
-    }
+    if (answer) return answer
+    const read = batching(node, this.batching)
+    answer =
+      read === 'subtree'
+        ? this.subtree(node)
+        : read === 'ask'
+          ? this.small(node).then((small) => (small ? this.subtree(node) : this.level(node)))
+          : this.level(node)
+    this.asked.set(node.nodeId, answer)
     return answer
+  }
+
+  /** A node's children, one level (`getChildAXNodes`). */
+  private async level(node: AXNode): Promise<AXNode[]> {
+    const { nodes } = (await this.tab.cdp.send('Accessibility.getChildAXNodes', {
+      id: node.nodeId,
+    })) as unknown as { nodes: AXNode[] }
+    this.keep(nodes)
+    // A child the answer left out is not waited for: it is not in the tree any more.
+    node.childIds = (node.childIds ?? []).filter((id) => this.nodes.has(id))
+    const byId = new Map(nodes.map((child) => [child.nodeId, child]))
+    return node.childIds.flatMap((id) => byId.get(id) ?? [])
+  }
+
+  /**
+   * Whether a node's DOM subtree is small enough to read whole: its elements and texts counted
+   * in the page (two nodes a text, as {@link treeNodes} estimates), stopping at the bound.
+   */
+  private async small(node: AXNode): Promise<boolean> {
+    try {
+      const { object } = (await this.tab.cdp.send('DOM.resolveNode', {
+        backendNodeId: node.backendDOMNodeId,
+      })) as unknown as { object: { objectId?: string } }
+      if (!object.objectId) return false
+      const { result } = (await this.tab.cdp.send('Runtime.callFunctionOn', {
+        objectId: object.objectId,
+        functionDeclaration: COUNT_SUBTREE,
+        arguments: [{ value: SUBTREE_NODES }],
+        returnByValue: true,
+      })) as unknown as { result: { value?: unknown } }
+      void this.tab.cdp.send('Runtime.releaseObject', { objectId: object.objectId }).catch(() => undefined)
+      return typeof result.value === 'number' && result.value <= SUBTREE_NODES
+    } catch {
+      return false
+    }
   }
 
   /**
@@ -123,37 +149,44 @@ export class TreeReader {
     const { nodes } = (await this.tab.cdp.send('Accessibility.queryAXTree', {
       backendNodeId: node.backendDOMNodeId,
     })) as unknown as { nodes: AXNode[] }
-    if (!nodes.some((candidate) => candidate.nodeId === node.nodeId)) {
-      // Not the subtree asked for (the node left the document meanwhile): its children, as usual.
-      this.asked.delete(node.nodeId)
-      return this.children({ ...node, backendDOMNodeId: undefined }).then((kids) => {
-        node.childIds = kids.map((kid) => kid.nodeId)
-        this.asked.set(node.nodeId, Promise.resolve(kids))
-        return kids
-      })
-    }
+    // Not the subtree asked for (the node left the document meanwhile): its children, as usual.
+    if (!nodes.some((candidate) => candidate.nodeId === node.nodeId)) return this.level(node)
     for (const each of nodes) if (each.nodeId !== node.nodeId) this.nodes.set(each.nodeId, each)
     for (const each of [node, ...nodes]) {
       if (each !== node && each.nodeId === node.nodeId) continue
       // A child outside the answer (another frame's document) is not part of this read.
       const kids = (each.childIds ?? []).flatMap((id) => this.nodes.get(id) ?? [])
       each.childIds = kids.map((kid) => kid.nodeId)
-      if (each === node || !this.asked.has(each.nodeId)) this.asked.set(each.nodeId, Promise.resolve(kids))
+      if (each !== node && !this.asked.has(each.nodeId)) this.asked.set(each.nodeId, Promise.resolve(kids))
     }
-    return this.asked.get(node.nodeId) as Promise<AXNode[]>
+    return (node.childIds ?? []).flatMap((id) => this.nodes.get(id) ?? [])
   }
 }
 
 /**
- * Which nodes a read takes with their whole subtree: `any` element a model sees with few
- * children (on a page small enough that reading a wrapper whole costs no more than reading the
- * page), or only `leaves`: elements that hold a line or two of a page (a list item, a paragraph,
- * a heading, a link, a table cell), never a container that may hold the page under one child.
+ * Which nodes a read takes with their whole subtree without counting it first: `any` element a
+ * model sees with few children, on a page small enough that a wrong guess costs no more than
+ * reading the page; or only `leaves`, elements that hold a line or two of a page (a list item, a
+ * paragraph, a heading, a link, a table cell). Any other node (a wrapper, a list, a section,
+ * which may hold the page under one child) is read whole only when its DOM subtree, counted in
+ * the page, is small.
  */
 export type Batching = 'any' | 'leaves'
 
-/** Children of a node read whole in one call, at most. */
+/** Children of a node read whole in one call without counting, at most. */
 const BATCH_CHILDREN = { any: 64, leaves: 16 }
+/** Estimated nodes of a subtree read whole in one call once counted (about a snapshot page's). */
+const SUBTREE_NODES = 2500
+/** Counts an element's subtree as {@link treeNodes} does, stopping past `limit`. */
+const COUNT_SUBTREE = `function (limit) {
+  let count = 0
+  const walker = document.createTreeWalker(this, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT)
+  while (walker.nextNode() && count <= limit) {
+    const node = walker.currentNode
+    count += node.nodeType === 3 ? (node.data.trim() ? 2 : 0) : 1
+  }
+  return count
+}`
 /** Roles whose subtree is a line or two on pages as they are built. */
 const LEAVES = new Set([
   'listitem',
@@ -184,16 +217,47 @@ const LEAVES = new Set([
   'time',
   'blockquote',
 ])
+/** Roles that may hold the page under few children: counted before they are read whole. */
+const WRAPPERS = new Set([
+  'generic',
+  'none',
+  'presentation',
+  'Section',
+  'main',
+  'article',
+  'region',
+  'group',
+  'document',
+  'application',
+  'navigation',
+  'complementary',
+  'banner',
+  'contentinfo',
+  'form',
+  'dialog',
+  'tabpanel',
+  'feed',
+  'list',
+  'table',
+  'grid',
+  'treegrid',
+  'tree',
+  'rowgroup',
+  'menu',
+  'listbox',
+])
 /** Roles never read whole: the document and frames (their size is the page's). */
 const NEVER = new Set(['RootWebArea', 'WebArea', 'Iframe', 'IframePresentational'])
 
-/** Whether a node is read with its whole subtree in one call (see {@link Batching}). */
-function batches(node: AXNode, batching: Batching): boolean {
-  if (node.ignored || node.backendDOMNodeId === undefined) return false
-  const count = node.childIds?.length ?? 0
-  if (count < 1 || count > BATCH_CHILDREN[batching]) return false
+/** How a node's children are read: with its subtree, with its subtree if counted small, or a level. */
+function batching(node: AXNode, mode: Batching): 'subtree' | 'ask' | 'level' {
   const role = String(node.role?.value ?? '')
-  return batching === 'any' ? !NEVER.has(role) : LEAVES.has(role)
+  const count = node.childIds?.length ?? 0
+  if (node.backendDOMNodeId === undefined || NEVER.has(role) || count < 1) return 'level'
+  if (node.ignored) return 'ask'
+  if (count <= BATCH_CHILDREN[mode] && (LEAVES.has(role) || (mode === 'any' && !WRAPPERS.has(role))))
+    return 'subtree'
+  return 'ask'
 }
 
 /** Requests for children in flight at once: the round trips overlap, Chromium answers in turn. */
