@@ -26,11 +26,17 @@ export class PageTooLargeError extends Error {
   }
 }
 
+/**
+ * Texts are counted on documents of at most this many elements (where the count can change how a
+ * snapshot reads the page); a larger one is read in parts whatever its texts.
+ */
+export const TEXTS_MAX_ELEMENTS = 30_000
+
 /** The size of a document, as {@link pageSize} counts it. */
 export interface PageSize {
   elements: number
   depth: number
-  /** Text nodes with more than white space (counted with the depth: 0 over the element limit). */
+  /** Text nodes with more than white space, when asked for (0 past {@link TEXTS_MAX_ELEMENTS} elements). */
   texts: number
 }
 
@@ -40,15 +46,16 @@ export interface PageSize {
  * `getElementsByTagName('*')` being a count the engine keeps and the rest an iterative walk (no
  * recursion a deep page could exhaust).
  */
-export async function pageSize(tab: Tab, maxElements: number): Promise<PageSize> {
+export async function pageSize(tab: Tab, maxElements: number, countTexts = false): Promise<PageSize> {
   const { result } = (await tab.cdp.send('Runtime.evaluate', {
     expression: `(() => {
       const elements = document.getElementsByTagName('*').length
       if (elements > ${maxElements} || !document.documentElement) return { elements, depth: 0, texts: 0 }
       let depth = 0, level = 1, texts = 0, node = document.documentElement
+      const countTexts = ${countTexts} && elements <= ${TEXTS_MAX_ELEMENTS}
       while (node) {
         if (level > depth) depth = level
-        if (node.childElementCount !== node.childNodes.length)
+        if (countTexts && node.childElementCount !== node.childNodes.length)
           for (const child of node.childNodes) if (child.nodeType === 3 && child.data.trim()) texts++
         if (node.firstElementChild) { node = node.firstElementChild; level++; continue }
         while (node && !node.nextElementSibling) { node = node.parentElement; level-- }
@@ -67,8 +74,13 @@ export async function pageSize(tab: Tab, maxElements: number): Promise<PageSize>
  * Refuses a whole-page read of a page over `max` elements (or, for a snapshot, nested too deeply);
  * returns the page's size otherwise.
  */
-export async function assertPageSize(tab: Tab, max: number, what: 'snapshot' | 'PDF'): Promise<PageSize> {
-  const size = await pageSize(tab, max)
+export async function assertPageSize(
+  tab: Tab,
+  max: number,
+  what: 'snapshot' | 'PDF',
+  options: { texts?: boolean } = {},
+): Promise<PageSize> {
+  const size = await pageSize(tab, max, options.texts === true)
   const { elements, depth } = size
   const hint =
     what === 'snapshot'

@@ -31,7 +31,7 @@ export class TreeReader {
    * A reader for the tab's current document (the Accessibility domain enabled once per document).
    * `batching`: which nodes are read with their whole subtree in one call ({@link batches}).
    */
-  static async open(tab: Tab, batching: Batching = 'leaves'): Promise<TreeReader> {
+  static async open(tab: Tab, batching: Batching = 'off'): Promise<TreeReader> {
     if (tab.treeGeneration !== tab.generation) {
       await tab.cdp.send('Accessibility.enable')
       tab.treeGeneration = tab.generation
@@ -169,12 +169,12 @@ export class TreeReader {
  * reading the page; or only `leaves`, elements that hold a line or two of a page (a list item, a
  * paragraph, a heading, a link, a table cell). Any other node (a wrapper, a list, a section,
  * which may hold the page under one child) is read whole only when its DOM subtree, counted in
- * the page, is small.
+ * the page, is small. `off`: a level at a time (reads of a few small subtrees: an action's changes).
  */
-export type Batching = 'any' | 'leaves'
+export type Batching = 'any' | 'leaves' | 'off'
 
 /** Children of a node read whole in one call without counting, at most. */
-const BATCH_CHILDREN = { any: 64, leaves: 16 }
+const BATCH_CHILDREN = { any: 64, leaves: 16, off: 0 }
 /** Estimated nodes of a subtree read whole in one call once counted (about a snapshot page's). */
 const SUBTREE_NODES = 2500
 /** Counts an element's subtree as {@link treeNodes} does, stopping past `limit`. */
@@ -253,11 +253,16 @@ const NEVER = new Set(['RootWebArea', 'WebArea', 'Iframe', 'IframePresentational
 function batching(node: AXNode, mode: Batching): 'subtree' | 'ask' | 'level' {
   const role = String(node.role?.value ?? '')
   const count = node.childIds?.length ?? 0
-  if (node.backendDOMNodeId === undefined || NEVER.has(role) || count < 1) return 'level'
-  if (node.ignored) return 'ask'
-  if (count <= BATCH_CHILDREN[mode] && (LEAVES.has(role) || (mode === 'any' && !WRAPPERS.has(role))))
+  if (mode === 'off' || node.backendDOMNodeId === undefined || NEVER.has(role) || count < 1) return 'level'
+  if (
+    !node.ignored &&
+    count <= BATCH_CHILDREN[mode] &&
+    (LEAVES.has(role) || (mode === 'any' && !WRAPPERS.has(role)))
+  )
     return 'subtree'
-  return 'ask'
+  // Counting costs two round trips: a node of one or two children is read a level (one), and
+  // its children decide for themselves.
+  return count > 2 ? 'ask' : 'level'
 }
 
 /** Requests for children in flight at once: the round trips overlap, Chromium answers in turn. */
@@ -404,7 +409,7 @@ export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<
   const resume = options.cursor ? decodeCursor(tab, options.cursor) : undefined
   const ref = resume ? resume.ref : options.ref
   // Pages too large or too deep for Chromium to build their tree safely are refused first.
-  const nodes = treeNodes(await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot'))
+  const nodes = treeNodes(await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot', { texts: true }))
   const reader = await TreeReader.open(tab, nodes <= BATCH_ANY_NODES ? 'any' : 'leaves')
   const whole = !ref && !resume && nodes <= READ_WHOLE_NODES
   const root = ref
