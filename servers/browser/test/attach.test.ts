@@ -159,6 +159,21 @@ describe('attached to a running browser (--cdp-endpoint)', () => {
     }
   })
 
+  it("takes the DevTools port's HTTP address as well as its WebSocket", async () => {
+    const port = new URL(endpoint).port
+    const byPort = await connectStdio({
+      command: process.execPath,
+      args: [BIN, '--cdp-endpoint', `http://127.0.0.1:${port}`, '--allowed-origins', allowed.url],
+    })
+    try {
+      const page = await call(byPort, 'navigate', { url: `${allowed.url}/form` })
+      expect(page.isError, page.text).toBe(false)
+      expect(page.text).toContain('textbox "Name"')
+    } finally {
+      await byPort.close()
+    }
+  })
+
   it("on exit closes only its own context: the user's browser and tab run on", async () => {
     const pid = connection?.pid
     await connection?.close()
