@@ -253,12 +253,26 @@ function parseLevel(value: string | undefined): LogLevel | undefined {
   return (LOG_LEVELS as readonly string[]).includes(lower) ? (lower as LogLevel) : undefined
 }
 
+let stderrGuarded = false
+/**
+ * Writes a log line to stderr. A stderr nobody reads any more (EPIPE: the client that started the
+ * server died) loses the line and nothing else: its error is not thrown, so it never reaches the
+ * uncaught-exception handler, whose log line would fail on the same pipe, and again, without end.
+ */
+function writeStderr(line: string): void {
+  if (!stderrGuarded) {
+    stderrGuarded = true
+    process.stderr.on('error', () => undefined)
+  }
+  process.stderr.write(line)
+}
+
 /** Creates the root logger. Reads `LOG_LEVEL` and `LOG_FORMAT` from `env` when not given. */
 export function createLogger(options: LoggerOptions = {}, env: NodeJS.ProcessEnv = process.env): Logger {
   const state: LoggerState = {
     level: options.level ?? parseLevel(env.LOG_LEVEL) ?? 'info',
     format: options.format ?? (env.LOG_FORMAT?.toLowerCase() === 'json' ? 'json' : 'pretty'),
-    write: options.write ?? ((line) => process.stderr.write(line)),
+    write: options.write ?? writeStderr,
     forwarders: new Set(),
   }
   return new Logger(state, options.name ?? 'keel')

@@ -19,6 +19,8 @@ export interface BrowserOptions {
   headed: boolean
   viewport: { width: number; height: number }
   userDataDir: string | undefined
+  cdpEndpoint: string | undefined
+  allowRemoteCdp: boolean
   allowedOrigins: string[]
   blockedOrigins: string[]
   allowPrivateNetwork: boolean
@@ -90,6 +92,23 @@ export const options: OptionSpecs<BrowserOptions> = {
     placeholder: 'dir',
     description: 'Persistent profile directory (default: a fresh temporary profile, removed on exit).',
     schema: z.string().min(1).optional(),
+  },
+  cdpEndpoint: {
+    flag: 'cdp-endpoint',
+    env: 'BROWSER_CDP_ENDPOINT',
+    type: 'string',
+    placeholder: 'url',
+    description:
+      "Attach to a running Chrome instead of launching one (ws://… or http://host:port of its --remote-debugging-port); loopback only unless --allow-remote-cdp. Sessions get contexts of their own, under this server's policy; the user's tabs are never touched.",
+    schema: z.string().min(1).max(2000).optional(),
+  },
+  allowRemoteCdp: {
+    flag: 'allow-remote-cdp',
+    env: 'BROWSER_ALLOW_REMOTE_CDP',
+    type: 'boolean',
+    description:
+      'Allow --cdp-endpoint on another machine (its DevTools port gives full control of that browser).',
+    schema: z.boolean().default(false),
   },
   allowedOrigins: {
     flag: 'allowed-origins',

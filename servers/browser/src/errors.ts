@@ -1,5 +1,5 @@
 import { ToolError } from '@keel-mcp/core'
-import { BrowserLimitError, TabGoneError } from './lib/browser.js'
+import { BrowserAttachError, BrowserLimitError, TabGoneError } from './lib/browser.js'
 import { INSTALL_HINT, NoBrowserError } from './lib/discover.js'
 import { NotVisibleError } from './lib/element.js'
 import { PageTooLargeError } from './lib/limits.js'
@@ -25,6 +25,8 @@ export function toToolError(error: unknown): ToolError | undefined {
     return new ToolError(error.kind, error.message, {
       hint: 'Files can be uploaded only from the upload directories (--upload-dir), never through a symbolic link.',
     })
+  if (error instanceof BrowserAttachError)
+    return new ToolError('unavailable', error.message.slice(0, 500), { hint: error.hint })
   if (error instanceof NoBrowserError)
     return new ToolError('unavailable', error.message, { hint: INSTALL_HINT })
   if (error instanceof NotVisibleError)

@@ -4,6 +4,7 @@ import { type BrowserOptions, helpFooter, options } from './config.js'
 import { toToolError } from './errors.js'
 import { icon } from './icon.js'
 import { BrowserHost } from './lib/browser.js'
+import { type CdpEndpoint, parseCdpEndpoint } from './lib/cdp-endpoint.js'
 import { parseOriginPattern, UrlPolicy } from './lib/policy.js'
 import { readStorageState, type StorageState } from './lib/storage-state.js'
 import { UploadStore } from './lib/upload.js'
@@ -117,6 +118,8 @@ export function createServer(tuning: BrowserTuning = {}) {
     ],
     // Ready while a browser is there to launch: found (as the first launch would find it) and executable.
     async ready(deps) {
+      // An attached browser is the user's to run: there is nothing here to find.
+      if (deps.host.settings.cdpEndpoint) return
       const { discoverBrowser } = await import('./lib/discover.js')
       const { access, constants } = await import('node:fs/promises').then(async (fs) => ({
         access: fs.access,
@@ -139,6 +142,18 @@ export function createServer(tuning: BrowserTuning = {}) {
         throw new ConfigError('--caps downloads needs --download-dir (where downloads are saved)')
       if (settings.downloadDir && !downloads)
         throw new ConfigError('--download-dir needs --caps downloads (downloads are refused otherwise)')
+      let cdpEndpoint: CdpEndpoint | undefined
+      if (settings.cdpEndpoint) {
+        if (settings.userDataDir)
+          throw new ConfigError(
+            '--cdp-endpoint and --user-data-dir do not go together: the attached browser has its own profile',
+          )
+        try {
+          cdpEndpoint = parseCdpEndpoint(settings.cdpEndpoint, settings.allowRemoteCdp)
+        } catch (error) {
+          throw new ConfigError(`Invalid --cdp-endpoint: ${(error as Error).message}`)
+        }
+      } else if (settings.allowRemoteCdp) throw new ConfigError('--allow-remote-cdp needs --cdp-endpoint')
       let storageState: StorageState | undefined
       if (settings.storageState)
         try {
@@ -161,6 +176,7 @@ export function createServer(tuning: BrowserTuning = {}) {
           headless: !settings.headed,
           viewport: settings.viewport,
           userDataDir: settings.userDataDir,
+          cdpEndpoint,
           // Chromium refuses to start as root with its sandbox on.
           noSandbox: settings.noSandbox || process.getuid?.() === 0,
           downloadDir: downloads ? settings.downloadDir : undefined,

@@ -211,6 +211,58 @@ describe('storage state', () => {
   })
 })
 
+describe('storage state of origins with no tab open', () => {
+  it('saves the localStorage of every origin the session showed, open or not, and restores each', async () => {
+    const second = await startFixtures()
+    const session = await connect(['--allow-private-network', '--output-dir', outputDir])
+    try {
+      await call(session, 'navigate', { url: `${fixtures.url}/store?set=dark` })
+      // The same tab moves on: the first origin has no tab open when the state is saved.
+      await call(session, 'navigate', { url: `${second.url}/store?set=light` })
+      const tabs = await call(session, 'list_tabs')
+      expect(tabs.text).not.toContain(fixtures.url)
+      const saved = await call(session, 'save_storage_state')
+      expect(saved.isError, saved.text).toBe(false)
+      expect(saved.structured?.origins).toBe(2)
+      const path = /to (\S+storage-state-\S+\.json) /.exec(saved.text)?.[1] ?? ''
+      const state = JSON.parse(await readFile(path, 'utf8')) as {
+        origins: Array<{ origin: string; localStorage: Array<{ name: string; value: string }> }>
+      }
+      expect(state.origins.map((entry) => [entry.origin, entry.localStorage])).toEqual(
+        expect.arrayContaining([
+          [fixtures.url, [{ name: 'theme', value: 'dark' }]],
+          [second.url, [{ name: 'theme', value: 'light' }]],
+        ]),
+      )
+      // Reading an origin with no tab open asked its server for nothing.
+      expect(fixtures.hits.filter((hit) => hit === '/')).toEqual([])
+      const later = await connect([
+        '--allow-private-network',
+        '--output-dir',
+        outputDir,
+        '--storage-state',
+        path,
+      ])
+      try {
+        expect((await call(later, 'navigate', { url: `${second.url}/store` })).text).toContain(
+          '"theme=light"',
+        )
+        // Saved again before the first origin is visited: what was restored is kept.
+        const again = await call(later, 'save_storage_state')
+        expect(again.structured?.origins).toBe(2)
+        expect((await call(later, 'navigate', { url: `${fixtures.url}/store` })).text).toContain(
+          '"theme=dark"',
+        )
+      } finally {
+        await later.close()
+      }
+    } finally {
+      await session.close()
+      await second.close()
+    }
+  })
+})
+
 describe('--caps devtools', () => {
   it('traces a click that blocks the main thread and reports its long task, with the trace in a file', async () => {
     const page = await call(connection, 'navigate', { url: `${fixtures.url}/busy` })

@@ -81,7 +81,7 @@ const PAGES: Record<string, (url: URL) => string> = {
   '/store': (url) =>
     page(
       'Store',
-      `<h1>Store</h1><p id="out"></p><script>${url.searchParams.has('set') ? "localStorage.setItem('theme', 'dark');" : ''}out.textContent = 'theme=' + localStorage.getItem('theme')</script>`,
+      `<h1>Store</h1><p id="out"></p><script>${url.searchParams.has('set') ? `localStorage.setItem('theme', ${JSON.stringify(url.searchParams.get('set') || 'dark').replace(/</g, '\\u003c')});` : ''}out.textContent = 'theme=' + localStorage.getItem('theme')</script>`,
     ),
   '/busy': () =>
     page(

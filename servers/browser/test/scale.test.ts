@@ -3,12 +3,13 @@ import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { type Connection, connectStdio } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { cataloguePage } from '../../../tools/bench/src/pages.mjs'
+import { cataloguePage, docsPage } from '../../../tools/bench/src/pages.mjs'
 import { refOf } from './helpers.js'
 
 // The bench's 1 MiB catalogue (7,448 controls; `main` holds 2,080 children) through the built bin.
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
 const CATALOGUE = cataloguePage()
+const DOCS = docsPage(240)
 const HISTORY =
   '<!doctype html><html><head><title>History</title></head><body><h1>History</h1><p id="where">start</p>' +
   "<button onclick=\"history.pushState({}, '', '/history/two'); where.textContent = 'two'\">Go to two</button>" +
@@ -39,7 +40,9 @@ beforeAll(async () => {
       ? HISTORY
       : request.url?.startsWith('/spoof')
         ? SPOOF
-        : CATALOGUE
+        : request.url?.startsWith('/docs')
+          ? DOCS
+          : CATALOGUE
     response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
     response.end(body)
   })
@@ -124,6 +127,29 @@ describe('the 1 MiB catalogue page', () => {
     const typed = await call('type', { ref: field, text: '4' })
     expect(typed).toContain(`Acted on: spinbutton "Quantity" #${field}: "4"`)
     expect(typed.length).toBeLessThan(1000)
+  })
+})
+
+describe('a documentation page (much text, few elements)', () => {
+  it('shows every section once, in order, through its cursor pages, with refs that act', async () => {
+    const first = await call('navigate', { url: `${base}/docs` })
+    expect(first.length).toBeLessThan(27_000)
+    expect(first).toContain('textbox "Filter"')
+    expect(first).toMatch(/ {2}link "fn240" #e\d+/)
+    let page = first
+    const sections: number[] = []
+    for (let pages = 0; pages < 30; pages++) {
+      sections.push(...[...page.matchAll(/code: "_\.fn(\d+)\(list/g)].map((match) => Number(match[1])))
+      const cursor = /cursor="([^"]+)"/.exec(page)?.[1]
+      if (!cursor) break
+      page = await call('snapshot', { cursor })
+    }
+    expect(sections).toEqual(Array.from({ length: 240 }, (_, index) => index + 1))
+    // The last section's prose and links, read inside a subtree, are all there.
+    expect(page).toContain('"Alias: fn240All Iterates over a list of elements')
+    expect(page).toMatch(/link "notes on fn240" #e\d+/)
+    const jumped = await call('click', { ref: refOf(first, /link "fn120"/) })
+    expect(jumped).toContain('#fn120; refs still hold.')
   })
 })
 

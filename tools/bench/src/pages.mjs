@@ -61,3 +61,34 @@ export function formPage() {
     '<label>Notes <textarea name="notes"></textarea></label><button type="submit">Send</button></form></body></html>'
   )
 }
+
+/**
+ * A documentation page shaped like a library's one-page reference (Underscore's, say): a sidebar of
+ * 12 lists of function links, then a section a function, each a heading, a signature in code and
+ * two paragraphs of prose with inline code and links. Few elements for its size and much text:
+ * about three accessibility nodes an element, where a catalogue has one.
+ */
+export function docsPage(functions = 240) {
+  const names = Array.from({ length: functions }, (_, index) => `fn${index + 1}`)
+  const groups = []
+  for (let group = 0; group < 12; group++) {
+    const items = names
+      .filter((_, index) => index % 12 === group)
+      .map((name) => `<li>- <a href="#${name}">${name}</a></li>`)
+    groups.push(
+      `<a href="#group${group + 1}" class="toc_title">Group ${group + 1}</a><ul class="toc_section">${items.join('')}</ul>`,
+    )
+  }
+  const sections = names.map(
+    (name, index) =>
+      `<p id="${name}"><b class="header">${name}</b><code>_.${name}(list, iteratee, [context])</code> <span class="alias">Alias: <b>${name}All</b></span><br>` +
+      `Iterates over a <b>list</b> of elements, yielding each in turn to an <b>iteratee</b> function. The <b>iteratee</b> is bound to the <b>context</b> object, if one is passed. Each invocation of <b>iteratee</b> is called with three arguments: <code>(element, index, list)</code>. Section ${index + 1} of the reference.</p>` +
+      `<pre>_.${name}([1, 2, 3], alert);\n=&gt; alerts each number in turn...</pre>` +
+      `<p>See also <a href="#fn${((index + 1) % functions) + 1}">fn${((index + 1) % functions) + 1}</a>, and the <a href="https://example.org/${name}">notes on ${name}</a>. Returns the <em>list</em> for chaining.</p>`,
+  )
+  return (
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Reference</title></head><body>' +
+    `<div id="sidebar" class="interface"><a class="toc_title" href="#">Library (1.0)</a><input type="text" placeholder="Filter" aria-label="Filter">${groups.join('')}</div>` +
+    `<div class="container"><h1>Reference</h1>${sections.join('')}</div></body></html>`
+  )
+}

@@ -2,7 +2,8 @@ import { promises as fs } from 'node:fs'
 // node:fs/promises loads on first use through the getter, not at start.
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Browser, BrowserContext, Page } from 'puppeteer-core'
+import type { Browser, BrowserContext, ConnectOptions, Page } from 'puppeteer-core'
+import type { CdpEndpoint } from './cdp-endpoint.js'
 import { discoverBrowser } from './discover.js'
 import type { UrlPolicy } from './policy.js'
 import type { PolicyProxy } from './proxy.js'
@@ -17,6 +18,12 @@ export interface LaunchSettings {
   headless: boolean
   viewport: { width: number; height: number }
   userDataDir: string | undefined
+  /**
+   * A running browser to attach to (--cdp-endpoint) instead of launching one: every session then
+   * gets a context of its own whose traffic goes through the policy proxy, and the user's own
+   * tabs and contexts are left alone.
+   */
+  cdpEndpoint?: CdpEndpoint | undefined
   noSandbox: boolean
   downloadDir: string | undefined
   extraArgs: string[]
@@ -57,6 +64,9 @@ export interface HostLog {
   warn(message: string, fields?: Record<string, unknown>): void
 }
 
+/** Origins a session remembers for save_storage_state (a storage-state file holds at most this many). */
+const MAX_ORIGINS = 1000
+
 const BASE_ARGS = [
   '--disable-gpu',
   '--disable-dev-shm-usage',
@@ -96,6 +106,11 @@ export class BrowserSession {
   readonly routes: Route[] = []
   /** Where this session's downloads are saved (with --caps downloads): its own folder over HTTP. */
   downloadDir: string | undefined
+  /**
+   * The origins whose documents this session's tabs have shown (main frames), and those its
+   * --storage-state holds: the origins save_storage_state reads localStorage from, open or not.
+   */
+  readonly origins = new Set<string>()
 
   constructor(
     readonly context: BrowserContext,
@@ -110,6 +125,7 @@ export class BrowserSession {
     const opened = page ?? (await this.context.newPage())
     const tab = await Tab.attach(id, opened, this.host.policy, (entry) => this.host.refused(entry))
     tab.routes = this.routes
+    this.trackOrigins(tab)
     const restore = this.host.settings.storageState && restoreScript(this.host.settings.storageState)
     if (restore)
       await tab.cdp.send('Page.addScriptToEvaluateOnNewDocument', {
@@ -132,6 +148,17 @@ export class BrowserSession {
         .catch(() => undefined)
     })
     return tab
+  }
+
+  /** Notes an origin that may hold localStorage (http and https only; a bounded number). */
+  noteOrigin(origin: string): void {
+    if (this.origins.size < MAX_ORIGINS && /^https?:\/\/[^/]+$/.test(origin)) this.origins.add(origin)
+  }
+
+  private trackOrigins(tab: Tab): void {
+    tab.cdp.on('Page.frameNavigated', (event: { frame: { parentId?: string; securityOrigin?: string } }) => {
+      if (!event.frame.parentId && event.frame.securityOrigin) this.noteOrigin(event.frame.securityOrigin)
+    })
   }
 
   /** The tab named, or the current one (a fresh one when none is open). */
@@ -183,6 +210,7 @@ export class BrowserSession {
     const page = await this.context.newPage()
     const fresh = await Tab.attach(tab.id, page, this.host.policy, (entry) => this.host.refused(entry))
     fresh.routes = this.routes
+    this.trackOrigins(fresh)
     // The new page takes the id first: closing the old one then leaves the tab (and which tab is
     // current) as it was.
     this.tabs.set(tab.id, fresh)
@@ -195,6 +223,17 @@ export class BrowserSession {
     if (this.owned) await this.context.close().catch(() => undefined)
     else for (const tab of this.tabs.values()) await tab.page.close().catch(() => undefined)
     this.tabs.clear()
+  }
+}
+
+/** The browser of --cdp-endpoint could not be reached. */
+export class BrowserAttachError extends Error {
+  override name = 'BrowserAttachError'
+  constructor(
+    message: string,
+    readonly hint: string,
+  ) {
+    super(message)
   }
 }
 
@@ -303,17 +342,28 @@ export class BrowserHost {
       downloadDir = join(downloadDir, `session-${process.pid}-${++this.sessionFolders}`)
       await fs.mkdir(downloadDir, { recursive: true })
     }
-    const context = shared
-      ? browser.defaultBrowserContext()
-      : await browser.createBrowserContext({ downloadBehavior: this.downloadBehavior(downloadDir) })
+    // An attached browser's default context is the user's: every session, stdio's too, gets a
+    // context of its own there, which sends its traffic to the policy proxy (the browser was not
+    // started with it).
+    const attached = !!this.settings.cdpEndpoint
+    const context =
+      shared && !attached
+        ? browser.defaultBrowserContext()
+        : await browser.createBrowserContext({
+            downloadBehavior: this.downloadBehavior(downloadDir),
+            ...(attached
+              ? { proxyServer: `http://${this.proxyAddress}`, proxyBypassList: ['<-loopback>'] }
+              : {}),
+          })
     let counter = this.refCounters.get(key)
     if (!counter) {
       counter = { next: 0 }
       this.refCounters.set(key, counter)
     }
     useRefCounter(context, counter)
-    const session = new BrowserSession(context, this, !shared)
+    const session = new BrowserSession(context, this, !shared || attached)
     session.downloadDir = downloadDir
+    for (const { origin } of this.settings.storageState?.origins ?? []) session.noteOrigin(origin)
     const cookies = this.settings.storageState?.cookies
     if (cookies?.length) await context.setCookie(...(cookies as Parameters<BrowserContext['setCookie']>))
     // The blank page Chromium opens at launch becomes the stdio client's first tab: one renderer
@@ -352,10 +402,13 @@ export class BrowserHost {
   }
 
   private async launch(): Promise<Browser> {
-    const executablePath = discoverBrowser({ executablePath: this.settings.executablePath })
+    const endpoint = this.settings.cdpEndpoint
+    const executablePath = endpoint
+      ? undefined
+      : discoverBrowser({ executablePath: this.settings.executablePath })
     // Loaded here, on the first call that needs a browser: start-up never pays for puppeteer.
     const { default: puppeteer } = await import('puppeteer-core')
-    if (!this.settings.userDataDir && !this.profileDir)
+    if (!endpoint && !this.settings.userDataDir && !this.profileDir)
       this.profileDir = await fs.mkdtemp(join(tmpdir(), 'keel-browser-'))
     if (!this.proxy) {
       // Like puppeteer, the proxy (and with it node:http) loads with the first browser.
@@ -370,35 +423,42 @@ export class BrowserHost {
     }
     const { width, height } = this.settings.viewport
     const started = Date.now()
-    const browser = await puppeteer.launch({
-      executablePath,
-      headless: this.settings.headless,
-      // A pipe, not a debugging port: no other local process can drive this browser, and the
-      // browser exits when this process does.
-      pipe: true,
-      userDataDir: this.settings.userDataDir ?? this.profileDir,
-      defaultViewport: { width, height },
-      args: [
-        ...BASE_ARGS,
-        // Every connection, loopback included (Chromium bypasses proxies for loopback unless told
-        // not to), goes through the policy proxy.
-        `--proxy-server=http://${this.proxyAddress}`,
-        '--proxy-bypass-list=<-loopback>',
-        ...(this.settings.noSandbox ? ['--no-sandbox'] : []),
-        ...this.settings.extraArgs,
-      ],
-      // Puppeteer turns Chromium's pop-up blocker off; it stays on: a page opens a window only from
-      // a click.
-      ignoreDefaultArgs: ['--disable-popup-blocking'],
-      handleSIGINT: false,
-      handleSIGTERM: false,
-      handleSIGHUP: false,
-      downloadBehavior: this.downloadBehavior(),
-      protocolTimeout: 60_000,
-    })
-    this.initialPage = (await browser.pages())[0]
+    const browser = endpoint
+      ? await this.attach(puppeteer, endpoint)
+      : await puppeteer.launch({
+          executablePath,
+          headless: this.settings.headless,
+          // A pipe, not a debugging port: no other local process can drive this browser, and the
+          // browser exits when this process does.
+          pipe: true,
+          userDataDir: this.settings.userDataDir ?? this.profileDir,
+          defaultViewport: { width, height },
+          args: [
+            ...BASE_ARGS,
+            // Every connection, loopback included (Chromium bypasses proxies for loopback unless told
+            // not to), goes through the policy proxy.
+            `--proxy-server=http://${this.proxyAddress}`,
+            '--proxy-bypass-list=<-loopback>',
+            ...(this.settings.noSandbox ? ['--no-sandbox'] : []),
+            ...this.settings.extraArgs,
+          ],
+          // Puppeteer turns Chromium's pop-up blocker off; it stays on: a page opens a window only from
+          // a click.
+          ignoreDefaultArgs: ['--disable-popup-blocking'],
+          handleSIGINT: false,
+          handleSIGTERM: false,
+          handleSIGHUP: false,
+          downloadBehavior: this.downloadBehavior(),
+          protocolTimeout: 60_000,
+        })
+    // An attached browser's pages are the user's: none becomes a tab.
+    if (!endpoint) this.initialPage = (await browser.pages())[0]
     this.launches++
-    this.log.info('browser launched', { executablePath, ms: Date.now() - started, launch: this.launches })
+    this.log.info(endpoint ? 'browser attached' : 'browser launched', {
+      ...(endpoint ? {} : { executablePath }),
+      ms: Date.now() - started,
+      launch: this.launches,
+    })
     browser.on('disconnected', () => {
       if (this.browser !== browser) return
       this.browser = undefined
@@ -409,6 +469,27 @@ export class BrowserHost {
     })
     this.browser = browser
     return browser
+  }
+
+  /** Connects to the running browser of --cdp-endpoint, or says why it cannot. */
+  private async attach(
+    puppeteer: { connect(options: ConnectOptions): Promise<Browser> },
+    endpoint: CdpEndpoint,
+  ): Promise<Browser> {
+    const { width, height } = this.settings.viewport
+    try {
+      return await puppeteer.connect({
+        ...endpoint,
+        defaultViewport: { width, height },
+        protocolTimeout: 60_000,
+      })
+    } catch (error) {
+      const where = 'browserURL' in endpoint ? endpoint.browserURL : endpoint.browserWSEndpoint
+      throw new BrowserAttachError(
+        `Cannot attach to the browser at ${where}: ${(error as Error).message}`,
+        'Start Chrome with --remote-debugging-port (and --remote-debugging-address=127.0.0.1), and pass the DevTools URL it prints as --cdp-endpoint.',
+      )
+    }
   }
 
   /** Every open tab of every session (tests). */
@@ -430,8 +511,16 @@ export class BrowserHost {
     this.disposed = true
     const browser = this.browser ?? (await this.launching?.catch(() => undefined))
     this.browser = undefined
+    const sessions = [...this.sessions.values()]
     this.sessions.clear()
-    if (browser) {
+    if (browser && this.settings.cdpEndpoint) {
+      // Not ours to close: only this server's contexts go, and the user's browser runs on.
+      await Promise.race([
+        Promise.all(sessions.map((session) => session.close())),
+        new Promise((resolve) => setTimeout(resolve, 2000).unref()),
+      ])
+      await browser.disconnect().catch(() => undefined)
+    } else if (browser) {
       const child = browser.process()
       await Promise.race([
         browser.close().catch(() => undefined),

@@ -27,31 +27,47 @@ export class PageTooLargeError extends Error {
 }
 
 /**
- * How many elements the tab's document has (shadow roots not counted) and, when that is within
- * `maxElements`, how deeply they nest: one call into the page, `getElementsByTagName('*')` being a
- * count the engine keeps and the depth an iterative walk (no recursion a deep page could exhaust).
+ * Texts are counted on documents of at most this many elements (where the count can change how a
+ * snapshot reads the page); a larger one is read in parts whatever its texts.
  */
-export async function pageSize(tab: Tab, maxElements: number): Promise<{ elements: number; depth: number }> {
+export const TEXTS_MAX_ELEMENTS = 30_000
+
+/** The size of a document, as {@link pageSize} counts it. */
+export interface PageSize {
+  elements: number
+  depth: number
+  /** Text nodes with more than white space, when asked for (0 past {@link TEXTS_MAX_ELEMENTS} elements). */
+  texts: number
+}
+
+/**
+ * How many elements the tab's document has (shadow roots not counted) and, when that is within
+ * `maxElements`, how deeply they nest and how many texts they hold: one call into the page,
+ * `getElementsByTagName('*')` being a count the engine keeps and the rest an iterative walk (no
+ * recursion a deep page could exhaust).
+ */
+export async function pageSize(tab: Tab, maxElements: number, countTexts = false): Promise<PageSize> {
   const { result } = (await tab.cdp.send('Runtime.evaluate', {
     expression: `(() => {
       const elements = document.getElementsByTagName('*').length
-      if (elements > ${maxElements} || !document.documentElement) return { elements, depth: 0 }
-      let depth = 0, level = 1, node = document.documentElement
+      if (elements > ${maxElements} || !document.documentElement) return { elements, depth: 0, texts: 0 }
+      let depth = 0, level = 1, texts = 0, node = document.documentElement
+      const countTexts = ${countTexts} && elements <= ${TEXTS_MAX_ELEMENTS}
       while (node) {
         if (level > depth) depth = level
+        if (countTexts && node.childElementCount !== node.childNodes.length)
+          for (const child of node.childNodes) if (child.nodeType === 3 && child.data.trim()) texts++
         if (node.firstElementChild) { node = node.firstElementChild; level++; continue }
         while (node && !node.nextElementSibling) { node = node.parentElement; level-- }
         if (node) node = node.nextElementSibling
       }
-      return { elements, depth }
+      return { elements, depth, texts }
     })()`,
     returnByValue: true,
-  })) as { result: { value?: { elements?: unknown; depth?: unknown } } }
+  })) as { result: { value?: { elements?: unknown; depth?: unknown; texts?: unknown } } }
   const value = result.value ?? {}
-  return {
-    elements: typeof value.elements === 'number' ? value.elements : 0,
-    depth: typeof value.depth === 'number' ? value.depth : 0,
-  }
+  const count = (field: unknown) => (typeof field === 'number' ? field : 0)
+  return { elements: count(value.elements), depth: count(value.depth), texts: count(value.texts) }
 }
 
 /**
@@ -62,8 +78,10 @@ export async function assertPageSize(
   tab: Tab,
   max: number,
   what: 'snapshot' | 'PDF',
-): Promise<{ elements: number; depth: number }> {
-  const { elements, depth } = await pageSize(tab, max)
+  options: { texts?: boolean } = {},
+): Promise<PageSize> {
+  const size = await pageSize(tab, max, options.texts === true)
+  const { elements, depth } = size
   const hint =
     what === 'snapshot'
       ? 'take_screenshot shows it; or navigate to a smaller page.'
@@ -75,5 +93,5 @@ export async function assertPageSize(
       `The page nests ${depth} levels deep, over the ${SNAPSHOT_MAX_DEPTH} a snapshot reads`,
       hint,
     )
-  return { elements, depth }
+  return size
 }

@@ -1,5 +1,5 @@
 import { withBoxes } from './boxes.js'
-import { assertPageSize, SNAPSHOT_MAX_ELEMENTS } from './limits.js'
+import { assertPageSize, type PageSize, SNAPSHOT_MAX_ELEMENTS } from './limits.js'
 import {
   type AXNode,
   folds,
@@ -22,15 +22,21 @@ export class TreeReader {
   readonly nodes = new Map<string, AXNode>()
   private readonly asked = new Map<string, Promise<AXNode[]>>()
 
-  private constructor(private readonly tab: Tab) {}
+  private constructor(
+    private readonly tab: Tab,
+    private readonly batching: Batching,
+  ) {}
 
-  /** A reader for the tab's current document (the Accessibility domain enabled once per document). */
-  static async open(tab: Tab): Promise<TreeReader> {
+  /**
+   * A reader for the tab's current document (the Accessibility domain enabled once per document).
+   * `batching`: which nodes are read with their whole subtree in one call ({@link batches}).
+   */
+  static async open(tab: Tab, batching: Batching = 'off'): Promise<TreeReader> {
     if (tab.treeGeneration !== tab.generation) {
       await tab.cdp.send('Accessibility.enable')
       tab.treeGeneration = tab.generation
     }
-    return new TreeReader(tab)
+    return new TreeReader(tab, batching)
   }
 
   private keep(nodes: AXNode[]): AXNode[] {
@@ -81,25 +87,182 @@ export class TreeReader {
     return node
   }
 
-  /** A node's children (asked once; later calls share the answer). */
+  /**
+   * A node's children (asked once; later calls share the answer). A node whose subtree is small
+   * ({@link batching}: by its look, or by counting its DOM subtree) is read with its whole subtree
+   * in one call: its descendants then answer without a round trip each.
+   */
   children(node: AXNode): Promise<AXNode[]> {
     let answer = this.asked.get(node.nodeId)
-    if (!answer) {
-      answer = (
-        this.tab.cdp.send('Accessibility.getChildAXNodes', { id: node.nodeId }) as unknown as Promise<{
-          nodes: AXNode[]
-        }>
-      ).then(({ nodes }) => {
-        this.keep(nodes)
-        // A child the answer left out is not waited for: it is not in the tree any more.
-        node.childIds = (node.childIds ?? []).filter((id) => this.nodes.has(id))
-        const byId = new Map(nodes.map((child) => [child.nodeId, child]))
-        return node.childIds.flatMap((id) => byId.get(id) ?? [])
-      })
-      this.asked.set(node.nodeId, answer)
-    }
+    if (answer) return answer
+    const read = batching(node, this.batching)
+    answer =
+      read === 'subtree'
+        ? this.subtree(node)
+        : read === 'ask'
+          ? this.small(node).then((small) => (small ? this.subtree(node) : this.level(node)))
+          : this.level(node)
+    this.asked.set(node.nodeId, answer)
     return answer
   }
+
+  /** A node's children, one level (`getChildAXNodes`). */
+  private async level(node: AXNode): Promise<AXNode[]> {
+    const { nodes } = (await this.tab.cdp.send('Accessibility.getChildAXNodes', {
+      id: node.nodeId,
+    })) as unknown as { nodes: AXNode[] }
+    this.keep(nodes)
+    // A child the answer left out is not waited for: it is not in the tree any more.
+    node.childIds = (node.childIds ?? []).filter((id) => this.nodes.has(id))
+    const byId = new Map(nodes.map((child) => [child.nodeId, child]))
+    return node.childIds.flatMap((id) => byId.get(id) ?? [])
+  }
+
+  /**
+   * Whether a node's DOM subtree is small enough to read whole: its elements and texts counted
+   * in the page (two nodes a text, as {@link treeNodes} estimates), stopping at the bound.
+   */
+  private async small(node: AXNode): Promise<boolean> {
+    try {
+      const { object } = (await this.tab.cdp.send('DOM.resolveNode', {
+        backendNodeId: node.backendDOMNodeId,
+      })) as unknown as { object: { objectId?: string } }
+      if (!object.objectId) return false
+      const { result } = (await this.tab.cdp.send('Runtime.callFunctionOn', {
+        objectId: object.objectId,
+        functionDeclaration: COUNT_SUBTREE,
+        arguments: [{ value: SUBTREE_NODES }],
+        returnByValue: true,
+      })) as unknown as { result: { value?: unknown } }
+      void this.tab.cdp.send('Runtime.releaseObject', { objectId: object.objectId }).catch(() => undefined)
+      return typeof result.value === 'number' && result.value <= SUBTREE_NODES
+    } catch {
+      return false
+    }
+  }
+
+  /**
+   * A node's whole subtree in one call (`queryAXTree` with no filter answers every node under a
+   * DOM node, in the same ids), each node's children known from it; returns the node's children.
+   */
+  private async subtree(node: AXNode): Promise<AXNode[]> {
+    const { nodes } = (await this.tab.cdp.send('Accessibility.queryAXTree', {
+      backendNodeId: node.backendDOMNodeId,
+    })) as unknown as { nodes: AXNode[] }
+    // Not the subtree asked for (the node left the document meanwhile): its children, as usual.
+    if (!nodes.some((candidate) => candidate.nodeId === node.nodeId)) return this.level(node)
+    for (const each of nodes) if (each.nodeId !== node.nodeId) this.nodes.set(each.nodeId, each)
+    for (const each of [node, ...nodes]) {
+      if (each !== node && each.nodeId === node.nodeId) continue
+      // A child outside the answer (another frame's document) is not part of this read.
+      const kids = (each.childIds ?? []).flatMap((id) => this.nodes.get(id) ?? [])
+      each.childIds = kids.map((kid) => kid.nodeId)
+      if (each !== node && !this.asked.has(each.nodeId)) this.asked.set(each.nodeId, Promise.resolve(kids))
+    }
+    return (node.childIds ?? []).flatMap((id) => this.nodes.get(id) ?? [])
+  }
+}
+
+/**
+ * Which nodes a read takes with their whole subtree without counting it first: `any` element a
+ * model sees with few children, on a page small enough that a wrong guess costs no more than
+ * reading the page; or only `leaves`, elements that hold a line or two of a page (a list item, a
+ * paragraph, a heading, a link, a table cell). Any other node (a wrapper, a list, a section,
+ * which may hold the page under one child) is read whole only when its DOM subtree, counted in
+ * the page, is small. `off`: a level at a time (reads of a few small subtrees: an action's changes).
+ */
+export type Batching = 'any' | 'leaves' | 'off'
+
+/** Children of a node read whole in one call without counting, at most. */
+const BATCH_CHILDREN = { any: 64, leaves: 16, off: 0 }
+/** Estimated nodes of a subtree read whole in one call once counted (about a snapshot page's). */
+const SUBTREE_NODES = 2500
+/** Counts an element's subtree as {@link treeNodes} does, stopping past `limit`. */
+const COUNT_SUBTREE = `function (limit) {
+  let count = 0
+  const walker = document.createTreeWalker(this, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT)
+  while (walker.nextNode() && count <= limit) {
+    const node = walker.currentNode
+    count += node.nodeType === 3 ? (node.data.trim() ? 2 : 0) : 1
+  }
+  return count
+}`
+/** Roles whose subtree is a line or two on pages as they are built. */
+const LEAVES = new Set([
+  'listitem',
+  'paragraph',
+  'heading',
+  'link',
+  'button',
+  'cell',
+  'gridcell',
+  'columnheader',
+  'rowheader',
+  'row',
+  'LabelText',
+  'term',
+  'definition',
+  'code',
+  'figcaption',
+  'caption',
+  'legend',
+  'option',
+  'menuitem',
+  'tab',
+  'checkbox',
+  'radio',
+  'strong',
+  'emphasis',
+  'mark',
+  'time',
+  'blockquote',
+])
+/** Roles that may hold the page under few children: counted before they are read whole. */
+const WRAPPERS = new Set([
+  'generic',
+  'none',
+  'presentation',
+  'Section',
+  'main',
+  'article',
+  'region',
+  'group',
+  'document',
+  'application',
+  'navigation',
+  'complementary',
+  'banner',
+  'contentinfo',
+  'form',
+  'dialog',
+  'tabpanel',
+  'feed',
+  'list',
+  'table',
+  'grid',
+  'treegrid',
+  'tree',
+  'rowgroup',
+  'menu',
+  'listbox',
+])
+/** Roles never read whole: the document and frames (their size is the page's). */
+const NEVER = new Set(['RootWebArea', 'WebArea', 'Iframe', 'IframePresentational'])
+
+/** How a node's children are read: with its subtree, with its subtree if counted small, or a level. */
+function batching(node: AXNode, mode: Batching): 'subtree' | 'ask' | 'level' {
+  const role = String(node.role?.value ?? '')
+  const count = node.childIds?.length ?? 0
+  if (mode === 'off' || node.backendDOMNodeId === undefined || NEVER.has(role) || count < 1) return 'level'
+  if (
+    !node.ignored &&
+    count <= BATCH_CHILDREN[mode] &&
+    (LEAVES.has(role) || (mode === 'any' && !WRAPPERS.has(role)))
+  )
+    return 'subtree'
+  // Counting costs two round trips: a node of one or two children is read a level (one), and
+  // its children decide for themselves.
+  return count > 2 ? 'ask' : 'level'
 }
 
 /** Requests for children in flight at once: the round trips overlap, Chromium answers in turn. */
@@ -217,11 +380,25 @@ export class CursorError extends Error {
 /** Raw nodes read per character of the cap, to begin with (doubled while the render falls short). */
 const NODES_PER_CHAR = 1 / 12
 /**
- * Documents with at most this many elements are read whole, in one call: below it one answer is
- * cheaper than a round trip a node (on this size, about 0.2 s either way); above it the cost of a
- * snapshot stays that of what it shows.
+ * Documents of at most this many accessibility nodes (as {@link treeNodes} estimates them) are
+ * read whole, in one call: below it one answer is cheaper than a round trip a node (at this size,
+ * about 0.2 s either way); above it the cost of a snapshot stays that of what it shows.
  */
-const READ_WHOLE_ELEMENTS = 6000
+const READ_WHOLE_NODES = 6000
+/**
+ * Up to this many estimated nodes, any element with few children is read with its subtree in one
+ * call (a wrongly guessed wrapper costs at most a read of the page); above it only leaves are.
+ */
+const BATCH_ANY_NODES = 30_000
+
+/**
+ * The accessibility nodes of a document, estimated: an element is one, a text two or three (its
+ * text node and the lines Chromium lays it out in, each a node of the tree as the protocol sends it).
+ * A page of prose has three times the nodes its element count says.
+ */
+function treeNodes(size: PageSize): number {
+  return size.elements + 2 * size.texts
+}
 
 /**
  * The tab's page (or the subtree of `options.ref`), read lazily and rendered by
@@ -229,12 +406,12 @@ const READ_WHOLE_ELEMENTS = 6000
  * continues it (`options.cursor`): each page of a long snapshot reads about what it shows.
  */
 export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<Snapshot> {
-  const reader = await TreeReader.open(tab)
   const resume = options.cursor ? decodeCursor(tab, options.cursor) : undefined
   const ref = resume ? resume.ref : options.ref
   // Pages too large or too deep for Chromium to build their tree safely are refused first.
-  const page = await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot')
-  const whole = !ref && !resume && page.elements <= READ_WHOLE_ELEMENTS
+  const nodes = treeNodes(await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot', { texts: true }))
+  const reader = await TreeReader.open(tab, nodes <= BATCH_ANY_NODES ? 'any' : 'leaves')
+  const whole = !ref && !resume && nodes <= READ_WHOLE_NODES
   const root = ref
     ? await reader.ofRef(ref)
     : ((whole ? await reader.readAll() : undefined) ?? (await reader.root()))
@@ -254,7 +431,8 @@ export async function takeSnapshot(tab: Tab, options: SnapshotOptions): Promise<
     rendered = renderFrom(reader.nodes, starts, tab.refs, { depth: options.depth, subtree, closed })
     const size = rendered.lines.reduce((sum, line) => sum + line.length + 1, 0)
     if (complete || !rendered.cut || size > options.maxChars) break
-    budget *= 2
+    // Short of the cap: read about what the rest needs (a render just short is not read twice over).
+    budget = Math.round(budget * Math.min(2, Math.max(1.25, (1.1 * options.maxChars) / Math.max(size, 1))))
   }
   const { lines, paths } = rendered
   let shown = lines.length

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { z } from '@keel-mcp/core'
+import type { BrowserContext, HTTPRequest } from 'puppeteer-core'
+import { bounded } from './tab.js'
 
 /** Cookies and each origin's localStorage, in the shape Playwright's storage-state files use. */
 export const storageStateShape = z.object({
@@ -64,4 +66,59 @@ export function restoreScript(state: StorageState): string | undefined {
     for (const item of mine.localStorage) if (localStorage.getItem(item.name) === null) localStorage.setItem(item.name, item.value)
   } catch {}
 })()`
+}
+
+/** One origin's localStorage items. */
+export type StorageItems = Array<{ name: string; value: string }>
+
+/**
+ * The localStorage of `origins` in a browser context, read without a tab of theirs open and
+ * without the network: a blank page of the context (never one of the session's tabs) is shown each
+ * origin's address, answered inside the browser with an empty document, and reads its storage.
+ * Service workers are bypassed, so no page or worker code of the site runs. `restore` (the
+ * --storage-state script) runs first in each document, so an origin restored from a file but not
+ * visited since reads back what was restored. Origins that cannot be read are left out.
+ */
+export async function localStorageOf(
+  context: BrowserContext,
+  origins: string[],
+  restore: string | undefined,
+): Promise<Map<string, StorageItems>> {
+  const found = new Map<string, StorageItems>()
+  if (!origins.length) return found
+  const page = await context.newPage()
+  try {
+    const cdp = await page.createCDPSession()
+    await cdp.send('Network.setBypassServiceWorker', { bypass: true }).catch(() => undefined)
+    if (restore) {
+      // Scripts for new documents run only for a session with the Page domain on.
+      await cdp.send('Page.enable')
+      await cdp.send('Page.addScriptToEvaluateOnNewDocument', { source: restore, worldName: 'keel-storage' })
+    }
+    await page.setRequestInterception(true)
+    page.on('request', (request: HTTPRequest) => {
+      const document = request.isNavigationRequest() && request.frame() === page.mainFrame()
+      const answer = document
+        ? request.respond({ status: 200, contentType: 'text/html', body: '<!doctype html><title></title>' })
+        : request.abort('blockedbyclient')
+      void answer.catch(() => undefined)
+    })
+    for (const origin of origins) {
+      try {
+        await bounded(page.goto(`${origin}/`, { waitUntil: 'domcontentloaded' }), 5000)
+        const items = (await bounded(
+          page.evaluate(
+            "Object.keys(localStorage).map((name) => ({ name, value: localStorage.getItem(name) ?? '' }))",
+          ),
+          5000,
+        )) as StorageItems
+        if (items.length) found.set(origin, items)
+      } catch {
+        // An origin that cannot be shown (or has no storage to read) is left out of the file.
+      }
+    }
+  } finally {
+    await bounded(page.close({ runBeforeUnload: false }), 5000).catch(() => undefined)
+  }
+  return found
 }
