@@ -93,7 +93,7 @@ export interface BudgetCut {
   cursor: string
   /** Items (or characters, for a text) shown in this answer. */
   shown: number
-  /** Items (or characters) there are from where this answer started to the end, when known. */
+  /** Items (or characters) the answer would have held without the budget. */
   total?: number
 }
 
@@ -230,13 +230,13 @@ export class Budget {
    * Cuts a page of items at the budget. `items` is the whole page the call read for
    * `start.upstream`; the answer starts at `start.offset` and shows as many as fit (at least one,
    * so an answer always moves on). `render` turns an item into its line of the text; `reserve`
-   * is the tokens the rest of the answer (headers, notices) takes; `total` the items in the
-   * whole listing, when known (else the page's).
+   * is the tokens the rest of the answer (headers, notices) takes; `noun` names the items in
+   * the marker line (`entries`, `rows`).
    */
   items<T>(
     items: readonly T[],
     render: (item: T, index: number) => string,
-    options: { reserve?: number; total?: number; noun?: string } = {},
+    options: { reserve?: number; noun?: string } = {},
   ): ItemsCut<T> {
     const from = Math.min(this.start.offset, items.length)
     const room = this.tokens - (options.reserve ?? 0)
@@ -253,11 +253,29 @@ export class Budget {
     const shown = items.slice(from, from + lines.length)
     const next = from + lines.length
     if (next >= items.length) return { shown, lines, text: lines.join('\n'), marker: '' }
-    const cursor = this.cursorAt({ upstream: this.start.upstream, offset: next })
-    const total = options.total ?? items.length
-    const cut: BudgetCut = { cut: true, cursor, shown: lines.length, total }
-    const marker = `[cut at ${this.tokens} tokens: ${options.noun ?? 'items'} ${from + 1}–${next} of ${total} shown; continue with cursor "${cursor}"]`
-    return { shown, lines, text: lines.join('\n'), cut, marker }
+    return {
+      shown,
+      lines,
+      text: lines.join('\n'),
+      ...this.cutAfter({ shown: lines.length, total: items.length - from, noun: options.noun ?? 'items' }),
+    }
+  }
+
+  /**
+   * The report of a cut a tool made itself (rows it rendered, a page it sized): `shown` of `total`
+   * items from `start.offset`; the cursor continues at `start.offset + shown`, with `upstream`
+   * (default: this answer's) as the tool's own position to carry.
+   */
+  cutAfter(options: { shown: number; total: number; noun: string; upstream?: string }): {
+    cut: BudgetCut
+    marker: string
+  } {
+    const upstream = 'upstream' in options ? options.upstream : this.start.upstream
+    const cursor = this.cursorAt({ upstream, offset: this.start.offset + options.shown })
+    return {
+      cut: { cut: true, cursor, shown: options.shown, total: options.total },
+      marker: `[cut at ${this.tokens} tokens: ${options.shown} of ${options.total} ${options.noun} shown; continue with cursor "${cursor}"]`,
+    }
   }
 
   /**
@@ -283,10 +301,10 @@ export class Budget {
     if (end >= text.length) return { text: text.slice(from), marker: '' }
     const lastBreak = text.lastIndexOf('\n', end - 1)
     if (lastBreak >= from && lastBreak + 1 > from + (end - from) / 2) end = lastBreak + 1
-    const cursor = this.cursorAt({ upstream: this.start.upstream, offset: end })
-    const cut: BudgetCut = { cut: true, cursor, shown: end - from, total: text.length - from }
-    const marker = `[cut at ${this.tokens} tokens: characters ${from + 1}–${end} of ${text.length} shown; continue with cursor "${cursor}"]`
-    return { text: text.slice(from, end), cut, marker }
+    return {
+      text: text.slice(from, end),
+      ...this.cutAfter({ shown: end - from, total: text.length - from, noun: 'characters' }),
+    }
   }
 }
 
@@ -334,8 +352,10 @@ export function openBudget(
   )
 }
 
-/** The text with the cut's marker line appended (nothing when it was not cut). */
+/**
+ * The text with the cut's marker appended after one line break (nothing when it was not cut). The
+ * break is always added, so the text shown is exactly what precedes the final `\n[cut at …]`.
+ */
 export function withMarker(text: string, marker: string): string {
-  if (!marker) return text
-  return `${text}${text === '' || text.endsWith('\n') ? '' : '\n'}${marker}`
+  return marker ? `${text}\n${marker}` : text
 }

@@ -62,12 +62,14 @@ describe('fs contract', () => {
 
   // The issue's goal is 155 tokens a tool with descriptions that still say when to use which tool.
   // The structure alone (13 input and output schemas, annotations, names) is ≈ 130 a tool; with the
-  // descriptions fs lists ≈ 165 (from 203). This guards the figure reached, with room for a word or two.
-  it('keeps the full catalogue within 168 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
+  // descriptions fs lists ≈ 165 (from 203). Answer budgets (`max_tokens`, and `cursor` where a tool had
+  // none, on the five reading tools that can return a lot; `budget` in their output) add ≈ 7, to ≈ 172.
+  // This guards the figure reached, with room for a word or two.
+  it('keeps the full catalogue within 174 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
     const connection = await connect([await tempDirectory()])
     const { tools } = await connection.client.listTools()
     expect(tools).toHaveLength(13)
-    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(168)
+    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(174)
   })
 
   it('gives every tool an output schema', async () => {
