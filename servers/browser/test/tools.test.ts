@@ -495,15 +495,18 @@ describe('tabs, console and network', () => {
     const { tab } = await open('/noisy')
     const first = await until(
       () => call(connection, 'console_messages', { tab, max_tokens: 100 }),
-      (result) => result.text.includes('more. More: console_messages'),
+      (result) => result.text.includes('[cut at 100 tokens:'),
     )
     expect(first.text).toContain('noisy line 0 ')
     expect(first.text).not.toContain('noisy line 9 ')
-    const cursor = /cursor="(\d+)"/.exec(first.text)?.[1]
-    expect(Number(cursor)).toBeGreaterThan(1)
+    const { cursor, shown } = (first.structured as { budget: { cursor: string; shown: number } }).budget
+    expect(first.text).toContain(`continue with cursor "${cursor}"`)
+    expect(shown).toBeGreaterThan(1)
     const next = await call(connection, 'console_messages', { tab, max_tokens: 100, cursor })
-    expect(next.text).toContain(`noisy line ${cursor} `)
+    expect(next.text).toContain(`noisy line ${shown} `)
     expect(next.text).not.toContain('noisy line 0 ')
+    const foreign = await call(connection, 'console_messages', { tab, level: 'error', cursor })
+    expect(foreign.text).toMatch(/^invalid_argument: The cursor was altered/)
   })
 
   it('lists network requests with method, status and type', async () => {
