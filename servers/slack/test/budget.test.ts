@@ -1,10 +1,19 @@
 import { describe, expect, it } from 'vitest'
 import { USER_TOKEN } from './fake-slack.js'
-import { call, connect, fake, useCleanup } from './helpers.js'
+import { connect, fake, useCleanup } from './helpers.js'
 
 useCleanup()
 
 type Connected = Awaited<ReturnType<typeof connect>>
+
+/** A call's text and its structured result. */
+async function call(connection: Connected, name: string, args: Record<string, unknown> = {}) {
+  const result = await connection.client.callTool({ name, arguments: args })
+  const text = ((result.content ?? []) as Array<{ text?: string }>)
+    .map((block) => block.text ?? '')
+    .join('\n')
+  return { isError: result.isError === true, text, data: result.structuredContent as Record<string, any> }
+}
 
 /** Calls `tool` with a budget and follows the budget cursors to the end of the page. */
 async function follow(connection: Connected, tool: string, args: Record<string, unknown>, maxTokens: number) {

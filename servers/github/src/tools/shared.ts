@@ -106,9 +106,9 @@ export function listedWithin<T extends Record<string, unknown>>(
   const reserve = frame + (options.untrusted ? estimateTokens(UNTRUSTED) : 0) + 60
   const cut = budget.items(items, (item) => JSON.stringify(item), { noun: key, reserve })
   if (!cut.cut) return listed({ ...data, [key]: cut.shown }, options)
-  const shown = { ...data, [key]: cut.shown, budget: cut.cut }
-  const out = listed(shown, { ...(options.untrusted ? { untrusted: true } : {}) })
-  return { data: shown, text: withMarker(out.text, cut.marker) }
+  // The marker line carries the cursor: the JSON line leaves `budget` out rather than say it twice.
+  const out = listed({ ...data, [key]: cut.shown }, { ...(options.untrusted ? { untrusted: true } : {}) })
+  return { data: { ...data, [key]: cut.shown, budget: cut.cut }, text: withMarker(out.text, cut.marker) }
 }
 
 /** The result of a write: its handle (id, number, url) as data and one line of JSON. */

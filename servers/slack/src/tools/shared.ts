@@ -213,14 +213,10 @@ export function shapedWithin<T extends Record<string, unknown>>(
     60
   const cut = budget.items(items, (item) => JSON.stringify(item), { noun: key, reserve })
   if (!cut.cut) return shaped({ ...data, [key]: cut.shown }, options)
-  const shown = {
-    ...data,
-    [key]: cut.shown,
-    ...('next_cursor' in data ? { next_cursor: null } : {}),
-    budget: cut.cut,
-  }
+  const shown = { ...data, [key]: cut.shown, ...('next_cursor' in data ? { next_cursor: null } : {}) }
+  // The marker line carries the cursor: the JSON line leaves `budget` out rather than say it twice.
   return {
-    data: shown,
+    data: { ...shown, budget: cut.cut },
     text: withMarker(text(shown, options.untrusted ? { untrusted: true } : {}), cut.marker),
   }
 }
