@@ -165,6 +165,21 @@ describe('navigation and snapshots', () => {
     expect(part.text).not.toContain('Row 1')
   })
 
+  it('reports a cut snapshot in structuredContent.budget with the cursor that continues it', async () => {
+    const { tab } = await open('/large?n=600')
+    const first = await call(connection, 'snapshot', { tab, max_tokens: 500 })
+    const budget = (first.structured as { budget: { cut: boolean; cursor: string; shown: number } }).budget
+    expect(budget).toMatchObject({ cut: true })
+    expect(budget.shown).toBeGreaterThan(1)
+    expect(first.text).toContain('[Snapshot cut at 2000 characters.')
+    expect(first.text).toContain(`cursor="${budget.cursor}"`)
+    const next = await call(connection, 'snapshot', { tab, max_tokens: 500, cursor: budget.cursor })
+    expect(next.isError).toBe(false)
+    expect(next.text).not.toContain('h1 "Large page"')
+    expect(first.text).toContain('Row 1')
+    expect(next.text).not.toContain('"Row 1 ')
+  })
+
   it('gives a page that never finishes loading a timeout error and leaves the tab usable', async () => {
     const created = await call(connection, 'new_tab')
     const tab = created.structured?.tab as string

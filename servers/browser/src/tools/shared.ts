@@ -1,4 +1,5 @@
 import {
+  type BudgetCut,
   charsFor,
   handleArgument,
   maxTokensArgument,
@@ -219,7 +220,7 @@ export async function fullSnapshot(
     maxChars?: number | undefined
     boxes?: boolean | undefined
   } = {},
-): Promise<{ data: { tab: string; url: string }; text: string }> {
+): Promise<{ data: { tab: string; url: string }; text: string; cut?: BudgetCut }> {
   if (tab.dialog) {
     const info = pageInfo(tab)
     return { data: info, text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
@@ -233,6 +234,8 @@ export async function fullSnapshot(
   return {
     data: info,
     text: `Tab ${tab.id}\n${untrusted(`url: ${info.url}\ntitle: ${JSON.stringify(title)}\n${snapshot.text}`)}`,
+    // A cut snapshot's report for `structuredContent.budget`: its own cursor, which names the node.
+    ...(snapshot.cursor ? { cut: { cut: true, cursor: snapshot.cursor, shown: snapshot.lines.length } } : {}),
   }
 }
 
