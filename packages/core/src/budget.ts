@@ -241,6 +241,7 @@ export class Budget {
     const from = Math.min(this.start.offset, items.length)
     const room = this.tokens - (options.reserve ?? 0)
     const lines: string[] = []
+    const costs: number[] = []
     let used = 0
     for (let index = from; index < items.length; index++) {
       const line = render(items[index] as T, index)
@@ -248,16 +249,24 @@ export class Budget {
       const cost = estimateTokens(line) + 1
       if (lines.length && used + cost > room) break
       lines.push(line)
+      costs.push(cost)
       used += cost
     }
-    const shown = items.slice(from, from + lines.length)
-    const next = from + lines.length
-    if (next >= items.length) return { shown, lines, text: lines.join('\n'), marker: '' }
+    if (from + lines.length >= items.length)
+      return { shown: items.slice(from), lines, text: lines.join('\n'), marker: '' }
+    const noun = options.noun ?? 'items'
+    const total = items.length - from
+    // The marker line is part of the answer: make room for it (keeping at least one item).
+    const markerCost = markerTokens(this.cutAfter({ shown: lines.length, total, noun }).marker)
+    while (lines.length > 1 && used + markerCost > room) {
+      lines.pop()
+      used -= costs.pop() as number
+    }
     return {
-      shown,
+      shown: items.slice(from, from + lines.length),
       lines,
       text: lines.join('\n'),
-      ...this.cutAfter({ shown: lines.length, total: items.length - from, noun: options.noun ?? 'items' }),
+      ...this.cutAfter({ shown: lines.length, total, noun }),
     }
   }
 
@@ -285,27 +294,45 @@ export class Budget {
   text(text: string, options: { reserve?: number } = {}): TextCut {
     const from = Math.min(this.start.offset, text.length)
     const room = Math.max(1, this.tokens - (options.reserve ?? 0))
-    let ascii = 0
-    let other = 0
-    let end = from
-    while (end < text.length) {
-      const code = text.charCodeAt(end)
-      const pair = code >= 0xd800 && code < 0xdc00 && end + 1 < text.length
-      const nextAscii = code < 0x80 ? ascii + 1 : ascii
-      const nextOther = code < 0x80 ? other : other + 1
-      if (end > from && Math.ceil(nextAscii / 4) + nextOther > room) break
-      ascii = nextAscii
-      other = nextOther
-      end += pair ? 2 : 1
-    }
+    let end = fitText(text, from, room)
     if (end >= text.length) return { text: text.slice(from), marker: '' }
+    // The marker line is part of the answer: make room for it.
+    const total = text.length - from
+    const markerCost = markerTokens(this.cutAfter({ shown: end - from, total, noun: 'characters' }).marker)
+    end = fitText(text, from, Math.max(1, room - markerCost))
     const lastBreak = text.lastIndexOf('\n', end - 1)
     if (lastBreak >= from && lastBreak + 1 > from + (end - from) / 2) end = lastBreak + 1
     return {
       text: text.slice(from, end),
-      ...this.cutAfter({ shown: end - from, total: text.length - from, noun: 'characters' }),
+      ...this.cutAfter({ shown: end - from, total, noun: 'characters' }),
     }
   }
+}
+
+/** Where a text from `from` stops within `room` tokens: never inside a character, at least one. */
+function fitText(text: string, from: number, room: number): number {
+  let ascii = 0
+  let other = 0
+  let end = from
+  while (end < text.length) {
+    const code = text.charCodeAt(end)
+    const pair = code >= 0xd800 && code < 0xdc00 && end + 1 < text.length
+    const nextAscii = code < 0x80 ? ascii + 1 : ascii
+    const nextOther = code < 0x80 ? other : other + 1
+    if (end > from && Math.ceil(nextAscii / 4) + nextOther > room) break
+    ascii = nextAscii
+    other = nextOther
+    end += pair ? 2 : 1
+  }
+  return end
+}
+
+/**
+ * What a marker line costs: its estimate, its line break, and one token of slack for the digits
+ * of a final count that may differ from the first one measured.
+ */
+function markerTokens(marker: string): number {
+  return estimateTokens(marker) + 2
 }
 
 /** What {@link Budget.items} gives. */

@@ -64,7 +64,8 @@ describe('Budget.items', () => {
       const budget = openBudget('list_words', { prefix: 'w', max_tokens: 40, cursor })
       const cut = budget.items(words, (word) => word, { noun: 'words' })
       seen.push(...cut.shown)
-      expect(estimateTokens(cut.text)).toBeLessThanOrEqual(40)
+      // The whole answer, marker line included, keeps to the budget.
+      expect(estimateTokens(withMarker(cut.text, cut.marker))).toBeLessThanOrEqual(40)
       cursor = cut.cut?.cursor
       if (cut.cut) {
         expect(cut.cut).toMatchObject({
@@ -138,7 +139,7 @@ describe('Budget.text', () => {
     let joined = ''
     do {
       const cut = openBudget('read_text', { path: 'a', max_tokens: 100, cursor }).text(text)
-      expect(estimateTokens(cut.text)).toBeLessThanOrEqual(100)
+      expect(estimateTokens(withMarker(cut.text, cut.marker))).toBeLessThanOrEqual(100)
       if (cut.cut) expect(cut.text.endsWith('\n')).toBe(true)
       joined += cut.text
       cursor = cut.cut?.cursor

@@ -103,7 +103,7 @@ export function listedWithin<T extends Record<string, unknown>>(
 ): { data: T; text: string } {
   const items = data[key] as unknown[]
   const frame = estimateTokens(JSON.stringify({ ...data, [key]: [] }))
-  const reserve = frame + (options.untrusted ? estimateTokens(UNTRUSTED) : 0) + 60
+  const reserve = frame + (options.untrusted ? estimateTokens(UNTRUSTED) : 0)
   const cut = budget.items(items, (item) => JSON.stringify(item), { noun: key, reserve })
   if (!cut.cut) return listed({ ...data, [key]: cut.shown }, options)
   // The marker line carries the cursor: the JSON line leaves `budget` out rather than say it twice.

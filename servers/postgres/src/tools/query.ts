@@ -159,7 +159,8 @@ export const query = defineTool({
     const render = format === 'csv' ? formatCsv : formatTable
     let cut: ReturnType<typeof budget.cutAfter> | undefined
     if (bytesFor(budget.tokens) < QUERY_TEXT_MAX_BYTES) {
-      const fit = rowsWithin(render, result.fields, rows, budget.tokens)
+      // What the rows may take: the budget less the untrusted-data frame and the marker line.
+      const fit = rowsWithin(render, result.fields, rows, Math.max(1, budget.tokens - 60))
       if (fit < rows.length) {
         cut = budget.cutAfter({
           shown: fit,

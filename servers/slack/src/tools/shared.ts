@@ -209,8 +209,7 @@ export function shapedWithin<T extends Record<string, unknown>>(
   const items = data[key] as unknown[]
   const reserve =
     estimateTokens(JSON.stringify({ ...data, [key]: [] })) +
-    (options.untrusted ? estimateTokens(UNTRUSTED) : 0) +
-    60
+    (options.untrusted ? estimateTokens(UNTRUSTED) : 0)
   const cut = budget.items(items, (item) => JSON.stringify(item), { noun: key, reserve })
   if (!cut.cut) return shaped({ ...data, [key]: cut.shown }, options)
   const shown = { ...data, [key]: cut.shown, ...('next_cursor' in data ? { next_cursor: null } : {}) }
