@@ -7,6 +7,27 @@
  */
 export { z } from 'zod'
 export {
+  answerCap,
+  Budget,
+  type BudgetCut,
+  type BudgetStart,
+  boundBytes,
+  boundTokens,
+  budgetOutput,
+  budgetShape,
+  bytesFor,
+  charsFor,
+  DEFAULT_MAX_ANSWER_TOKENS,
+  estimateTokens,
+  type ItemsCut,
+  isBudgetCursor,
+  maxTokensArgument,
+  type OpenBudgetOptions,
+  openBudget,
+  type TextCut,
+  withMarker,
+} from './budget.js'
+export {
   createInstance,
   describeIssues,
   RESULT_TEXT_CEILING_BYTES,

@@ -5,6 +5,9 @@ import { type LazySetting, once } from './auth-config.js'
 // friends). Only flag definitions and their validation live here; what they switch on is in
 // observe/, and loads only when one of them is set.
 
+/** The cap on one tool answer (`--max-answer-tokens`) when none is given, in estimated tokens. */
+export const DEFAULT_MAX_ANSWER_TOKENS = 25_000
+
 /** A rate: `count` calls every `perMs` milliseconds (`10/s`, `600/m`). */
 export interface Rate {
   count: number
@@ -27,6 +30,11 @@ export interface ObserveConfig {
   rateLimitBurst: number | undefined
   /** A separate, usually tighter, budget for tools that write. */
   writeRateLimit: Rate | undefined
+  /**
+   * The most a tool answer may hold, in estimated tokens: bounds every tool's `max_tokens` (and
+   * `max_bytes`, at 4 bytes a token) and is the budget of a call that gives none. Default 25,000.
+   */
+  maxAnswerTokens: number
 }
 
 export interface ObserveFlag {
@@ -94,6 +102,14 @@ export const OBSERVE_FLAGS: ObserveFlag[] = [
     placeholder: 'N/s',
     description: 'A separate budget for tools that write: N/s or N/m.',
   },
+  {
+    flag: 'max-answer-tokens',
+    key: 'maxAnswerTokens',
+    type: 'string',
+    env: ['MCP_MAX_ANSWER_TOKENS'],
+    placeholder: 'n',
+    description: 'Cap on one tool answer in tokens, and on max_tokens (default 25000).',
+  },
 ]
 
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 }
@@ -141,6 +157,12 @@ export const OBSERVE_SETTINGS: Record<keyof ObserveConfig, LazySetting> = {
     unset: undefined,
   },
   writeRateLimit: { schema: once(rate), unset: undefined },
+  maxAnswerTokens: {
+    schema: once(() =>
+      z.coerce.number({ error: 'must be a number' }).int().min(100).default(DEFAULT_MAX_ANSWER_TOKENS),
+    ),
+    unset: DEFAULT_MAX_ANSWER_TOKENS,
+  },
 }
 
 /** True when any operations feature is on (core loads observe/ only then). */

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { budgetOutput, useAnswerCap } from './budget.js'
 import { ConfigError, type ParsedConfig } from './config.js'
 import type { AnyTool, ServerSpec } from './define.js'
 import type { SchemaCache } from './schema-cache.js'
@@ -309,7 +310,7 @@ export function planFor(tool: AnyTool): ToolPlan {
     const outputJson =
       tool.output === undefined
         ? undefined
-        : (usable?.output ?? jsonSchemaOf(outputOf() as z.ZodObject, 'output'))
+        : (usable?.output ?? listedBudget(tool, jsonSchemaOf(outputOf() as z.ZodObject, 'output')))
     if (!usable)
       schemaCache?.set(tool.name, { input: inputJson, ...(outputJson ? { output: outputJson } : {}) })
     const title = listedTitle(tool.name, tool.title)
@@ -342,6 +343,20 @@ export function planFor(tool: AnyTool): ToolPlan {
   return plan
 }
 
+/**
+ * A tool that cuts (`...budgetOutput` in its output) does not list `budget`: its shape is the same on
+ * every tool (docs/observability.md, "Budgets"), the cut is also said in the text, the server checks
+ * the member on every result, and a listed schema without `additionalProperties: false` admits it.
+ * Listing it would cost ≈ 7 tokens a tool (≈ 30 spelled out) in every conversation.
+ */
+function listedBudget(tool: AnyTool, json: Record<string, unknown>): Record<string, unknown> {
+  const properties = json.properties
+  if ((tool.output as Record<string, unknown>).budget !== budgetOutput.budget || !isNode(properties))
+    return json
+  const { budget: _unlisted, ...listed } = properties
+  return { ...json, properties: listed }
+}
+
 /** Formats zod issues as `field: problem` items the model can act on. */
 export function describeIssues(error: z.ZodError): {
   text: string
@@ -357,6 +372,8 @@ export function describeIssues(error: z.ZodError): {
 
 /** Applies toolsets, read-only and allow/deny lists. Throws a {@link ConfigError} (exit 2) on unknown tool names in the lists. */
 export function selectTools<D, C>(spec: ServerSpec<D, C>, config: ParsedConfig<C>): AnyTool<D>[] {
+  // The process's tools and their budgets are settled together: `max_tokens` is bounded by the cap.
+  useAnswerCap(config.observe?.maxAnswerTokens)
   const all = typeof spec.tools === 'function' ? spec.tools(config) : spec.tools
   const names = new Set(all.map((tool) => tool.name))
   for (const [flag, asked] of [

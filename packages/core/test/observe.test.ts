@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { parseConfig } from '../src/config.js'
 import { Counter, Histogram, Registry } from '../src/observe/metrics.js'
 import { memoryRateLimiter } from '../src/observe/rate-limit.js'
-import { parseRate } from '../src/observe-config.js'
+import { observing, parseRate } from '../src/observe-config.js'
 
 const source = { name: 'x', description: 'x', version: '1.0.0' }
 const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(source, argv, env)
@@ -29,7 +29,16 @@ describe('operations flags', () => {
       rateLimit: undefined,
       rateLimitBurst: undefined,
       writeRateLimit: undefined,
+      maxAnswerTokens: 25_000,
     })
+  })
+
+  it('take the answer cap from --max-answer-tokens or MCP_MAX_ANSWER_TOKENS, without switching observing on', () => {
+    const fromFlag = parse(['--max-answer-tokens', '4000'])
+    expect(fromFlag.kind === 'config' && fromFlag.config.observe.maxAnswerTokens).toBe(4000)
+    const fromEnv = parse([], { MCP_MAX_ANSWER_TOKENS: '9000' })
+    expect(fromEnv.kind === 'config' && fromEnv.config.observe.maxAnswerTokens).toBe(9000)
+    expect(fromEnv.kind === 'config' && observing(fromEnv.config.observe)).toBe(false)
   })
 
   it('take the standard OpenTelemetry variable and flags', () => {

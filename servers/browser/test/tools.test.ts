@@ -165,6 +165,21 @@ describe('navigation and snapshots', () => {
     expect(part.text).not.toContain('Row 1')
   })
 
+  it('reports a cut snapshot in structuredContent.budget with the cursor that continues it', async () => {
+    const { tab } = await open('/large?n=600')
+    const first = await call(connection, 'snapshot', { tab, max_tokens: 500 })
+    const budget = (first.structured as { budget: { cut: boolean; cursor: string; shown: number } }).budget
+    expect(budget).toMatchObject({ cut: true })
+    expect(budget.shown).toBeGreaterThan(1)
+    expect(first.text).toContain('[Snapshot cut at 2000 characters.')
+    expect(first.text).toContain(`cursor="${budget.cursor}"`)
+    const next = await call(connection, 'snapshot', { tab, max_tokens: 500, cursor: budget.cursor })
+    expect(next.isError).toBe(false)
+    expect(next.text).not.toContain('h1 "Large page"')
+    expect(first.text).toContain('Row 1')
+    expect(next.text).not.toContain('"Row 1 ')
+  })
+
   it('gives a page that never finishes loading a timeout error and leaves the tab usable', async () => {
     const created = await call(connection, 'new_tab')
     const tab = created.structured?.tab as string
@@ -495,15 +510,18 @@ describe('tabs, console and network', () => {
     const { tab } = await open('/noisy')
     const first = await until(
       () => call(connection, 'console_messages', { tab, max_tokens: 100 }),
-      (result) => result.text.includes('more. More: console_messages'),
+      (result) => result.text.includes('[cut at 100 tokens:'),
     )
     expect(first.text).toContain('noisy line 0 ')
     expect(first.text).not.toContain('noisy line 9 ')
-    const cursor = /cursor="(\d+)"/.exec(first.text)?.[1]
-    expect(Number(cursor)).toBeGreaterThan(1)
+    const { cursor, shown } = (first.structured as { budget: { cursor: string; shown: number } }).budget
+    expect(first.text).toContain(`continue with cursor "${cursor}"`)
+    expect(shown).toBeGreaterThan(1)
     const next = await call(connection, 'console_messages', { tab, max_tokens: 100, cursor })
-    expect(next.text).toContain(`noisy line ${cursor} `)
+    expect(next.text).toContain(`noisy line ${shown} `)
     expect(next.text).not.toContain('noisy line 0 ')
+    const foreign = await call(connection, 'console_messages', { tab, level: 'error', cursor })
+    expect(foreign.text).toMatch(/^invalid_argument: The cursor was altered/)
   })
 
   it('lists network requests with method, status and type', async () => {

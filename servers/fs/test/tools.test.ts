@@ -65,7 +65,8 @@ describe('read_text_file', () => {
   it('stops at 192 KiB with a notice, and continues from the line it names', async () => {
     const lines = Array.from({ length: 40_000 }, (_, index) => `line ${index + 1} ${'x'.repeat(10)}`)
     const content = `${lines.join('\n')}\n`
-    const { connection } = await project({ 'big.txt': content })
+    // The operator's answer cap (25,000 tokens by default) would cut first: raise it past 192 KiB.
+    const { connection } = await project({ 'big.txt': content }, ['--max-answer-tokens', '60000'])
     const notice =
       /\n\[truncated at 192 KiB: lines (\d+)-(\d+) of a [\d.]+ KiB file shown; continue with start_line=(\d+)\]$/
     let read = ''

@@ -31,11 +31,12 @@ describe('contract', () => {
   // use which, they list ≈ 202 (from 483, then 230). The five DBA tools (and `database` on every
   // tool) keep the average at ≈ 206; the portable form of the parameter list (anyOf branches of
   // one type each, for clients that take no type arrays) and the advertised minimum of row counts
-  // bring it to ≈ 212. This guards the figure reached.
-  it('keeps the full catalogue within 213 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
+  // bring it to ≈ 212. Answer budgets (`max_tokens` on query and list_tables, query's `cursor`, and
+  // `budget` in their output) add ≈ 3.6, to ≈ 216. This guards the figure reached.
+  it('keeps the full catalogue within 217 tokens a tool (bytes of the tools/list result ÷ 4)', async () => {
     const { tools } = await (await client()).listTools()
     expect(tools).toHaveLength(10)
-    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(213)
+    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(217)
   })
 
   it('marks every tool read-only and closed-world', async () => {

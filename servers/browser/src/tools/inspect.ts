@@ -1,18 +1,15 @@
-import { ToolError, z } from '@keel-mcp/core'
+import { budgetOutput, openBudget, ToolError, withMarker, z } from '@keel-mcp/core'
 import {
   act,
   browse,
-  capOf,
   defineTool,
   fullSnapshot,
   listCursorArgument,
-  listOffset,
   maxTokensArgument,
   onTab,
   pageOutput,
   tabArgument,
   untrusted,
-  withinBudget,
 } from './shared.js'
 
 const LEVELS = ['error', 'warn', 'info', 'log', 'debug'] as const
@@ -38,21 +35,22 @@ export const consoleMessages = defineTool({
     cursor: listCursorArgument,
     tab: tabArgument,
   },
-  output: { tab: z.string(), count: z.number() },
+  output: { tab: z.string(), count: z.number(), ...budgetOutput },
   annotations: { ...browse, idempotentHint: true },
-  async run({ level, max_tokens, cursor, tab: tabId }, context) {
-    const cap = capOf(context.deps.settings, max_tokens)
+  async run(args, context) {
+    const { level, tab: tabId } = args
+    const budget = openBudget('console_messages', args)
     const minimum = LEVELS.indexOf(level)
     return onTab(context, tabId, async (tab) => {
       const entries = tab.console.filter((entry) => LEVELS.indexOf(levelOf(entry.level)) <= minimum)
       const lines = entries.map(
         (entry) => `[${levelOf(entry.level)}] ${entry.text}${entry.location ? ` (${entry.location})` : ''}`,
       )
-      const { shown, notice } = withinBudget(lines, listOffset(cursor), cap, 'console_messages')
+      const page = budget.items(lines, (line) => line, { noun: 'messages' })
       return {
-        data: { tab: tab.id, count: entries.length },
-        text: shown.length
-          ? `${untrusted(shown.join('\n'))}${notice}`
+        data: { tab: tab.id, count: entries.length, ...(page.cut ? { budget: page.cut } : {}) },
+        text: page.lines.length
+          ? withMarker(untrusted(page.text), page.marker)
           : `No console messages at ${level} or above.`,
       }
     })
@@ -69,20 +67,21 @@ export const networkRequests = defineTool({
     cursor: listCursorArgument,
     tab: tabArgument,
   },
-  output: { tab: z.string(), count: z.number() },
+  output: { tab: z.string(), count: z.number(), ...budgetOutput },
   annotations: { ...browse, idempotentHint: true },
-  async run({ failed_only, max_tokens, cursor, tab: tabId }, context) {
-    const cap = capOf(context.deps.settings, max_tokens)
+  async run(args, context) {
+    const { failed_only, tab: tabId } = args
+    const budget = openBudget('network_requests', args)
     return onTab(context, tabId, async (tab) => {
       const entries = tab.network.filter((entry) => !failed_only || entry.failed)
       const lines = entries.map(
         (entry) =>
           `[${entry.id}] ${entry.method} ${entry.url} ${entry.failed ? `failed: ${entry.failed}` : (entry.status ?? '')} ${entry.type}${entry.size !== undefined ? ` ${entry.size}B` : ''}`,
       )
-      const { shown, notice } = withinBudget(lines, listOffset(cursor), cap, 'network_requests')
+      const page = budget.items(lines, (line) => line, { noun: 'requests' })
       return {
-        data: { tab: tab.id, count: entries.length },
-        text: shown.length ? `${untrusted(shown.join('\n'))}${notice}` : 'No requests recorded.',
+        data: { tab: tab.id, count: entries.length, ...(page.cut ? { budget: page.cut } : {}) },
+        text: page.lines.length ? withMarker(untrusted(page.text), page.marker) : 'No requests recorded.',
       }
     })
   },

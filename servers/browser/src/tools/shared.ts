@@ -1,5 +1,8 @@
 import {
+  type BudgetCut,
+  charsFor,
   handleArgument,
+  maxTokensArgument,
   nodeCrypto,
   type Shape,
   type ToolContext,
@@ -87,52 +90,21 @@ export function outputDirOf(settings: BrowserSettings): string {
   return settings.outputDir
 }
 
-/** A per-answer budget: a longer answer is cut with a cursor to continue. */
-export const maxTokensArgument = z.number().int().optional().describe('Budget')
+/**
+ * A per-answer budget (core's `max_tokens`): a longer answer is cut with a cursor to continue. It
+ * parses to the budget in effect, bounded by the operator's `--max-answer-tokens`.
+ */
+export { maxTokensArgument }
 
-/** Continues a cut list answer (console, network): the index of the next entry. */
-export const listCursorArgument = z.string().max(8).optional().describe('From a cut answer')
-
-/** The entry index a list cursor names, or an error that says what a cursor is. */
-export function listOffset(cursor: string | undefined): number {
-  if (cursor === undefined) return 0
-  if (!/^\d{1,6}$/.test(cursor))
-    throw new ToolError('invalid_argument', `Not a cursor: ${JSON.stringify(cursor)}`, {
-      hint: 'Pass the cursor a cut answer gave.',
-    })
-  return Number(cursor)
-}
+/** Continues a cut list answer (console, network): core's budget cursor. */
+export const listCursorArgument = z.string().max(200).optional().describe('From a cut answer')
 
 /**
- * Lines from `offset` that fit in `cap` characters (at least one), and the notice that says how
- * to continue when some are left.
+ * The character cap of an answer: the server's `--snapshot-max-chars`, lowered by the caller's
+ * token budget (core's estimate: 4 characters a token).
  */
-export function withinBudget(
-  lines: string[],
-  offset: number,
-  cap: number,
-  tool: string,
-): { shown: string[]; notice: string } {
-  const shown: string[] = []
-  let size = 0
-  for (const line of lines.slice(offset)) {
-    if (shown.length && size + line.length + 1 > cap) break
-    shown.push(line)
-    size += line.length + 1
-  }
-  const next = offset + shown.length
-  const notice =
-    next < lines.length
-      ? `\n[Cut at ${cap} characters: ${lines.length - next} more. More: ${tool} with cursor="${next}".]`
-      : ''
-  return { shown, notice }
-}
-
-/** The character cap of an answer: the server's cap, lowered by the caller's token budget. */
-export function capOf(settings: BrowserSettings, maxTokens: number | undefined): number {
-  return maxTokens === undefined
-    ? settings.snapshotMaxChars
-    : Math.min(settings.snapshotMaxChars, maxTokens * 4)
+export function capOf(settings: BrowserSettings, maxTokens: number): number {
+  return Math.min(settings.snapshotMaxChars, charsFor(maxTokens))
 }
 
 /** The structured result of every tool that leaves the model on a page. */
@@ -248,7 +220,7 @@ export async function fullSnapshot(
     maxChars?: number | undefined
     boxes?: boolean | undefined
   } = {},
-): Promise<{ data: { tab: string; url: string }; text: string }> {
+): Promise<{ data: { tab: string; url: string }; text: string; cut?: BudgetCut }> {
   if (tab.dialog) {
     const info = pageInfo(tab)
     return { data: info, text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
@@ -262,6 +234,8 @@ export async function fullSnapshot(
   return {
     data: info,
     text: `Tab ${tab.id}\n${untrusted(`url: ${info.url}\ntitle: ${JSON.stringify(title)}\n${snapshot.text}`)}`,
+    // A cut snapshot's report for `structuredContent.budget`: its own cursor, which names the node.
+    ...(snapshot.cursor ? { cut: { cut: true, cursor: snapshot.cursor, shown: snapshot.lines.length } } : {}),
   }
 }
 

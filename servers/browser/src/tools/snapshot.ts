@@ -1,4 +1,4 @@
-import { z } from '@keel-mcp/core'
+import { budgetOutput, z } from '@keel-mcp/core'
 import { writeOutput } from '../lib/output.js'
 import { takeSnapshot } from '../lib/page-tree.js'
 import {
@@ -32,7 +32,7 @@ export const snapshot = defineTool({
     to_file: toFileArgument,
     tab: tabArgument,
   },
-  output: pageOutput,
+  output: { ...pageOutput, ...budgetOutput },
   annotations: browse,
   async run({ ref, depth, cursor, max_tokens, boxes, to_file, tab: tabId }, context) {
     const { settings } = context.deps
@@ -47,8 +47,15 @@ export const snapshot = defineTool({
         }
       })
     }
-    return onTab(context, tabId, (tab) =>
-      fullSnapshot(tab, settings, { ref, depth, cursor, boxes, maxChars: capOf(settings, max_tokens) }),
-    )
+    return onTab(context, tabId, async (tab) => {
+      const answer = await fullSnapshot(tab, settings, {
+        ref,
+        depth,
+        cursor,
+        boxes,
+        maxChars: capOf(settings, max_tokens),
+      })
+      return { data: { ...answer.data, ...(answer.cut ? { budget: answer.cut } : {}) }, text: answer.text }
+    })
   },
 })

@@ -1,7 +1,8 @@
-import { z } from '@keel-mcp/core'
+import { budgetOutput, maxTokensArgument, openBudget, withMarker, z } from '@keel-mcp/core'
 import { directoryTree } from '../lib/index.js'
 import {
   count,
+  cursorArgument,
   defineTool,
   displayPath,
   gitignoreArgument,
@@ -17,18 +18,23 @@ import {
 export const directoryTreeTool = defineTool({
   name: 'directory_tree',
   title: 'Directory tree',
-  description: 'Recursive tree of a directory (name/ directory, name@ symlink).',
+  description: 'Recursive tree (name/ directory, name@ symlink).',
   input: {
     path: searchRoot,
     max_depth: count().optional().describe('1: no recursion'),
     exclude: globsArgument('Exclude'),
     gitignore: gitignoreArgument,
     max_entries: pageSize(5000, 500).describe('Max entries'),
+    cursor: cursorArgument,
+    max_tokens: maxTokensArgument,
   },
   // The tree itself is the text only: a structured copy would send it twice.
-  output: { shown: z.number().int(), total: z.number().int(), truncated: z.boolean() },
+  output: { shown: z.number().int(), total: z.number().int(), truncated: z.boolean(), ...budgetOutput },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-  async run({ path, max_depth, exclude, gitignore, max_entries }, context) {
+  async run(args, context) {
+    const { path, max_depth, exclude, gitignore, max_entries } = args
+    // A cut continues in the same tree text (walked again), past the characters shown.
+    const budget = openBudget('directory_tree', args)
     const guard = await guardOf(context)
     const root = await guard.resolveSafe(path)
     const tree = await directoryTree(root, {
@@ -40,6 +46,9 @@ export const directoryTreeTool = defineTool({
       signal: context.signal,
       fileSystem: context.deps.walkFileSystem,
     })
+    const data = { shown: tree.shownEntries, total: tree.totalEntries, truncated: tree.truncated }
+    const part = budget.text(tree.text)
+    if (part.cut) return { data: { ...data, budget: part.cut }, text: withMarker(part.text, part.marker) }
     const notices: string[] = []
     if (tree.truncated) {
       const levels = tree.shownDepth
@@ -54,8 +63,8 @@ export const directoryTreeTool = defineTool({
       notices.push('[the walk stopped at its entry limit: narrow the path or exclude more]')
     notices.push(skippedNotice(tree.problems, displayPath(guard, root.path)))
     return {
-      data: { shown: tree.shownEntries, total: tree.totalEntries, truncated: tree.truncated },
-      text: withNotices(tree.text === '' ? '[empty directory]' : tree.text, ...notices),
+      data,
+      text: withNotices(tree.text === '' ? '[empty directory]' : part.text, ...notices),
     }
   },
 })

@@ -12,7 +12,7 @@ export const editFileTool = defineTool({
   name: 'edit_file',
   title: 'Edit file',
   description:
-    'Replace text: edits in order, all or none, lenient on line endings and indentation. A miss shows the nearest text.',
+    'Replace text: edits in order, all or none; lenient on line endings, indentation. A miss shows the nearest text.',
   input: {
     path: pathArgument,
     edits: z

@@ -6,7 +6,7 @@ import { defineTool, formatBytes, guardOf, limits, pathArgument } from './shared
 export const readMediaFileTool = defineTool({
   name: 'read_media_file',
   title: 'Read media file',
-  description: `An image or audio file (up to ${formatBytes(limits.mediaBytes)}) as media, other binaries as a resource.`,
+  description: `Image or audio (up to ${formatBytes(limits.mediaBytes)}) as media; other files as a resource.`,
   input: { path: pathArgument },
   output: { mimeType: z.string(), bytes: z.number().int() },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },

@@ -1,6 +1,15 @@
-import { ToolError, z } from '@keel-mcp/core'
+import { budgetOutput, maxTokensArgument, openBudget, ToolError, withMarker, z } from '@keel-mcp/core'
 import { readTextFile } from '../lib/index.js'
-import { count, defineTool, formatBytes, guardOf, limits, pathArgument, withNotices } from './shared.js'
+import {
+  count,
+  cursorArgument,
+  defineTool,
+  formatBytes,
+  guardOf,
+  limits,
+  pathArgument,
+  withNotices,
+} from './shared.js'
 
 const cap = formatBytes(limits.textBytes)
 // The description says what the line arguments mean; their own texts only name them. Line numbers list
@@ -11,18 +20,28 @@ const lineCount = (what: string) => count().optional().describe(what)
 export const readTextFileTool = defineTool({
   name: 'read_text_file',
   title: 'Read text file',
-  description: `A text file, whole or by lines (head, tail, start_line to end_line), up to ${cap}; says where to resume.`,
+  description: 'A text file, whole or by lines (head, tail, start_line to end_line); says where to resume.',
   input: {
     path: pathArgument,
     head: lineCount('Head'),
     tail: lineCount('Tail'),
     start_line: lineNumber('Start line'),
     end_line: lineNumber('End line'),
+    cursor: cursorArgument,
+    max_tokens: maxTokensArgument,
   },
   // The text itself is the content block only: a structured copy would send it twice.
-  output: { lines: z.number().int(), truncated: z.boolean(), nextLine: z.number().int().optional() },
+  output: {
+    lines: z.number().int(),
+    truncated: z.boolean(),
+    nextLine: z.number().int().optional(),
+    ...budgetOutput,
+  },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-  async run({ path, head, tail, start_line, end_line }, context) {
+  async run(args, context) {
+    const { path, head, tail, start_line, end_line } = args
+    // A cut continues in the same text (the same lines read again), past the characters shown.
+    const budget = openBudget('read_text_file', args)
     const ranged = start_line !== undefined || end_line !== undefined
     if (Number(head !== undefined) + Number(tail !== undefined) + Number(ranged) > 1) {
       throw new ToolError('invalid_argument', 'Give only one of head, tail, or start_line/end_line.')
@@ -55,6 +74,8 @@ export const readTextFileTool = defineTool({
       ...(result.nextLine === undefined ? {} : { nextLine: result.nextLine }),
     }
     if (result.text === '' && !notice) return { data, text: '[empty file]' }
-    return { data, text: withNotices(result.text, notice) }
+    const part = budget.text(result.text)
+    if (part.cut) return { data: { ...data, budget: part.cut }, text: withMarker(part.text, part.marker) }
+    return { data, text: withNotices(part.text, notice) }
   },
 })

@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises'
-import { z } from '@keel-mcp/core'
+import { budgetOutput, maxTokensArgument, openBudget, withMarker, z } from '@keel-mcp/core'
 import { searchContent } from '../lib/index.js'
 import {
   count,
@@ -26,7 +26,7 @@ export const searchContentTool = defineTool({
   description: 'Text in files, like grep -rn (binaries skipped). File names: search_files.',
   input: {
     pattern: z.string().describe('Text, or JS regex if regex'),
-    path: z.string().default('.').describe('Directory or file'),
+    path: z.string().default('.').describe('Path'),
     regex: flag('Regex'),
     case_sensitive: z.boolean().default(true).describe('Case sensitive'),
     include: globsArgument('Globs'),
@@ -35,17 +35,20 @@ export const searchContentTool = defineTool({
     context: count(0).max(20).optional().describe('Lines around matches'),
     max_matches: pageSize(500, 100).describe('Max matches'),
     cursor: cursorArgument,
+    max_tokens: maxTokensArgument,
   },
   output: {
     matches: items(),
     filesSearched: z.number().int(),
     nextCursor: z.string().optional(),
     skipped: skippedShape,
+    ...budgetOutput,
   },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   // A slow query or a search of a large tree can run as an MCP task: the client polls for it.
   taskSupport: 'optional',
   async run(args, context) {
+    const budget = openBudget('search_content', args, { upstream: true })
     const guard = await guardOf(context)
     const root = await guard.resolveSafe(args.path)
     const result = await searchContent(root, args.pattern, {
@@ -58,7 +61,7 @@ export const searchContentTool = defineTool({
       contextAfter: args.context ?? 0,
       maxMatches: args.max_matches,
       maxBytes: limits.matchBytes,
-      cursor: args.cursor,
+      cursor: budget.start.upstream,
       signal: context.signal,
       fileSystem: context.deps.walkFileSystem,
     })
@@ -66,28 +69,35 @@ export const searchContentTool = defineTool({
     const base = displayPath(guard, root.path)
     const searchedFile = (await stat(root.path)).isFile()
     const shown = (relative: string) => (searchedFile ? base : displayJoin(base, relative))
-    const matches = result.matches.map((match) => ({
+    const found = result.matches.map((match) => ({
       path: shown(match.path),
       line: match.line,
       text: match.text,
       ...(match.before.length ? { before: match.before } : {}),
       ...(match.after.length ? { after: match.after } : {}),
     }))
-    const lines: string[] = []
-    for (const match of matches) {
-      if (args.context && lines.length) lines.push('--')
-      const first = match.line - (match.before?.length ?? 0)
-      match.before?.forEach((line, offset) => {
-        lines.push(`${match.path}-${first + offset}-${line}`)
-      })
-      lines.push(`${match.path}:${match.line}:${match.text}`)
-      match.after?.forEach((line, offset) => {
-        lines.push(`${match.path}-${match.line + 1 + offset}-${line}`)
-      })
-    }
+    // One item of the budget per match, with its context lines: a cut never splits a match.
+    const page = budget.items(
+      found,
+      (match) => {
+        const lines: string[] = []
+        const first = match.line - (match.before?.length ?? 0)
+        match.before?.forEach((line, offset) => {
+          lines.push(`${match.path}-${first + offset}-${line}`)
+        })
+        lines.push(`${match.path}:${match.line}:${match.text}`)
+        match.after?.forEach((line, offset) => {
+          lines.push(`${match.path}-${match.line + 1 + offset}-${line}`)
+        })
+        return lines.join('\n')
+      },
+      { noun: 'matches' },
+    )
+    const matches = page.shown
+    const text = page.lines.join((args.context ?? 0) > 0 ? '\n--\n' : '\n')
+    const nextCursor = page.cut ? undefined : result.nextCursor
     const notices: string[] = []
-    if (result.nextCursor)
-      notices.push(`[${matches.length} matches on this page; more: cursor "${result.nextCursor}"]`)
+    if (nextCursor) notices.push(`[${matches.length} matches on this page; more: cursor "${nextCursor}"]`)
     if (result.skipped.tooLarge) notices.push(`[skipped ${result.skipped.tooLarge} files over 10 MiB]`)
     if (result.longLinesTruncated)
       notices.push(
@@ -101,10 +111,11 @@ export const searchContentTool = defineTool({
       data: {
         matches,
         filesSearched: result.filesSearched,
-        ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}),
+        ...(nextCursor ? { nextCursor } : {}),
         ...skippedOf(result.problems),
+        ...(page.cut ? { budget: page.cut } : {}),
       },
-      text: withNotices(lines.length ? lines.join('\n') : none, ...notices),
+      text: withNotices(withMarker(matches.length ? text : none, page.marker), ...notices),
     }
   },
 })

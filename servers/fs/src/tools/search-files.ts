@@ -1,4 +1,4 @@
-import { z } from '@keel-mcp/core'
+import { budgetOutput, maxTokensArgument, openBudget, withMarker, z } from '@keel-mcp/core'
 import { searchFiles } from '../lib/index.js'
 import {
   cursorArgument,
@@ -20,8 +20,7 @@ import {
 export const searchFilesTool = defineTool({
   name: 'search_files',
   title: 'Search files',
-  description:
-    "Files and directories by glob ('*.ts' at any depth, 'src/**/*.ts' by path). Text: search_content.",
+  description: "Paths by glob ('*.ts' at any depth, 'src/**/*.ts' by path). Text: search_content.",
   input: {
     path: searchRoot,
     pattern: z.string().refine(nonEmpty, 'must not be empty').describe('Pattern'),
@@ -30,15 +29,19 @@ export const searchFilesTool = defineTool({
     case_sensitive: z.boolean().default(true).describe('Case sensitive'),
     limit: pageSize(500, 200).describe('Limit'),
     cursor: cursorArgument,
+    max_tokens: maxTokensArgument,
   },
   output: {
     paths: z.array(z.string()),
     total: z.number().int(),
     nextCursor: z.string().optional(),
     skipped: skippedShape,
+    ...budgetOutput,
   },
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-  async run({ path, pattern, exclude, gitignore, case_sensitive, limit, cursor }, context) {
+  async run(args, context) {
+    const { path, pattern, exclude, gitignore, case_sensitive, limit } = args
+    const budget = openBudget('search_files', args, { upstream: true })
     const guard = await guardOf(context)
     const root = await guard.resolveSafe(path)
     const result = await searchFiles(root, pattern, {
@@ -46,15 +49,20 @@ export const searchFilesTool = defineTool({
       respectGitignore: gitignore,
       caseSensitive: case_sensitive,
       limit,
-      cursor,
+      cursor: budget.start.upstream,
       signal: context.signal,
       fileSystem: context.deps.walkFileSystem,
     })
     const base = displayPath(guard, root.path)
-    const paths = result.paths.map((entry) => displayJoin(base, entry))
+    const page = budget.items(
+      result.paths.map((entry) => displayJoin(base, entry)),
+      (entry) => entry,
+      { noun: 'paths' },
+    )
+    const paths = page.shown
+    const nextCursor = page.cut ? undefined : result.nextCursor
     const notices: string[] = []
-    if (result.nextCursor)
-      notices.push(`[${paths.length} of ${result.total} matches; more: cursor "${result.nextCursor}"]`)
+    if (nextCursor) notices.push(`[${paths.length} of ${result.total} matches; more: cursor "${nextCursor}"]`)
     if (result.scanLimited) notices.push('[the walk stopped at its entry limit: some matches may be missing]')
     notices.push(skippedNotice(result.problems, base))
     const none = gitignore
@@ -64,10 +72,11 @@ export const searchFilesTool = defineTool({
       data: {
         paths,
         total: result.total,
-        ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}),
+        ...(nextCursor ? { nextCursor } : {}),
         ...skippedOf(result.problems),
+        ...(page.cut ? { budget: page.cut } : {}),
       },
-      text: withNotices(paths.length ? paths.join('\n') : none, ...notices),
+      text: withNotices(withMarker(paths.length ? page.text : none, page.marker), ...notices),
     }
   },
 })

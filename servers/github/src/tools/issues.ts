@@ -1,6 +1,7 @@
-import { z } from '@keel-mcp/core'
+import { budgetOutput, openBudget, z } from '@keel-mcp/core'
 import { answeredBy, clean, type RepositoryRef, WITHHELD } from '../lib/index.js'
 import {
+  budgetInput,
   cap,
   defineTool,
   entry,
@@ -8,6 +9,7 @@ import {
   github,
   list,
   listed,
+  listedWithin,
   login,
   more,
   number,
@@ -97,10 +99,21 @@ export const listIssues = defineTool({
     since: z.string().optional().describe('ISO 8601'),
     page,
     per_page: perPage,
+    ...budgetInput,
   },
-  output: { issues: list(), ...more },
+  output: { issues: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ repo: { owner, repo }, state, labels, sort, since, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const {
+      repo: { owner, repo },
+      state,
+      labels,
+      sort,
+      since,
+      page,
+      per_page,
+    } = args
+    const budget = openBudget('list_issues', args)
     const client = await github(deps, auth)
     const response = await client.octokit.rest.issues.listForRepo({
       owner,
@@ -117,7 +130,12 @@ export const listIssues = defineTool({
     const issues = await Promise.all(
       response.data.map((issue) => formatIssue(deps, client, { owner, repo }, issue, signal, false)),
     )
-    return listed({ issues, ...pageInfo(response.headers) }, { untrusted: true, page })
+    return listedWithin(
+      budget,
+      'issues',
+      { issues, ...pageInfo(response.headers) },
+      { untrusted: true, page },
+    )
   },
 })
 
@@ -144,14 +162,17 @@ export const searchIssues = defineTool({
   title: 'Search issues',
   description: 'Search issues and PRs ("repo:o/r is:open crash").',
   toolset,
-  input: { query: query.describe('Query'), page, per_page: perPage },
+  input: { query: query.describe('Query'), page, per_page: perPage, ...budgetInput },
   output: {
     total: z.number().int(),
     issues: list(),
     ...more,
+    ...budgetOutput,
   },
   annotations: read,
-  async run({ query, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const { query, page, per_page } = args
+    const budget = openBudget('search_issues', args)
     const client = await github(deps, auth)
     const response = await client.octokit.rest.search.issuesAndPullRequests({
       q: query,
@@ -168,7 +189,9 @@ export const searchIssues = defineTool({
         }
       }),
     )
-    return listed(
+    return listedWithin(
+      budget,
+      'issues',
       { total: response.data.total_count, issues, ...pageInfo(response.headers) },
       { untrusted: true, page },
     )
@@ -265,10 +288,17 @@ export const listIssueComments = defineTool({
   title: 'List comments',
   description: 'Comments of an issue or PR, oldest first.',
   toolset,
-  input: { repo, issue_number: issueNumber, page, per_page: perPage },
-  output: { comments: list(), ...more },
+  input: { repo, issue_number: issueNumber, page, per_page: perPage, ...budgetInput },
+  output: { comments: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ repo: { owner, repo }, issue_number, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const {
+      repo: { owner, repo },
+      issue_number,
+      page,
+      per_page,
+    } = args
+    const budget = openBudget('list_issue_comments', args)
     const client = await github(deps, auth)
     const response = await client.octokit.rest.issues.listComments({
       owner,
@@ -296,6 +326,11 @@ export const listIssueComments = defineTool({
         ),
       })),
     )
-    return listed({ comments, ...pageInfo(response.headers) }, { untrusted: true, page })
+    return listedWithin(
+      budget,
+      'comments',
+      { comments, ...pageInfo(response.headers) },
+      { untrusted: true, page },
+    )
   },
 })

@@ -1,4 +1,4 @@
-import { type ContentBlock, ToolError, z } from '@keel-mcp/core'
+import { boundBytes, type ContentBlock, ToolError, z } from '@keel-mcp/core'
 import { clean, type DiffFile, pageDiff, parseDiff } from '../lib/index.js'
 import { defineTool, github, list, number, read, repo, signalOf, UNTRUSTED } from './shared.js'
 
@@ -66,7 +66,9 @@ export const getPullRequestDiff = defineTool({
     nextCursor: z.string().optional(),
   },
   annotations: read,
-  async run({ repo: { owner, repo }, pull_number, file, cursor, max_bytes }, { deps, auth, signal }) {
+  async run({ repo: { owner, repo }, pull_number, file, cursor, max_bytes: asked }, { deps, auth, signal }) {
+    // Bounded by the operator's answer cap (--max-answer-tokens, 4 bytes a token).
+    const max_bytes = boundBytes(asked, DEFAULT_BYTES)
     const { octokit } = await github(deps, auth)
     const [{ data: pull }, all] = await Promise.all([
       octokit.rest.pulls.get({ owner, repo, pull_number, ...signalOf(signal) }),

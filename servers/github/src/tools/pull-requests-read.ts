@@ -1,12 +1,14 @@
-import { z } from '@keel-mcp/core'
+import { budgetOutput, openBudget, z } from '@keel-mcp/core'
 import { answeredBy, clean, WITHHELD } from '../lib/index.js'
 import {
+  budgetInput,
   cap,
   defineTool,
   entry,
   github,
   list,
   listed,
+  listedWithin,
   login,
   more,
   number,
@@ -35,10 +37,20 @@ export const listPullRequests = defineTool({
     base: z.string().optional().describe('Base branch'),
     page,
     per_page: perPage,
+    ...budgetInput,
   },
-  output: { pullRequests: list(), ...more },
+  output: { pullRequests: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ repo: { owner, repo }, state, head, base, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const {
+      repo: { owner, repo },
+      state,
+      head,
+      base,
+      page,
+      per_page,
+    } = args
+    const budget = openBudget('list_pull_requests', args)
     const client = await github(deps, auth)
     const response = await client.octokit.rest.pulls.list({
       owner,
@@ -73,7 +85,12 @@ export const listPullRequests = defineTool({
         url: pull.html_url,
       })),
     )
-    return listed({ pullRequests, ...pageInfo(response.headers) }, { untrusted: true, page })
+    return listedWithin(
+      budget,
+      'pullRequests',
+      { pullRequests, ...pageInfo(response.headers) },
+      { untrusted: true, page },
+    )
   },
 })
 
@@ -132,10 +149,19 @@ export const getPullRequestFiles = defineTool({
     include_patch: z.boolean().default(true).describe('Include patches'),
     page,
     per_page: perPage,
+    ...budgetInput,
   },
-  output: { files: list(), ...more },
+  output: { files: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ repo: { owner, repo }, pull_number, include_patch, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const {
+      repo: { owner, repo },
+      pull_number,
+      include_patch,
+      page,
+      per_page,
+    } = args
+    const budget = openBudget('get_pull_request_files', args)
     const { octokit } = await github(deps, auth)
     const response = await octokit.rest.pulls.listFiles({
       owner,
@@ -145,7 +171,9 @@ export const getPullRequestFiles = defineTool({
       per_page,
       ...signalOf(signal),
     })
-    return listed(
+    return listedWithin(
+      budget,
+      'files',
       {
         files: response.data.map((file) => ({
           path: file.filename,

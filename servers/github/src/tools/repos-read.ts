@@ -1,12 +1,14 @@
-import { z } from '@keel-mcp/core'
+import { boundBytes, budgetOutput, openBudget, z } from '@keel-mcp/core'
 import { clean, cleanRendered, sliceFile } from '../lib/index.js'
 import {
+  budgetInput,
   cap,
   defineTool,
   entry,
   github,
   list,
   listed,
+  listedWithin,
   login,
   more,
   page,
@@ -26,13 +28,17 @@ export const searchRepositories = defineTool({
   title: 'Search repos',
   description: 'Search repositories ("mcp language:go").',
   toolset,
-  input: { query: query.describe('Query'), page, per_page: perPage },
-  output: { total: z.number().int(), repositories: list(), ...more },
+  input: { query: query.describe('Query'), page, per_page: perPage, ...budgetInput },
+  output: { total: z.number().int(), repositories: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ query, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const { query, page, per_page } = args
+    const budget = openBudget('search_repositories', args)
     const { octokit } = await github(deps, auth)
     const response = await octokit.rest.search.repos({ q: query, page, per_page, ...signalOf(signal) })
-    return listed(
+    return listedWithin(
+      budget,
+      'repositories',
       {
         total: response.data.total_count,
         repositories: response.data.items.map((entry) => ({
@@ -148,7 +154,8 @@ export const getFileContents = defineTool({
       base64 = blob.data.content
     }
     const bytes = Buffer.from(base64, 'base64')
-    const slice = sliceFile(bytes, data.path, offset, max_bytes)
+    // max_bytes is bounded by the operator's answer cap (--max-answer-tokens, 4 bytes a token).
+    const slice = sliceFile(bytes, data.path, offset, boundBytes(max_bytes, DEFAULT_FILE_BYTES))
     const notices: string[] = []
     if (slice.binary) notices.push(`Binary file (${bytes.length} bytes): content not shown.`)
     else notices.push(`${bytes.length} bytes.`)
@@ -222,10 +229,20 @@ export const listCommits = defineTool({
     author: z.string().optional().describe('Login or email'),
     page,
     per_page: perPage,
+    ...budgetInput,
   },
-  output: { commits: list(), ...more },
+  output: { commits: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ repo: { owner, repo }, sha, path, author, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const {
+      repo: { owner, repo },
+      sha,
+      path,
+      author,
+      page,
+      per_page,
+    } = args
+    const budget = openBudget('list_commits', args)
     const { octokit } = await github(deps, auth)
     const response = await octokit.rest.repos.listCommits({
       owner,
@@ -237,7 +254,9 @@ export const listCommits = defineTool({
       ...(author ? { author } : {}),
       ...signalOf(signal),
     })
-    return listed(
+    return listedWithin(
+      budget,
+      'commits',
       { commits: response.data.map(commitLine), ...pageInfo(response.headers) },
       { untrusted: true, page },
     )
@@ -314,13 +333,17 @@ export const searchCode = defineTool({
   title: 'Search code',
   description: 'Search code ("foo repo:o/r"); returns paths for get_file_contents.',
   toolset,
-  input: { query: query.describe('Query'), page, per_page: perPage },
-  output: { total: z.number().int(), matches: list(), ...more },
+  input: { query: query.describe('Query'), page, per_page: perPage, ...budgetInput },
+  output: { total: z.number().int(), matches: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ query, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const { query, page, per_page } = args
+    const budget = openBudget('search_code', args)
     const { octokit } = await github(deps, auth)
     const response = await octokit.rest.search.code({ q: query, page, per_page, ...signalOf(signal) })
-    return listed(
+    return listedWithin(
+      budget,
+      'matches',
       {
         total: response.data.total_count,
         matches: response.data.items.map((entry) => ({

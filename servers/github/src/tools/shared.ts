@@ -1,4 +1,13 @@
-import { type RequestAuth, ToolError, toolFactory, z } from '@keel-mcp/core'
+import {
+  type Budget,
+  estimateTokens,
+  maxTokensArgument,
+  type RequestAuth,
+  ToolError,
+  toolFactory,
+  withMarker,
+  z,
+} from '@keel-mcp/core'
 import {
   clean,
   cleanRendered,
@@ -80,6 +89,29 @@ export function result<T extends Record<string, unknown>>(
   }
   if (options.notice) lines.push(options.notice)
   return { data, text: lines.join('\n') }
+}
+
+/** A list page's budget: `max_tokens`, and the cursor a cut page gives (it continues in the same page). */
+export const budgetInput = { cursor: z.string().optional().describe('Cursor'), max_tokens: maxTokensArgument }
+
+/**
+ * {@link listed}, with the items under `key` cut at the call's budget: a cut page shows the items that
+ * fit, says so, and its cursor (with the same page and other arguments) shows the rest of the page.
+ */
+export function listedWithin<T extends Record<string, unknown>>(
+  budget: Budget,
+  key: keyof T & string,
+  data: T,
+  options: { untrusted?: boolean; page?: number } = {},
+): { data: T; text: string } {
+  const items = data[key] as unknown[]
+  const frame = estimateTokens(JSON.stringify({ ...data, [key]: [] }))
+  const reserve = frame + (options.untrusted ? estimateTokens(UNTRUSTED) : 0)
+  const cut = budget.items(items, (item) => JSON.stringify(item), { noun: key, reserve })
+  if (!cut.cut) return listed({ ...data, [key]: cut.shown }, options)
+  // The marker line carries the cursor: the JSON line leaves `budget` out rather than say it twice.
+  const out = listed({ ...data, [key]: cut.shown }, { ...(options.untrusted ? { untrusted: true } : {}) })
+  return { data: { ...data, [key]: cut.shown, budget: cut.cut }, text: withMarker(out.text, cut.marker) }
 }
 
 /** The result of a write: its handle (id, number, url) as data and one line of JSON. */

@@ -1,4 +1,13 @@
-import { decodeCursor, encodeCursor, ToolError, z } from '@keel-mcp/core'
+import {
+  budgetOutput,
+  decodeCursor,
+  encodeCursor,
+  maxTokensArgument,
+  openBudget,
+  ToolError,
+  withMarker,
+  z,
+} from '@keel-mcp/core'
 import { databaseShape, defineTool, items, nonEmpty, readOnly, rowCount } from './shared.js'
 
 const kinds = ['table', 'view', 'materialized_view', 'foreign_table'] as const
@@ -18,14 +27,20 @@ export const listTables = defineTool({
     limit: rowCount(1000).default(100).describe('Limit'),
     cursor: z.string().optional().describe('Cursor'),
     database: databaseShape,
+    max_tokens: maxTokensArgument,
   },
   output: {
     tables: items(),
     total: z.number().int(),
     nextCursor: z.string().optional(),
+    ...budgetOutput,
   },
   annotations: readOnly,
-  async run({ schema, pattern, kinds: wanted, limit, cursor, database }, { deps, signal }) {
+  async run(args, { deps, signal }) {
+    const { schema, pattern, kinds: wanted, limit, database } = args
+    // A cut page continues from a budget cursor: this page's own cursor and the tables shown of it.
+    const budget = openBudget('list_tables', args, { upstream: true })
+    const cursor = budget.start.upstream
     // The cursor is bound to the filter: reusing it with other arguments is refused, not misread.
     const key = JSON.stringify([schema ?? null, pattern ?? null, wanted ?? null, database ?? null])
     let offset = 0
@@ -52,20 +67,31 @@ export const listTables = defineTool({
       offset,
       signal,
     })
-    const nextCursor = page.nextOffset === null ? undefined : encodeCursor({ offset: page.nextOffset, key })
-    const lines = page.tables.map((table) => {
-      const kind = table.kind === 'table' ? '' : ` [${table.kind.replace('_', ' ')}]`
-      const rows = table.estimatedRows === null ? '' : ` ~${table.estimatedRows} rows`
-      return `${table.schema}.${table.name}${kind}${rows}${table.comment ? ` — ${table.comment}` : ''}`
-    })
-    const shown = `${offset + 1}–${offset + page.tables.length} of ${page.total}`
-    const text = page.tables.length
-      ? `${lines.join('\n')}\n(${shown}${nextCursor ? `; more: cursor "${nextCursor}"` : ''})`
+    const cut = budget.items(
+      page.tables,
+      (table) => {
+        const kind = table.kind === 'table' ? '' : ` [${table.kind.replace('_', ' ')}]`
+        const rows = table.estimatedRows === null ? '' : ` ~${table.estimatedRows} rows`
+        return `${table.schema}.${table.name}${kind}${rows}${table.comment ? ` — ${table.comment}` : ''}`
+      },
+      { noun: 'tables' },
+    )
+    const nextCursor =
+      page.nextOffset === null || cut.cut ? undefined : encodeCursor({ offset: page.nextOffset, key })
+    const first = offset + budget.start.offset
+    const shown = `${first + 1}–${first + cut.shown.length} of ${page.total}`
+    const text = cut.shown.length
+      ? withMarker(`${cut.text}\n(${shown}${nextCursor ? `; more: cursor "${nextCursor}"` : ''})`, cut.marker)
       : page.total > 0
         ? `No tables on this page (${page.total} in total).`
         : 'No tables match.'
     return {
-      data: { tables: page.tables, total: page.total, ...(nextCursor ? { nextCursor } : {}) },
+      data: {
+        tables: cut.shown,
+        total: page.total,
+        ...(nextCursor ? { nextCursor } : {}),
+        ...(cut.cut ? { budget: cut.cut } : {}),
+      },
       text,
     }
   },

@@ -1,4 +1,14 @@
-import { z } from '@keel-mcp/core'
+import {
+  budgetOutput,
+  bytesFor,
+  estimateTokens,
+  maxTokensArgument,
+  nodeCrypto,
+  openBudget,
+  ToolError,
+  withMarker,
+  z,
+} from '@keel-mcp/core'
 import { HARD_MAX_ROWS } from '../config.js'
 import { withSql } from '../errors.js'
 import { formatCsv, formatTable, type JsonValue, toJsonValue } from '../lib/index.js'
@@ -63,6 +73,33 @@ function jsonRows(rows: unknown[][], budget: number): { rows: JsonValue[][]; com
   return { rows: rows as JsonValue[][], complete: true }
 }
 
+/** What a budget cursor carries of the rows shown before it: a cut continues only on the same rows. */
+function fingerprint(rows: readonly JsonValue[][]): string {
+  return nodeCrypto().createHash('sha256').update(JSON.stringify(rows)).digest('base64url').slice(0, 12)
+}
+
+type Render = typeof formatTable
+
+/**
+ * The rows from the start of `rows` whose text fits `tokens`: rendered within the bytes the budget
+ * allows, then narrowed while the estimate is over (text with many non-ASCII characters). At least one.
+ */
+function rowsWithin(
+  render: Render,
+  fields: Parameters<Render>[0]['fields'],
+  rows: JsonValue[][],
+  tokens: number,
+) {
+  let maxBytes = Math.min(QUERY_TEXT_MAX_BYTES, bytesFor(tokens))
+  for (;;) {
+    const rendered = render({ fields, rows }, { maxBytes, footer: false })
+    const estimate = estimateTokens(rendered.text)
+    if (rendered.shownRows === 0) return 1
+    if (estimate <= tokens) return rendered.shownRows
+    maxBytes = Math.floor((maxBytes * tokens) / estimate) - 1
+  }
+}
+
 export const query = defineTool({
   name: 'query',
   title: 'Run a read-only SQL query',
@@ -75,6 +112,8 @@ export const query = defineTool({
     max_rows: rowCount(HARD_MAX_ROWS).optional().describe('Default 200 (--max-rows)'),
     format: z.enum(['table', 'csv']).default('table').describe('Format'),
     database: databaseShape,
+    cursor: z.string().optional().describe('Cursor'),
+    max_tokens: maxTokensArgument,
   },
   output: {
     columns: items(),
@@ -84,11 +123,16 @@ export const query = defineTool({
     rowCount: z.number().int(),
     truncated: z.boolean(),
     truncatedBy: z.enum(['max_rows', 'size']).optional(),
+    ...budgetOutput,
   },
   annotations: readOnly,
   // A slow query or a search of a large tree can run as an MCP task: the client polls for it.
   taskSupport: 'optional',
-  async run({ sql, params, max_rows, format, database }, { deps, signal }) {
+  async run(args, { deps, signal }) {
+    const { sql, params, max_rows, format, database } = args
+    // A budget smaller than the text cap cuts the rows (text and structured); the cursor runs the
+    // statement again and continues after the rows shown, if they are still the first ones.
+    const budget = openBudget('query', args)
     const maxRows = max_rows ?? deps.maxRows
     const result = await withSql(sql, () =>
       deps.target(database).db.query(sql, params ?? [], { maxRows, signal }),
@@ -99,12 +143,50 @@ export const query = defineTool({
       : result.truncated
         ? 'max_rows'
         : undefined
-    const rows = structured.rows
+    let rows = structured.rows
+    const from = budget.start.offset
+    if (from > 0) {
+      if (from > rows.length || fingerprint(rows.slice(0, from)) !== budget.start.upstream)
+        throw new ToolError(
+          'conflict',
+          'The rows before the cursor are not the ones this run returns first',
+          {
+            hint: 'Give the statement an ORDER BY that decides the order, and run it again without cursor.',
+          },
+        )
+      rows = rows.slice(from)
+    }
     const render = format === 'csv' ? formatCsv : formatTable
+    let cut: ReturnType<typeof budget.cutAfter> | undefined
+    if (bytesFor(budget.tokens) < QUERY_TEXT_MAX_BYTES) {
+      // What the rows may take: the budget less the untrusted-data frame and the marker line.
+      const fit = rowsWithin(render, result.fields, rows, Math.max(1, budget.tokens - 60))
+      if (fit < rows.length) {
+        cut = budget.cutAfter({
+          shown: fit,
+          total: rows.length,
+          noun: 'rows',
+          upstream: fingerprint(structured.rows.slice(0, from + fit)),
+        })
+        rows = rows.slice(0, fit)
+      }
+    }
     const rendered = render(
       { fields: result.fields, rows },
       { maxBytes: QUERY_TEXT_MAX_BYTES, footer: false },
     )
+    if (cut) {
+      return {
+        data: {
+          columns: result.fields.map((field) => ({ name: field.name, type: field.type })),
+          rows,
+          rowCount: rows.length,
+          truncated: true,
+          budget: cut.cut,
+        },
+        text: withMarker(untrusted(rendered.text).trimEnd(), cut.marker),
+      }
+    }
     const status: string[] = [`${rows.length} row${rows.length === 1 ? '' : 's'}.`]
     if (truncatedBy === 'max_rows') {
       status.push(

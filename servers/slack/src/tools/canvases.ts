@@ -1,4 +1,4 @@
-import { ToolError, z } from '@keel-mcp/core'
+import { boundBytes, ToolError, z } from '@keel-mcp/core'
 import { fileFor } from './files.js'
 import {
   bounded,
@@ -54,7 +54,12 @@ export const getCanvas = defineTool({
     const download = deps.bot().download
     if (!download || !file.url_private)
       throw new ToolError('unavailable', 'The canvas has no readable content')
-    const { bytes, truncated } = await download(String(file.url_private), max_bytes, signal)
+    const { bytes, truncated } = await download(
+      String(file.url_private),
+      // Bounded by the operator's answer cap (--max-answer-tokens, 4 bytes a token).
+      boundBytes(max_bytes, 65_536),
+      signal,
+    )
     const text = canvasText(new TextDecoder().decode(bytes))
     return shaped(
       { canvas: { id: file.id, title: file.title, link: file.permalink }, text, truncated },

@@ -1,7 +1,8 @@
-import { ToolError } from '@keel-mcp/core'
+import { budgetOutput, openBudget, ToolError } from '@keel-mcp/core'
 import { channelRefusal, toChannel } from '../lib/slack.js'
 import {
   bounded,
+  budgetArgument,
   channelArgument,
   channelFor,
   cursorArgument,
@@ -12,6 +13,7 @@ import {
   nextCursor,
   read,
   shaped,
+  shapedWithin,
 } from './shared.js'
 
 export const listChannels = defineTool({
@@ -23,10 +25,14 @@ export const listChannels = defineTool({
     name: bounded(0, 80).optional().describe('Only names containing this'),
     limit: limitArgument(100, 200),
     cursor: cursorArgument,
+    max_tokens: budgetArgument,
   },
-  output: { channels: list(), next_cursor: nextCursor },
+  output: { channels: list(), next_cursor: nextCursor, ...budgetOutput },
   annotations: read,
-  async run({ name, limit, cursor }, { deps, signal }) {
+  async run(args, { deps, signal }) {
+    const { name, limit } = args
+    const budget = openBudget('list_channels', args, { upstream: true })
+    const cursor = budget.start.upstream
     const types = ['public_channel']
     if (deps.policy.includePrivate) types.push('private_channel')
     if (deps.policy.includeDms) types.push('im', 'mpim')
@@ -53,7 +59,7 @@ export const listChannels = defineTool({
       if (!next || !wanted) break
     }
     // Whole pages only, so the cursor never skips a channel.
-    return shaped({ channels, next_cursor: next ?? null }, { next })
+    return shapedWithin(budget, 'channels', { channels, next_cursor: next ?? null }, next ? { next } : {})
   },
 })
 

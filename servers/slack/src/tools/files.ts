@@ -1,4 +1,4 @@
-import { ToolError, z } from '@keel-mcp/core'
+import { boundBytes, ToolError, z } from '@keel-mcp/core'
 import { sendUpload } from '../lib/files.js'
 import { escapeBroadcasts, type SlackRecord, timeOf } from '../lib/slack.js'
 import { readUploadFile } from '../lib/upload-source.js'
@@ -123,7 +123,12 @@ export const getFile = defineTool({
     if (!isText(file) || !file.url_private) return shaped({ file: meta })
     const download = deps.bot().download
     if (!download) return shaped({ file: meta })
-    const { bytes, truncated } = await download(String(file.url_private), max_bytes, signal)
+    const { bytes, truncated } = await download(
+      String(file.url_private),
+      // Bounded by the operator's answer cap (--max-answer-tokens, 4 bytes a token).
+      boundBytes(max_bytes, 32_768),
+      signal,
+    )
     const content = new TextDecoder('utf-8', { fatal: false }).decode(bytes)
     return shaped({ file: meta, content, truncated }, { untrusted: true })
   },

@@ -1,7 +1,8 @@
-import { ToolError, z } from '@keel-mcp/core'
+import { budgetOutput, openBudget, ToolError, z } from '@keel-mcp/core'
 import { parsePermalink, type SlackRecord } from '../lib/slack.js'
 import {
   bounded,
+  budgetArgument,
   channelArgument,
   channelFor,
   compactMessages,
@@ -14,7 +15,7 @@ import {
   read,
   type SlackDeps,
   shaped,
-  text,
+  shapedWithin,
   tsArgument,
 } from './shared.js'
 
@@ -48,10 +49,21 @@ export const getChannelHistory = defineTool({
     oldest: timeArgument('From (ts or ISO date)'),
     latest: timeArgument('Until (ts or ISO date)'),
     cursor: cursorArgument,
+    max_tokens: budgetArgument,
   },
-  output: { channel: z.string(), channel_name: z.string(), messages: list(), next_cursor: nextCursor },
+  output: {
+    channel: z.string(),
+    channel_name: z.string(),
+    messages: list(),
+    next_cursor: nextCursor,
+    ...budgetOutput,
+  },
   annotations: read,
-  async run({ channel, limit, oldest, latest, cursor }, { deps, signal }) {
+  async run(args, { deps, signal }) {
+    const { channel, limit, oldest, latest } = args
+    // A cut page continues from a budget cursor: Slack's cursor of this page and the messages shown.
+    const budget = openBudget('get_channel_history', args, { upstream: true })
+    const cursor = budget.start.upstream
     const found = await channelFor(deps, channel, 'read', signal)
     const from = toTs(oldest)
     const until = toTs(latest)
@@ -65,9 +77,11 @@ export const getChannelHistory = defineTool({
     })
     const next = response.has_more ? response.response_metadata?.next_cursor || undefined : undefined
     const messages = await compactMessages(deps, response.messages ?? [])
-    return shaped(
+    return shapedWithin(
+      budget,
+      'messages',
       { channel: found.id, channel_name: found.name, messages, next_cursor: next ?? null },
-      { untrusted: true, next },
+      { untrusted: true, ...(next ? { next } : {}) },
     )
   },
 })
@@ -81,10 +95,20 @@ export const getThreadReplies = defineTool({
     thread_ts: tsArgument.describe('ts of the thread’s first message'),
     limit: limitArgument(100, 200),
     cursor: cursorArgument,
+    max_tokens: budgetArgument,
   },
-  output: { channel: z.string(), thread_ts: z.string(), messages: list(), next_cursor: nextCursor },
+  output: {
+    channel: z.string(),
+    thread_ts: z.string(),
+    messages: list(),
+    next_cursor: nextCursor,
+    ...budgetOutput,
+  },
   annotations: read,
-  async run({ channel, thread_ts, limit, cursor }, { deps, signal }) {
+  async run(args, { deps, signal }) {
+    const { channel, thread_ts, limit } = args
+    const budget = openBudget('get_thread_replies', args, { upstream: true })
+    const cursor = budget.start.upstream
     const found = await channelFor(deps, channel, 'read', signal)
     const response = await deps.bot().apiCall('conversations.replies', {
       channel: found.id,
@@ -94,9 +118,11 @@ export const getThreadReplies = defineTool({
     })
     const next = response.has_more ? response.response_metadata?.next_cursor || undefined : undefined
     const messages = await compactMessages(deps, response.messages ?? [])
-    return shaped(
+    return shapedWithin(
+      budget,
+      'messages',
       { channel: found.id, thread_ts, messages, next_cursor: next ?? null },
-      { untrusted: true, next },
+      { untrusted: true, ...(next ? { next } : {}) },
     )
   },
 })
@@ -195,10 +221,14 @@ export const searchMessages = defineTool({
     has: z.enum(['link', 'pin', 'thread']).optional().describe('Has'),
     count: limitArgument(20, 100),
     page: z.number().int().min(1).max(100).default(1).describe('Page'),
+    cursor: cursorArgument,
+    max_tokens: budgetArgument,
   },
-  output: { total: z.number(), page: z.number(), messages: list(), more: z.boolean() },
+  output: { total: z.number(), page: z.number(), messages: list(), more: z.boolean(), ...budgetOutput },
   annotations: read,
-  async run({ query, count, page, ...filters }, { deps, signal }) {
+  async run(args, { deps, signal }) {
+    const { query, count, page, cursor: _cursor, max_tokens: _budget, ...filters } = args
+    const budget = openBudget('search_messages', args)
     const client = deps.user()
     if (!client) throw new ToolError('unavailable', 'Search needs SLACK_USER_TOKEN')
     const full = [query, ...(await searchModifiers(deps, filters, signal))].join(' ')
@@ -227,10 +257,11 @@ export const searchMessages = defineTool({
     const paging = response.messages?.paging ?? {}
     const more = typeof paging.pages === 'number' && page < paging.pages
     const data = { total: Number(response.messages?.total ?? results.length), page, messages: results, more }
+    const answer = shapedWithin(budget, 'messages', data, { untrusted: true })
+    if ('budget' in answer.data) return answer
     return {
-      data,
-      text:
-        text(data, { untrusted: true }) + (more ? `\nMore available: call again with page ${page + 1}.` : ''),
+      data: answer.data,
+      text: answer.text + (more ? `\nMore available: call again with page ${page + 1}.` : ''),
     }
   },
 })

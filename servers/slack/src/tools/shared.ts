@@ -1,4 +1,12 @@
-import { ToolError, toolFactory, z } from '@keel-mcp/core'
+import {
+  type Budget,
+  estimateTokens,
+  maxTokensArgument,
+  ToolError,
+  toolFactory,
+  withMarker,
+  z,
+} from '@keel-mcp/core'
 import type { Directory } from '../lib/directory.js'
 import {
   type ChannelEntry,
@@ -182,6 +190,34 @@ export function shaped<T extends Record<string, unknown>>(
   options: { untrusted?: boolean; next?: string } = {},
 ): { data: T; text: string } {
   return { data, text: text(data, options) }
+}
+
+/** `max_tokens`: the call's budget (core's, bounded by the operator's `--max-answer-tokens`). */
+export const budgetArgument = maxTokensArgument
+
+/**
+ * {@link shaped}, with the items under `key` cut at the call's budget: a cut answer shows the items
+ * that fit, says so, and gives no next page (`next_cursor` null): its budget cursor, with the same
+ * other arguments, shows the rest of the same page first.
+ */
+export function shapedWithin<T extends Record<string, unknown>>(
+  budget: Budget,
+  key: keyof T & string,
+  data: T,
+  options: { untrusted?: boolean; next?: string } = {},
+): { data: T; text: string } {
+  const items = data[key] as unknown[]
+  const reserve =
+    estimateTokens(JSON.stringify({ ...data, [key]: [] })) +
+    (options.untrusted ? estimateTokens(UNTRUSTED) : 0)
+  const cut = budget.items(items, (item) => JSON.stringify(item), { noun: key, reserve })
+  if (!cut.cut) return shaped({ ...data, [key]: cut.shown }, options)
+  const shown = { ...data, [key]: cut.shown, ...('next_cursor' in data ? { next_cursor: null } : {}) }
+  // The marker line carries the cursor: the JSON line leaves `budget` out rather than say it twice.
+  return {
+    data: { ...shown, budget: cut.cut },
+    text: withMarker(text(shown, options.untrusted ? { untrusted: true } : {}), cut.marker),
+  }
 }
 
 /** Compact text: the untrusted marker when it carries messages, one line of JSON, a next-page line. */
