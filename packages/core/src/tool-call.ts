@@ -11,7 +11,14 @@ import { errorReference, formatToolError, isAbortError, ToolError } from './erro
 import { bindHandle, settleHandle } from './handles.js'
 import { type InstanceParts, mapError, type Runtime } from './instance.js'
 import { truncateUtf8 } from './limits.js'
-import { type LogRecord, logData, type McpLogLevel, mcpLevelAtLeast, toMcpLevel } from './logger.js'
+import {
+  type Logger,
+  type LogRecord,
+  logData,
+  type McpLogLevel,
+  mcpLevelAtLeast,
+  toMcpLevel,
+} from './logger.js'
 import { type CallObservation, observer } from './observe/hooks.js'
 import { redactor } from './redact.js'
 import { RELATED_TASK_META_KEY, type TaskControl, type TaskRegistry } from './tasks.js'
@@ -86,7 +93,12 @@ interface ValidatedCall {
  */
 interface CallChannel<D> {
   /** Aborted when the caller gives up (the request is cancelled, or the task is). */
-  signal: AbortSignal
+  signal?: AbortSignal
+  /**
+   * Instead of a signal, a front door that tracks its own requests (core's stdio fast path) is
+   * handed the call's stop function: no signal and listener per call.
+   */
+  onStop?: (stop: (reason: unknown) => void) => void
   requestId: string | number
   session: ToolContext<D>['session']
   auth: ToolContext<D>['auth']
@@ -94,8 +106,11 @@ interface CallChannel<D> {
   progressToken: string | number | undefined
   /** Extra `_meta` for every notification of this call (a task's related-task key). */
   meta?: Record<string, unknown>
-  /** The lowest level forwarded to the caller; `none` forwards nothing; unset means warnings and errors. */
-  logThreshold: McpLogLevel | 'none' | undefined
+  /**
+   * The lowest level forwarded to the caller; `none` forwards nothing; unset means warnings and
+   * errors. Read when a record is logged, so a `logging/setLevel` that arrives first counts.
+   */
+  readonly logThreshold: McpLogLevel | 'none' | undefined
   /** How the call arrived, for the operations hooks (metrics, audit, rate limits). */
   transport: 'stdio' | 'http' | 'memory'
   era: 'modern' | 'legacy'
@@ -237,45 +252,78 @@ async function observedCall<D, C>(
 }
 
 /**
- * Runs one validated call to its result: signal (caller ∪ timeout ∪ shutdown), progress, log
- * forwarding, output schema check, error mapping and the per-call log line. Never throws.
+ * What can stop one call: the caller's cancellation, its timeout and a process-wide shutdown. Each
+ * aborts the call's own controller and settles the promise the tool's run is raced against, so a
+ * tool that ignores its signal still yields a prompt result.
  */
-async function runCall<D, C>(
-  parts: InstanceParts<D, C>,
-  call: ValidatedCall,
-  channel: CallChannel<D>,
-  report?: (outcome: string) => void,
-): Promise<Record<string, unknown>> {
-  const { runtime, mcp } = parts
-  const { config, logger } = runtime
-  const { tool, plan } = call
-  const name = tool.name
-  const started = performance.now()
-  const timeoutMs = tool.timeoutMs ?? config.toolTimeoutMs
-  // One controller per call, aborted by the caller's cancellation, the timeout or shutdown. Each
-  // of those also settles `stopped`, which the tool's run races against, so a tool that ignores
-  // its signal still yields a prompt result.
-  const controller = new AbortController()
-  let settleStopped!: (reason: unknown) => void
-  const stopped = new Promise<never>((_, reject) => {
-    settleStopped = reject
-  })
-  stopped.catch(() => {})
-  const stop = (reason: unknown) => {
-    if (!controller.signal.aborted) controller.abort(reason)
-    settleStopped(controller.signal.reason)
+class CallStop {
+  readonly controller = new AbortController()
+  #reject: ((reason: unknown) => void) | undefined
+  readonly #timer: NodeJS.Timeout
+  readonly #leaveShutdown: () => void
+  readonly #caller: AbortSignal | undefined
+
+  constructor(
+    runtime: Runtime<unknown, unknown>,
+    name: string,
+    timeoutMs: number,
+    channel: CallChannel<unknown>,
+  ) {
+    this.#leaveShutdown = onShutdown(runtime.shutdownSignal, this.stop)
+    this.#caller = channel.signal
+    if (channel.signal) {
+      channel.signal.addEventListener('abort', this.#onCancel, { once: true })
+      if (channel.signal.aborted) this.#onCancel()
+    }
+    channel.onStop?.(this.stop)
+    this.#timer = setTimeout(
+      () => this.stop(new TimeoutError(`${name} did not finish within ${timeoutMs} ms`)),
+      timeoutMs,
+    )
   }
-  const abortOnCancel = () => stop(channel.signal.reason)
-  channel.signal.addEventListener('abort', abortOnCancel, { once: true })
-  const leaveShutdown = onShutdown(runtime.shutdownSignal, stop)
-  if (channel.signal.aborted) abortOnCancel()
-  const timer = setTimeout(
-    () => stop(new TimeoutError(`${name} did not finish within ${timeoutMs} ms`)),
-    timeoutMs,
-  )
-  // Only the levels this caller asked for are forwarded (warnings and errors by default); records
-  // below that and below the stderr level are never built.
-  const callLogger = logger.childWithForwarder(
+
+  readonly stop = (reason: unknown): void => {
+    const { signal } = this.controller
+    if (!signal.aborted) this.controller.abort(reason)
+    this.#reject?.(signal.reason)
+  }
+
+  readonly #onCancel = () => this.stop(this.#caller?.reason)
+
+  /**
+   * Runs the tool. A result it returns at once is taken as it is; a promise is raced against the
+   * stop. A call stopped before it starts does not run.
+   */
+  run<T>(work: () => T | PromiseLike<T>): T | Promise<T> {
+    const { signal } = this.controller
+    if (signal.aborted) throw signal.reason
+    const output = work()
+    if (!isThenable(output)) return output
+    const stopped = new Promise<never>((_, reject) => {
+      this.#reject = reject
+    })
+    if (signal.aborted) this.#reject?.(signal.reason)
+    return Promise.race([output, stopped])
+  }
+
+  release(): void {
+    clearTimeout(this.#timer)
+    this.#caller?.removeEventListener('abort', this.#onCancel)
+    this.#leaveShutdown()
+  }
+}
+
+const isThenable = <T>(value: T | PromiseLike<T>): value is PromiseLike<T> =>
+  value !== null &&
+  (typeof value === 'object' || typeof value === 'function') &&
+  typeof (value as { then?: unknown }).then === 'function'
+
+/**
+ * The call's logger: only the levels this caller asked for are forwarded (warnings and errors by
+ * default); records below that and below the stderr level are never built.
+ */
+function callLogger<D>(logger: Logger, name: string, channel: CallChannel<D>): Logger {
+  return logger.childWithForwarder(
     name,
     { tool: name },
     (record: LogRecord) => {
@@ -285,12 +333,26 @@ async function runCall<D, C>(
       channel.logThreshold !== 'none' &&
       mcpLevelAtLeast(toMcpLevel(level), channel.logThreshold ?? 'warning'),
   )
+}
+
+/** What a tool's run gets. Its logger is built on first use: most calls never log. */
+function toolContextFor<D, C>(
+  parts: InstanceParts<D, C>,
+  channel: CallChannel<D>,
+  name: string,
+  signal: AbortSignal,
+): ToolContext<D> & { handle?: HandleBinding } {
+  const { runtime, mcp } = parts
   const progressToken = channel.progressToken
   let lastProgress = Number.NEGATIVE_INFINITY
-  const toolContext: ToolContext<D> = {
+  let log: Logger | undefined
+  return {
     deps: runtime.deps,
-    signal: controller.signal,
-    log: callLogger,
+    signal,
+    get log() {
+      log ??= callLogger(runtime.logger, name, channel)
+      return log
+    },
     client: channel.client,
     requestId: channel.requestId,
     session: channel.session,
@@ -308,7 +370,7 @@ async function runCall<D, C>(
     },
     async progress(progress, total, message) {
       // Progress must increase for one token; late or repeated values are dropped, not sent.
-      if (progressToken === undefined || progress <= lastProgress || controller.signal.aborted) return
+      if (progressToken === undefined || progress <= lastProgress || signal.aborted) return
       lastProgress = progress
       await channel
         .notify({
@@ -324,38 +386,108 @@ async function runCall<D, C>(
         .catch(() => {})
     },
   }
+}
+
+/** A tool's output as a tools/call result: the output schema checked, text capped, projected. */
+function successResult<D, C>(
+  parts: InstanceParts<D, C>,
+  plan: ToolPlan,
+  name: string,
+  output: { data?: unknown; text?: string; content?: ContentBlock[] },
+): Record<string, unknown> {
+  let structured: Record<string, unknown> | undefined
+  if (plan.output) {
+    const checked = plan.output.safeParse(output.data)
+    if (!checked.success) {
+      throw new Error(
+        `tool ${name} returned data that does not match its output schema: ${describeIssues(checked.error).text}`,
+      )
+    }
+    structured = checked.data as Record<string, unknown>
+  }
+  const content: ContentBlock[] = output.content ?? [
+    { type: 'text', text: output.text ?? (structured !== undefined ? JSON.stringify(structured) : '') },
+  ]
+  const result: Record<string, unknown> = { content: capContent(content) }
+  if (structured !== undefined) result.structuredContent = structured
+  return parts.mcp.server.projectCallToolResult(result as never, plan.outputJson as never) as never
+}
+
+/** The tool error a failed call answers with: its timeout or cancellation, or the mapped error. */
+function toolErrorOf(
+  runtime: Runtime<unknown, unknown>,
+  name: string,
+  error: unknown,
+  signal: AbortSignal,
+): ToolError {
+  if (signal.aborted && (isAbortError(error) || error === signal.reason)) {
+    const reason = signal.reason
+    return reason instanceof TimeoutError
+      ? new ToolError('timeout', reason.message, {
+          hint: 'Narrow the request (smaller range, fewer rows, a more specific pattern) and try again.',
+        })
+      : new ToolError(
+          'cancelled',
+          runtime.shutdownSignal.aborted ? 'The server is shutting down' : 'The call was cancelled',
+        )
+  }
+  const toolError = mapError(runtime, error) ?? internalResult(runtime, name, error)
+  if (toolError.cause !== undefined && toolError.kind !== 'internal') {
+    runtime.logger.debug(`tool ${name} error cause`, { tool: name, error: toolError.cause })
+  }
+  return toolError
+}
+
+function failureResult(toolError: ToolError): Record<string, unknown> {
+  return {
+    content: [{ type: 'text', text: formatToolError(toolError) }],
+    isError: true,
+    ...(toolError.details
+      ? {
+          _meta: {
+            'keel/error': { kind: toolError.kind, ...(redactor.redactValue(toolError.details) as object) },
+          },
+        }
+      : {}),
+  }
+}
+
+/**
+ * Runs one validated call to its result: signal (caller ∪ timeout ∪ shutdown), progress, log
+ * forwarding, output schema check, error mapping and the per-call log line. Never throws.
+ */
+async function runCall<D, C>(
+  parts: InstanceParts<D, C>,
+  call: ValidatedCall,
+  channel: CallChannel<D>,
+  report?: (outcome: string) => void,
+): Promise<Record<string, unknown>> {
+  const runtime = parts.runtime as Runtime<unknown, unknown>
+  const { tool, plan } = call
+  const name = tool.name
+  const started = performance.now()
+  const stop = new CallStop(
+    runtime,
+    name,
+    tool.timeoutMs ?? runtime.config.toolTimeoutMs,
+    channel as CallChannel<unknown>,
+  )
+  const { signal } = stop.controller
+  const context = toolContextFor(parts, channel, name, signal)
   let outcome = 'ok'
   // A stateful tool's call is bound to its state first (handles.ts); a bad handle is a tool error.
   let binding: HandleBinding | undefined
   const handleSpec = tool.handle ? runtime.spec.handles?.[tool.handle.kind] : undefined
   try {
-    binding = bindHandle(runtime as Runtime<unknown, unknown>, tool, {
+    binding = bindHandle(runtime, tool, {
       args: call.args as Record<string, unknown>,
       session: channel.session,
       subject: channel.auth?.subject,
     })
-    const context = binding ? { ...toolContext, handle: binding } : toolContext
-    const output = await Promise.race([
-      Promise.resolve().then(() => tool.run(call.args as never, context)),
-      stopped,
-    ])
-    let structured: Record<string, unknown> | undefined
-    if (plan.output) {
-      const checked = plan.output.safeParse(output.data)
-      if (!checked.success) {
-        throw new Error(
-          `tool ${name} returned data that does not match its output schema: ${describeIssues(checked.error).text}`,
-        )
-      }
-      structured = checked.data as Record<string, unknown>
-    }
-    const content: ContentBlock[] = output.content ?? [
-      { type: 'text', text: output.text ?? (structured !== undefined ? JSON.stringify(structured) : '') },
-    ]
-    const result: Record<string, unknown> = { content: capContent(content) }
-    if (structured !== undefined) result.structuredContent = structured
-    const projected = mcp.server.projectCallToolResult(result as never, plan.outputJson as never)
-    return (await settleHandle(binding, projected as never, handleSpec as never)) as never
+    if (binding) context.handle = binding
+    const output = await stop.run(() => tool.run(call.args as never, context))
+    const result = successResult(parts, plan, name, output)
+    return (await settleHandle(binding, result as never, handleSpec as never)) as never
   } catch (error) {
     if (error instanceof InputNeeded) {
       outcome = 'input_required'
@@ -365,44 +497,13 @@ async function runCall<D, C>(
       const requestState = await requestStateCodec().mint({ answers: error.answers })
       return inputRequired({ inputRequests: error.requests, requestState }) as never
     }
-    let toolError: ToolError
-    if (controller.signal.aborted && (isAbortError(error) || error === controller.signal.reason)) {
-      const reason = controller.signal.reason
-      toolError =
-        reason instanceof TimeoutError
-          ? new ToolError('timeout', reason.message, {
-              hint: 'Narrow the request (smaller range, fewer rows, a more specific pattern) and try again.',
-            })
-          : new ToolError(
-              'cancelled',
-              runtime.shutdownSignal.aborted ? 'The server is shutting down' : 'The call was cancelled',
-            )
-    } else {
-      toolError =
-        mapError(runtime, error) ?? internalResult(runtime as Runtime<unknown, unknown>, name, error)
-      if (toolError.cause !== undefined && toolError.kind !== 'internal') {
-        logger.debug(`tool ${name} error cause`, { tool: name, error: toolError.cause })
-      }
-    }
+    const toolError = toolErrorOf(runtime, name, error, signal)
     outcome = `error:${toolError.kind}`
-    const failure = {
-      content: [{ type: 'text', text: formatToolError(toolError) }],
-      isError: true,
-      ...(toolError.details
-        ? {
-            _meta: {
-              'keel/error': { kind: toolError.kind, ...(redactor.redactValue(toolError.details) as object) },
-            },
-          }
-        : {}),
-    }
-    return settleHandle(binding, failure, handleSpec as never)
+    return settleHandle(binding, failureResult(toolError), handleSpec as never)
   } finally {
-    clearTimeout(timer)
-    channel.signal.removeEventListener('abort', abortOnCancel)
-    leaveShutdown()
+    stop.release()
     report?.(outcome)
-    logger.debug('tool call', {
+    runtime.logger.debug('tool call', {
       tool: name,
       durationMs: Math.round((performance.now() - started) * 100) / 100,
       outcome,
@@ -442,16 +543,42 @@ function taskClientAccess(client: ClientAccess, control: TaskControl): ClientAcc
 }
 
 /** The parts of the SDK's request context a call reads. */
-interface CallRequestContext {
+export interface CallRequestContext {
   sessionId?: string
   http?: { authInfo?: { token?: string; scopes?: string[] } }
   mcpReq: {
     id: string | number
-    signal: AbortSignal
+    signal?: AbortSignal
     _meta?: Record<string, unknown>
     /** 2026-07-28: the reserved `_meta` keys of the request, lifted out by the SDK. */
     envelope?: Record<string, unknown>
   }
+}
+
+/** A request context that can also send a call's notifications and log messages. */
+interface CallingContext extends CallRequestContext {
+  mcpReq: CallRequestContext['mcpReq'] & {
+    notify(notification: { method: string; params: Record<string, unknown> }): Promise<void>
+    log(level: McpLogLevel, data: unknown, logger?: string): Promise<void>
+  }
+}
+
+/**
+ * Core's own `tools/call` handler of one instance, as the SDK calls it, for a front door that
+ * serves calls itself (`fast-path.ts`): same validation, errors, pipeline and side output. With
+ * `onStop`, the caller stops the call through the function it is handed instead of a signal.
+ */
+export type CoreCallTool = (
+  params: { name: string; arguments?: Record<string, unknown> },
+  ctx: CallingContext,
+  onStop?: (stop: (reason: unknown) => void) => void,
+) => Promise<Record<string, unknown>>
+
+const callHandlers = new WeakMap<object, CoreCallTool>()
+
+/** The `tools/call` handler core registered on this instance, if any. */
+export function coreCallToolOf(mcp: object): CoreCallTool | undefined {
+  return callHandlers.get(mcp)
 }
 
 type RawHandler = (request: { params?: unknown }, ctx: unknown) => unknown
@@ -469,22 +596,24 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
       ),
     } as never
   })
-  const channelFor = (ctx: CallRequestContext, client: ClientAccess) => {
+  const channelFor = (
+    ctx: CallRequestContext,
+    client: ClientAccess,
+    side: Pick<CallChannel<D>, 'signal' | 'onStop' | 'meta' | 'notify' | 'log'>,
+  ): CallChannel<D> => {
     const session = sessionFor(ctx.sessionId)
-    const transport: CallChannel<D>['transport'] = ctx.http
-      ? 'http'
-      : session.id === 'stdio'
-        ? 'stdio'
-        : 'memory'
     return {
+      ...side,
       requestId: ctx.mcpReq.id,
       session,
-      transport,
-      era: (servesModernEra(server) ? 'modern' : 'legacy') as CallChannel<D>['era'],
+      transport: ctx.http ? 'http' : session.id === 'stdio' ? 'stdio' : 'memory',
+      era: servesModernEra(server) ? 'modern' : 'legacy',
       auth: requestAuthOf(ctx.http?.authInfo),
       client,
       progressToken: ctx.mcpReq._meta?.progressToken as string | number | undefined,
-      logThreshold: logThresholdOf(ctx),
+      get logThreshold() {
+        return logThresholdOf(ctx)
+      },
     }
   }
   // 2026-07-28: a request opts in to log messages with its envelope's level (the SDK lifts it out
@@ -498,17 +627,17 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     return (typeof metaLevel === 'string' ? metaLevel : state.clientLevel) as McpLogLevel | undefined
   }
 
-  server.setRequestHandler('tools/call', async (request, ctx) => {
-    const name = request.params.name
+  const callTool: CoreCallTool = async (params, ctx, onStop) => {
+    const name = params.name
     let call: ValidatedCall
     try {
-      call = validateCall(listedTools(runtime, state.enabledTools), name, request.params.arguments)
+      call = validateCall(listedTools(runtime, state.enabledTools), name, params.arguments)
     } catch (error) {
       if (!(error instanceof InvalidArguments)) throw error
       runtime.logger.debug('tool call', { tool: name, durationMs: 0, outcome: 'error:invalid_argument' })
-      return error.toResult() as never
+      return error.toResult()
     }
-    assertWriteScope(runtime.config.auth, call.tool, (ctx as CallRequestContext).http)
+    assertWriteScope(runtime.config.auth, call.tool, ctx.http)
     const modern = servesModernEra(server)
     if (tasks && !modern && call.tool.taskSupport === 'required') {
       throw new ProtocolError(
@@ -516,23 +645,29 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         `Tool ${name} must be called as a task: add "task": {} to the tools/call params`,
       )
     }
-    const result = await executeCall(parts, call, {
-      ...channelFor(
-        ctx as CallRequestContext,
-        modern ? modernClientAccess(client, ctx.mcpReq as never) : client.forRequest(ctx.mcpReq.id),
-      ),
-      signal: ctx.mcpReq.signal,
-      notify: (notification) => ctx.mcpReq.notify(notification as never),
-      log: (level, data, logger) => ctx.mcpReq.log(level, data, logger),
-    })
+    const { mcpReq } = ctx
+    const result = await executeCall(
+      parts,
+      call,
+      channelFor(ctx, modern ? modernClientAccess(client, mcpReq as never) : client.forRequest(mcpReq.id), {
+        ...(onStop ? { onStop } : { signal: mcpReq.signal }),
+        notify: (notification) => mcpReq.notify(notification),
+        log: (level, data, logger) => mcpReq.log(level, data, logger),
+      }),
+    )
     // The call may have taught the server which tools to hide (a credential's scopes): say so.
     const hidden = runtime.spec.hiddenTools?.(runtime.deps)
     if (hidden !== state.hiddenSeen) {
       state.hiddenSeen = hidden
       if (mcp.isConnected() && !modern) mcp.sendToolListChanged()
     }
-    return result as never
-  })
+    return result
+  }
+  server.setRequestHandler(
+    'tools/call',
+    (request, ctx) => callTool(request.params, ctx as unknown as CallingContext) as never,
+  )
+  callHandlers.set(mcp, callTool)
   if (!tasks) return
 
   // The SDK serves no 2025-11-25 tasks: its tools/call wrapper refuses a CreateTaskResult. So a
@@ -589,17 +724,20 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
       )
     }
     const created = registry.start(task.ttl as number | undefined, (control) =>
-      executeCall(parts, call, {
-        ...channelFor(ctx, taskClientAccess(client, control)),
-        signal: control.signal,
-        meta: { [RELATED_TASK_META_KEY]: { taskId: control.taskId } },
-        // The call's request is answered already: its output goes to the connection.
-        notify: (notification) => server.notification(notification as never),
-        log: (level, data, logger) =>
-          mcp.isConnected()
-            ? mcp.sendLoggingMessage({ level, data, ...(logger ? { logger } : {}) })
-            : Promise.resolve(),
-      }),
+      executeCall(
+        parts,
+        call,
+        channelFor(ctx, taskClientAccess(client, control), {
+          signal: control.signal,
+          meta: { [RELATED_TASK_META_KEY]: { taskId: control.taskId } },
+          // The call's request is answered already: its output goes to the connection.
+          notify: (notification) => server.notification(notification as never),
+          log: (level, data, logger) =>
+            mcp.isConnected()
+              ? mcp.sendLoggingMessage({ level, data, ...(logger ? { logger } : {}) })
+              : Promise.resolve(),
+        }),
+      ),
     )
     return { task: created }
   }
