@@ -1,6 +1,8 @@
 // Core's own per-call cost: a Keel server with one no-op tool against the SDK's plain server with
 // the same tool (baselines/), both over stdio, alternated. What is left between them is core's
 // per-call path: argument validation, signal and timeout, log plumbing, output cap, projection.
+// The same Keel server runs twice: with core's stdio fast path (the default) and without it
+// (KEEL_FAST_PATH=0: every message through the SDK), so the fast path's share is an A/B of one run.
 
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:http'
@@ -15,6 +17,13 @@ const call = { name: 'noop', arguments: { text: 'hello' } }
 export function contenders() {
   return [
     { label: 'keel no-op', command: process.execPath, args: [baseline('keel-noop.mjs')], call },
+    {
+      label: 'keel no-op, fast path off',
+      command: process.execPath,
+      args: [baseline('keel-noop.mjs')],
+      env: { KEEL_FAST_PATH: '0' },
+      call,
+    },
     {
       label: 'SDK no-op',
       command: process.execPath,
@@ -76,9 +85,15 @@ async function operationsCost() {
 
 export async function run() {
   await operationsCost()
-  const [keel, sdk, v1] = await compareServers('core', contenders())
+  const [keel, off, sdk, v1] = await compareServers('core', contenders())
   console.log(
     `\nGoal: keel no-op ≤ 1.5× the SDK no-op. CPU per call ${(keel.cpu / sdk.cpu).toFixed(2)}×, p50 ${(keel.p50 / sdk.p50).toFixed(2)}×.`,
+  )
+  console.log(
+    `Issue #29: keel no-op against the SDK v1 no-op (the reference servers' generation): CPU per call ${(keel.cpu / v1.cpu).toFixed(2)}×, p50 ${(keel.p50 / v1.p50).toFixed(2)}×, calls/s at 8 in flight ${(keel.rate / v1.rate).toFixed(2)}×.`,
+  )
+  console.log(
+    `Fast path on ÷ off (KEEL_FAST_PATH=0), same server: CPU per call ${(keel.cpu / off.cpu).toFixed(2)}×, p50 ${(keel.p50 / off.p50).toFixed(2)}×, calls/s at 8 in flight ${(keel.rate / off.rate).toFixed(2)}×.`,
   )
   console.log(
     `SDK v2 against v1 (the reference servers' generation), same tool: CPU per call ${(sdk.cpu / v1.cpu).toFixed(2)}×, p50 ${(sdk.p50 / v1.p50).toFixed(2)}×.`,
