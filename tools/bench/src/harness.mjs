@@ -153,7 +153,9 @@ async function concurrent(client, call, total, inflight) {
  * stay as they are; the reference stays the one the suite chose.
  */
 function withFastPathOff(contenders) {
-  if (process.env.BENCH_FAST_PATH_AB !== '1') return contenders
+  // A suite that runs its own A/B (core) is left as it is.
+  if (process.env.BENCH_FAST_PATH_AB !== '1' || contenders.some((contender) => contender.env?.KEEL_FAST_PATH))
+    return contenders
   const marked = contenders.some((contender) => contender.reference)
   const given = marked
     ? contenders
