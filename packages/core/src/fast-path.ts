@@ -28,6 +28,7 @@ const CALL_PARAMS = new Set(['name', 'arguments', '_meta'])
 const CALL_META = new Set(['progressToken'])
 const CANCEL_PARAMS = new Set(['requestId', 'reason'])
 const LEVEL_PARAMS = new Set(['level'])
+const NO_MEMBERS = new Set<string>()
 const RESULT_MEMBERS = new Set(['content', 'structuredContent', 'isError'])
 /** Result members the SDK leaves alone when it gives a result without `content` an empty one. */
 const FOREIGN_RESULT_MEMBERS = ['task', 'inputRequests', 'requestState']
@@ -180,7 +181,7 @@ export class StdioFastPath {
       return () => this.#setLevelNow(id, params)
     }
     if (method === 'ping') {
-      if (params !== undefined && (!isRecord(params) || !membersWithin(params, CALL_META))) return undefined
+      if (params !== undefined && (!isRecord(params) || !membersWithin(params, NO_MEMBERS))) return undefined
       return () => this.#answer(id, {})
     }
     return undefined

@@ -136,6 +136,7 @@ const script: Array<[unknown, string, unknown?] | { line: string; id: unknown }>
   [39, 'logging/setLevel', { level: 'loud' }],
   [40, 'logging/setLevel', { level: 'error' }],
   [41, 'tools/call', call('slow', { steps: 1, step_ms: 1 })],
+  [42, 'ping', { progressToken: 1 }],
 ]
 
 async function transcript(fastPath: boolean) {
