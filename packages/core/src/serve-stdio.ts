@@ -49,9 +49,11 @@ export function serveStdioRuntime<D, C>(
       return fast?.served ?? 0
     },
     close: async () => {
-      fast?.close()
       streams.close()
+      // The fast path's calls end when the instance closes, as the SDK's own requests do: a call
+      // that has its answer by then (a shutdown's "cancelled") is still answered.
       await served.close()
+      fast?.close()
     },
   }
 }

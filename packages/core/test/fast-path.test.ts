@@ -69,7 +69,7 @@ async function serve(fastPath: boolean) {
   input.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
   await request('warm', 'ping')
   const write = (line: string) => input.write(`${line}\n`)
-  return { runtime, served, request, exchange, write, seen, next }
+  return { runtime, served, shutdown, request, exchange, write, seen, next }
 }
 
 /**
@@ -223,6 +223,34 @@ describe('stdio fast path', () => {
     expect(server.seen.slice(from).some((message) => message.id === 'long')).toBe(false)
     const echoed = await server.request('again', 'tools/call', call('echo', { message: 'still here' }))
     expect(echoed.at(-1)?.result).toMatchObject({ structuredContent: { echoed: 'still here' } })
+  })
+
+  it('ends a running call on shutdown as the SDK does', async () => {
+    const aborted: boolean[] = []
+    const endOf = async (fastPath: boolean) => {
+      const server = await serve(fastPath)
+      const from = server.seen.length
+      server.write(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'running',
+          method: 'tools/call',
+          params: call('slow', { steps: 100, step_ms: 50 }),
+        }),
+      )
+      await server.next((message) => message.method === 'notifications/message')
+      // What run() does on SIGTERM: the shutdown signal first, then the transport closes.
+      server.shutdown.abort(new Error('server shutting down'))
+      await server.served.close()
+      aborted.push(server.runtime.deps.seenSignals.at(-1)?.aborted === true)
+      return normalized(server.seen.slice(from))
+    }
+    const fast = await endOf(true)
+    const sdk = await endOf(false)
+    expect(fast).toEqual(sdk)
+    // Either way the call's signal is aborted and the closing connection carries no answer to it.
+    expect(fast.some((message: Message) => message.id === 'running')).toBe(false)
+    expect(aborted).toEqual([true, true])
   })
 
   it('leaves a 2026-07-28 connection to the SDK', async () => {
