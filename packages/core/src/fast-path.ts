@@ -2,13 +2,14 @@ import type { McpServer } from '@modelcontextprotocol/server'
 import { type CoreCallTool, coreCallToolOf } from './tool-call.js'
 
 // Core's stdio fast path: after a 2025-era connection is initialized, the messages of a warm
-// call loop (`tools/call`, `ping`, `logging/setLevel`, and `notifications/cancelled` for a call
-// served here) are read
-// once, checked by hand and handed to core's own call handler, the one the SDK would call. The
-// SDK's per-message work is skipped: classifying each message with zod schemas (three times), the
-// request and result parses of `tools/call` (the request twice), the request's context and abort
-// controller. Anything else, and anything unusual about one of these (a member the check does not
-// know, `_meta` beyond a progress token, a task, a duplicate id), goes to the SDK unchanged.
+// call loop (`tools/call`, `tools/list`, `ping`, `logging/setLevel`, and `notifications/cancelled`
+// for a call served here) are read once, checked by hand and served at once: a call by core's own
+// `tools/call` handler (the one the SDK would call), `tools/list` and `logging/setLevel` by the
+// SDK's registered handlers. The SDK's per-message work is skipped: classifying each message with
+// zod schemas (several times on the way in and out), the request and result parses of `tools/call`
+// (the request twice), the era router's queue, the request's context and abort controller.
+// Anything else, and anything unusual about one of these (a member the check does not know,
+// `_meta` beyond a progress token, a task, a duplicate id), goes to the SDK unchanged.
 // `KEEL_FAST_PATH=0` turns it off.
 
 type Id = string | number
@@ -86,6 +87,8 @@ function callParams(params: unknown): CallParams | undefined {
 
 /** The era codec the SDK checks results with (the instance's negotiated protocol generation). */
 interface ResultCodec {
+  /** The era's encoding of a result for the wire (2025: tools/list wraps non-object output schemas). */
+  encodeResult(method: string, result: unknown, serverInfo?: unknown): unknown
   validateResult(
     method: string,
     raw: unknown,
@@ -109,7 +112,8 @@ export class StdioFastPath {
   readonly #send: (message: Message) => Promise<void>
   #callTool: CoreCallTool | undefined
   #codec: (() => ResultCodec) | undefined
-  #setLevel: RequestHandler | undefined
+  /** The SDK's registered handlers (their checks, core's handlers inside) served at once. */
+  #handlers: { 'logging/setLevel': RequestHandler; 'tools/list': RequestHandler } | undefined
   /** Set once the 2025 handshake is complete on the attached instance. */
   #live = false
   readonly #served = new Map<Id, Served>()
@@ -139,10 +143,11 @@ export class StdioFastPath {
     }
     const codecOf = internals._negotiatedWireCodec
     const setLevel = internals._requestHandlers?.get('logging/setLevel')
-    if (!callTool || typeof codecOf !== 'function' || !setLevel) return
+    const listTools = internals._requestHandlers?.get('tools/list')
+    if (!callTool || typeof codecOf !== 'function' || !setLevel || !listTools) return
     this.#callTool = callTool
     this.#codec = () => codecOf.call(server)
-    this.#setLevel = setLevel
+    this.#handlers = { 'logging/setLevel': setLevel, 'tools/list': listTools }
     const initialized = server.oninitialized
     server.oninitialized = () => {
       initialized?.()
@@ -178,7 +183,11 @@ export class StdioFastPath {
     // serves both in order: the SDK's own handler (its check, core's state) runs at once.
     if (method === 'logging/setLevel') {
       if (!isRecord(params) || !membersWithin(params, LEVEL_PARAMS)) return undefined
-      return () => this.#setLevelNow(id, params)
+      return () => this.#viaHandler(id, 'logging/setLevel', params)
+    }
+    if (method === 'tools/list') {
+      if (params !== undefined && (!isRecord(params) || !membersWithin(params, NO_MEMBERS))) return undefined
+      return () => this.#viaHandler(id, 'tools/list', params)
     }
     if (method === 'ping') {
       if (params !== undefined && (!isRecord(params) || !membersWithin(params, NO_MEMBERS))) return undefined
@@ -238,9 +247,12 @@ export class StdioFastPath {
       })
   }
 
-  #setLevelNow(id: Id, params: Message): void {
-    ;(this.#setLevel as RequestHandler)({ method: 'logging/setLevel', params }, {}).then(
-      (result) => this.#answer(id, result as Message),
+  /** A request the SDK's own registered handler serves, called at once and encoded as it encodes. */
+  #viaHandler(id: Id, method: 'logging/setLevel' | 'tools/list', params: unknown): void {
+    const handler = this.#handlers?.[method] as RequestHandler
+    handler({ method, ...(params !== undefined ? { params } : {}) }, {}).then(
+      (result) =>
+        this.#answer(id, (this.#codec as () => ResultCodec)().encodeResult(method, result) as Message),
       (error: { code?: unknown; message?: string; data?: unknown }) => this.#answerError(id, error),
     )
   }

@@ -137,6 +137,9 @@ const script: Array<[unknown, string, unknown?] | { line: string; id: unknown }>
   [40, 'logging/setLevel', { level: 'error' }],
   [41, 'tools/call', call('slow', { steps: 1, step_ms: 1 })],
   [42, 'ping', { progressToken: 1 }],
+  [43, 'tools/list', {}],
+  [44, 'tools/list', { cursor: 'x' }],
+  [45, 'tools/list', 'nope'],
 ]
 
 async function transcript(fastPath: boolean) {
