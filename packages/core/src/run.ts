@@ -1,9 +1,8 @@
-import { serveStdio } from '@modelcontextprotocol/server/stdio'
-import { createInstance, type Runtime, selectTools, useSchemaCache } from './build-server.js'
-import { stdioChangeStreams } from './change-streams.js'
+import { type Runtime, selectTools, useSchemaCache } from './build-server.js'
 import { ConfigError, type ParsedConfig, parseConfig } from './config.js'
 import type { ServerSpec } from './define.js'
 import { ToolError } from './errors.js'
+import { fastPathEnabled } from './fast-path.js'
 import { checkHandleTools, closeHandles } from './handles.js'
 import { boundHeapGrowth } from './heap.js'
 import type { HttpEndpoint } from './http.js'
@@ -12,7 +11,7 @@ import { observing } from './observe-config.js'
 import { serverReadiness } from './readiness.js'
 import { redactor } from './redact.js'
 import { openSchemaCache } from './schema-cache.js'
-import { LineTransport } from './stdio.js'
+import { serveStdioRuntime } from './serve-stdio.js'
 
 /** Options of {@link run}. */
 export interface RunOptions {
@@ -217,25 +216,10 @@ export async function run<D, C>(
         },
       )
     } else {
-      const streams = stdioChangeStreams(runtime)
-      const transport = new LineTransport({
+      stdio = serveStdioRuntime(runtime, {
         onEnd: () => exitAfter('stdin closed', 0),
-        prepare: (message) => streams.prepare(message),
+        fastPath: fastPathEnabled(options.env ?? process.env),
       })
-      const served = serveStdio(
-        (context) => {
-          const instance = createInstance(runtime, { forwardProcessLogs: true, connection: 'stdio' })
-          streams.attach(instance, context?.era)
-          return instance
-        },
-        { transport, onerror: (error) => logger.debug('stdio error', { error: error.message }) },
-      )
-      stdio = {
-        close: async () => {
-          streams.close()
-          await served.close()
-        },
-      }
       logger.debug('serving MCP over stdio', { tools: runtime.tools.length })
     }
   } catch (error) {

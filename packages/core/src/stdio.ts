@@ -16,6 +16,12 @@ export interface LineTransportOptions {
    * is delivered as the promise's value, and the ones after it wait their turn (order is kept).
    */
   prepare?: (message: JSONRPCMessage) => Promise<unknown> | undefined
+  /**
+   * Sees every parsed line first (while no prepared message is on its way) and may serve it itself
+   * (core's fast path, `fast-path.ts`): it returns the work that serves the message, or undefined
+   * to let the message take the usual way. Its answers go out through {@link LineTransport.send}.
+   */
+  claim?: (message: unknown) => (() => void) | undefined
 }
 
 /**
@@ -33,6 +39,7 @@ export class LineTransport implements Transport {
   readonly #maxLineBytes: number
   readonly #onEnd: (() => void) | undefined
   readonly #prepare: LineTransportOptions['prepare']
+  readonly #claim: LineTransportOptions['claim']
   /** Set while a prepared message is on its way: later messages queue behind it. */
   #queue: Promise<void> | undefined
   #chunks: Buffer[] = []
@@ -49,6 +56,7 @@ export class LineTransport implements Transport {
     this.#maxLineBytes = options.maxLineBytes ?? 32 * 1024 * 1024
     this.#onEnd = options.onEnd
     this.#prepare = options.prepare
+    this.#claim = options.claim
   }
 
   async start(): Promise<void> {
@@ -68,9 +76,12 @@ export class LineTransport implements Transport {
       if (this.#discarding) {
         this.#discarding = false
       } else {
-        this.#chunks.push(tail)
-        const line = this.#chunks.length === 1 ? tail : Buffer.concat(this.#chunks)
-        this.#chunks = []
+        let line = tail
+        if (this.#chunks.length) {
+          this.#chunks.push(tail)
+          line = Buffer.concat(this.#chunks)
+          this.#chunks = []
+        }
         this.#pending = 0
         this.#handleLine(line.toString('utf8'))
       }
@@ -105,11 +116,21 @@ export class LineTransport implements Transport {
       this.#reply(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid JSON'))
       return
     }
+    const served = this.#claim && !this.#queue ? this.#claim(message) : undefined
+    if (served) {
+      this.#run(message, served)
+      return
+    }
     const check = checkEnvelope(message)
     if (!check.ok) {
       this.#reply(errorResponse(check.id, check.code, check.message))
       return
     }
+    this.#run(message, () => this.#deliver(message as JSONRPCMessage))
+  }
+
+  /** Runs `work` for one message, observed (metrics, a span) when it is a request and an observer is installed. */
+  #run(message: unknown, work: () => void) {
     const watching = observer()
     const request = message as { id?: string | number; method?: unknown; params?: unknown }
     if (watching && typeof request.method === 'string' && request.id !== undefined) {
@@ -120,10 +141,10 @@ export class LineTransport implements Transport {
         params: request.params,
       })
       this.#observed.set(request.id, observation)
-      observation.run(() => this.#deliver(message as JSONRPCMessage))
+      observation.run(work)
       return
     }
-    this.#deliver(message as JSONRPCMessage)
+    work()
   }
 
   #deliver(message: JSONRPCMessage) {

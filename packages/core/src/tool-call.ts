@@ -1,134 +1,19 @@
-import {
-  inputRequired,
-  LOG_LEVEL_META_KEY,
-  ProtocolError,
-  ProtocolErrorCode,
-} from '@modelcontextprotocol/server'
+import { LOG_LEVEL_META_KEY, ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server'
 import { assertWriteScope, requestAuthOf } from './auth/context.js'
-import { InputNeeded, modernClientAccess, requestStateCodec, servesModernEra } from './client-access.js'
-import type {
-  AnyTool,
-  ClientAccess,
-  ContentBlock,
-  HandleBinding,
-  RequestAuth,
-  ToolContext,
-} from './define.js'
-import { errorReference, formatToolError, isAbortError, ToolError } from './errors.js'
-import { bindHandle, settleHandle } from './handles.js'
-import { type InstanceParts, mapError, type Runtime } from './instance.js'
-import { truncateUtf8 } from './limits.js'
-import { type LogRecord, logData, type McpLogLevel, mcpLevelAtLeast, toMcpLevel } from './logger.js'
-import { type CallObservation, observer } from './observe/hooks.js'
-import { redactor } from './redact.js'
+import { type CallChannel, executeCall, listedTools, type ValidatedCall } from './call-pipeline.js'
+import { modernClientAccess, servesModernEra } from './client-access.js'
+import type { AnyTool, ClientAccess, RequestAuth, SessionAccess } from './define.js'
+import { formatToolError, ToolError } from './errors.js'
+import type { InstanceParts, Runtime } from './instance.js'
+import type { McpLogLevel } from './logger.js'
 import { RELATED_TASK_META_KEY, type TaskControl, type TaskRegistry } from './tasks.js'
-import { describeIssues, planFor, type ToolPlan } from './tool-schema.js'
+import { describeIssues, planFor } from './tool-schema.js'
 
-// The tool-call pipeline: tools/list, and tools/call from arguments to result (see
-// docs/architecture.md, "A tool call, from the wire to the tool and back").
+// How a tool call arrives: tools/list, tools/call (and task-augmented calls) registered on an
+// instance, the call's tool and arguments validated; the pipeline from there to the result is
+// call-pipeline.ts (see docs/architecture.md, "A tool call, from the wire to the tool and back").
 
-/** Hard ceiling on the text a single result may carry: below the official client's 10 MiB message limit. */
-export const RESULT_TEXT_CEILING_BYTES = 8 * 1024 * 1024
-
-function internalResult(runtime: Runtime<unknown, unknown>, tool: string, error: unknown) {
-  const ref = errorReference()
-  runtime.logger.error(`tool ${tool} failed unexpectedly (ref ${ref})`, { tool, ref, error })
-  return new ToolError(
-    'internal',
-    `${tool} failed unexpectedly (ref ${ref}); the details are in the server log`,
-  )
-}
-
-/**
- * Running calls to stop when a process-wide shutdown signal aborts: one listener on each such
- * signal for the life of the process, instead of one added and removed per call (EventTarget
- * listeners are a measurable share of a cheap call).
- */
-const stopOnShutdown = new WeakMap<AbortSignal, Set<(reason: unknown) => void>>()
-
-function onShutdown(signal: AbortSignal, stop: (reason: unknown) => void): () => void {
-  let running = stopOnShutdown.get(signal)
-  if (!running) {
-    const calls = new Set<(reason: unknown) => void>()
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const call of [...calls]) call(signal.reason)
-      },
-      { once: true },
-    )
-    stopOnShutdown.set(signal, calls)
-    running = calls
-  }
-  running.add(stop)
-  return () => running.delete(stop)
-}
-
-class TimeoutError extends Error {
-  override name = 'TimeoutError'
-}
-
-export function capContent(content: ContentBlock[]): ContentBlock[] {
-  let budget = RESULT_TEXT_CEILING_BYTES
-  return content.map((block) => {
-    if (block.type !== 'text') return block
-    const { text, truncated } = truncateUtf8(block.text, Math.max(0, budget))
-    budget -= Buffer.byteLength(text)
-    return truncated
-      ? { type: 'text', text: `${text}\n[truncated: the result exceeded the server's output ceiling]` }
-      : block
-  })
-}
-
-/** A tools/call whose tool exists and whose arguments passed the schema. */
-interface ValidatedCall {
-  tool: AnyTool
-  plan: ToolPlan
-  args: unknown
-}
-
-/**
- * Where one call's side output goes and what it may reach: a plain call uses its own request's
- * stream; a task's call outlives its request and uses the connection.
- */
-interface CallChannel<D> {
-  /** Aborted when the caller gives up (the request is cancelled, or the task is). */
-  signal: AbortSignal
-  requestId: string | number
-  session: ToolContext<D>['session']
-  auth: ToolContext<D>['auth']
-  client: ClientAccess
-  progressToken: string | number | undefined
-  /** Extra `_meta` for every notification of this call (a task's related-task key). */
-  meta?: Record<string, unknown>
-  /** The lowest level forwarded to the caller; `none` forwards nothing; unset means warnings and errors. */
-  logThreshold: McpLogLevel | 'none' | undefined
-  /** How the call arrived, for the operations hooks (metrics, audit, rate limits). */
-  transport: 'stdio' | 'http' | 'memory'
-  era: 'modern' | 'legacy'
-  notify(notification: { method: string; params: Record<string, unknown> }): Promise<void>
-  log(level: McpLogLevel, data: unknown, logger: string | undefined): Promise<void>
-}
-
-/**
- * The tools one connection lists: the configured ones, then those it enabled (by name), less
- * those the server hides now.
- */
-export function listedTools<D, C>(
-  runtime: Runtime<D, C>,
-  enabled: ReadonlySet<string>,
-  auth: RequestAuth | undefined,
-): AnyTool<D>[] {
-  const hidden = runtime.spec.hiddenTools?.(runtime.deps, auth)
-  const shown = (tools: AnyTool<D>[]) =>
-    hidden?.size ? tools.filter((tool) => !hidden.has(tool.name)) : tools
-  if (!enabled.size || !runtime.available) return shown(runtime.tools)
-  const configured = new Set(runtime.tools.map((tool) => tool.name))
-  return shown([
-    ...runtime.tools,
-    ...runtime.available.filter((tool) => enabled.has(tool.name) && !configured.has(tool.name)),
-  ])
-}
+export { capContent, listedTools, RESULT_TEXT_CEILING_BYTES } from './call-pipeline.js'
 
 /**
  * The answer to a call of a tool the server hides with a reason (the credential lacks a
@@ -201,250 +86,6 @@ function validateCall(tools: AnyTool[], name: string, raw: unknown): ValidatedCa
 }
 
 /**
- * Runs one validated call to its result, observed (metrics, audit, rate limits, a span) when an
- * operations flag is set. Never throws.
- */
-function executeCall<D, C>(
-  parts: InstanceParts<D, C>,
-  call: ValidatedCall,
-  channel: CallChannel<D>,
-): Promise<Record<string, unknown>> {
-  const watching = observer()
-  return watching ? observedCall(parts, call, channel, watching) : runCall(parts, call, channel)
-}
-
-async function observedCall<D, C>(
-  parts: InstanceParts<D, C>,
-  call: ValidatedCall,
-  channel: CallChannel<D>,
-  watching: NonNullable<ReturnType<typeof observer>>,
-): Promise<Record<string, unknown>> {
-  const { tool } = call
-  const readOnly = tool.annotations.readOnlyHint === true
-  const subject = channel.auth?.subject
-  const args = (call.args ?? {}) as Record<string, unknown>
-  const safe = tool.auditArguments?.filter((name) => args[name] !== undefined)
-  const observation: CallObservation = watching.call({
-    tool: tool.name,
-    readOnly,
-    transport: channel.transport,
-    session: channel.session.id,
-    subject,
-    era: channel.era,
-    argumentsBytes: Buffer.byteLength(JSON.stringify(args)),
-    safeArguments: safe?.length ? Object.fromEntries(safe.map((name) => [name, args[name]])) : undefined,
-  })
-  // Over HTTP the front door has charged the call already (and answered 429 when over).
-  if (channel.transport !== 'http' && watching.admit) {
-    const admission = await watching.admit(subject ?? channel.session.id ?? 'stdio', readOnly)
-    if (!admission.allowed) {
-      const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000))
-      const error = new ToolError(
-        'rate_limited',
-        `Too many calls: the ${admission.budget ?? 'call'} rate limit allows more in ${seconds} s`,
-        { hint: `Wait ${seconds} s before calling again.` },
-      )
-      const text = formatToolError(error)
-      observation.end({
-        outcome: 'rate_limited',
-        errorKind: 'rate_limited',
-        resultBytes: Buffer.byteLength(text),
-      })
-      return { content: [{ type: 'text', text }], isError: true }
-    }
-  }
-  let outcome = 'ok'
-  const result = await observation.run(() =>
-    runCall(parts, call, channel, (reported) => {
-      outcome = reported
-    }),
-  )
-  const kind = outcome.startsWith('error:') ? outcome.slice(6) : undefined
-  observation.end({
-    outcome: kind ? (kind === 'timeout' || kind === 'cancelled' ? kind : 'error') : outcome,
-    ...(kind ? { errorKind: kind } : {}),
-    resultBytes: Buffer.byteLength(JSON.stringify(result)),
-  })
-  return result
-}
-
-/**
- * Runs one validated call to its result: signal (caller ∪ timeout ∪ shutdown), progress, log
- * forwarding, output schema check, error mapping and the per-call log line. Never throws.
- */
-async function runCall<D, C>(
-  parts: InstanceParts<D, C>,
-  call: ValidatedCall,
-  channel: CallChannel<D>,
-  report?: (outcome: string) => void,
-): Promise<Record<string, unknown>> {
-  const { runtime, mcp } = parts
-  const { config, logger } = runtime
-  const { tool, plan } = call
-  const name = tool.name
-  const started = performance.now()
-  const timeoutMs = tool.timeoutMs ?? config.toolTimeoutMs
-  // One controller per call, aborted by the caller's cancellation, the timeout or shutdown. Each
-  // of those also settles `stopped`, which the tool's run races against, so a tool that ignores
-  // its signal still yields a prompt result.
-  const controller = new AbortController()
-  let settleStopped!: (reason: unknown) => void
-  const stopped = new Promise<never>((_, reject) => {
-    settleStopped = reject
-  })
-  stopped.catch(() => {})
-  const stop = (reason: unknown) => {
-    if (!controller.signal.aborted) controller.abort(reason)
-    settleStopped(controller.signal.reason)
-  }
-  const abortOnCancel = () => stop(channel.signal.reason)
-  channel.signal.addEventListener('abort', abortOnCancel, { once: true })
-  const leaveShutdown = onShutdown(runtime.shutdownSignal, stop)
-  if (channel.signal.aborted) abortOnCancel()
-  const timer = setTimeout(
-    () => stop(new TimeoutError(`${name} did not finish within ${timeoutMs} ms`)),
-    timeoutMs,
-  )
-  // Only the levels this caller asked for are forwarded (warnings and errors by default); records
-  // below that and below the stderr level are never built.
-  const callLogger = logger.childWithForwarder(
-    name,
-    { tool: name },
-    (record: LogRecord) => {
-      void channel.log(toMcpLevel(record.level), logData(record), record.logger).catch(() => {})
-    },
-    (level) =>
-      channel.logThreshold !== 'none' &&
-      mcpLevelAtLeast(toMcpLevel(level), channel.logThreshold ?? 'warning'),
-  )
-  const progressToken = channel.progressToken
-  let lastProgress = Number.NEGATIVE_INFINITY
-  const toolContext: ToolContext<D> = {
-    deps: runtime.deps,
-    signal: controller.signal,
-    log: callLogger,
-    client: channel.client,
-    requestId: channel.requestId,
-    session: channel.session,
-    auth: channel.auth,
-    async enableTools(names) {
-      const listed = new Set(
-        listedTools(runtime, parts.state.enabledTools, channel.auth).map((tool) => tool.name),
-      )
-      const enabled = (runtime.available ?? runtime.tools)
-        .filter((tool) => names.includes(tool.name) && !listed.has(tool.name))
-        .map((tool) => tool.name)
-      // A request served on its own has no connection to remember the change for.
-      if (!runtime.spec.dynamicTools || channel.session.id === undefined) return { enabled, lasting: false }
-      for (const tool of enabled) parts.state.enabledTools.add(tool)
-      if (enabled.length && mcp.isConnected()) await mcp.sendToolListChanged()
-      return { enabled, lasting: true }
-    },
-    async progress(progress, total, message) {
-      // Progress must increase for one token; late or repeated values are dropped, not sent.
-      if (progressToken === undefined || progress <= lastProgress || controller.signal.aborted) return
-      lastProgress = progress
-      await channel
-        .notify({
-          method: 'notifications/progress',
-          params: {
-            progressToken,
-            progress,
-            ...(total !== undefined ? { total } : {}),
-            ...(message ? { message } : {}),
-            ...(channel.meta ? { _meta: channel.meta } : {}),
-          },
-        })
-        .catch(() => {})
-    },
-  }
-  let outcome = 'ok'
-  // A stateful tool's call is bound to its state first (handles.ts); a bad handle is a tool error.
-  let binding: HandleBinding | undefined
-  const handleSpec = tool.handle ? runtime.spec.handles?.[tool.handle.kind] : undefined
-  try {
-    binding = bindHandle(runtime as Runtime<unknown, unknown>, tool, {
-      args: call.args as Record<string, unknown>,
-      session: channel.session,
-      subject: channel.auth?.subject,
-    })
-    const context = binding ? { ...toolContext, handle: binding } : toolContext
-    const output = await Promise.race([
-      Promise.resolve().then(() => tool.run(call.args as never, context)),
-      stopped,
-    ])
-    let structured: Record<string, unknown> | undefined
-    if (plan.output) {
-      const checked = plan.output.safeParse(output.data)
-      if (!checked.success) {
-        throw new Error(
-          `tool ${name} returned data that does not match its output schema: ${describeIssues(checked.error).text}`,
-        )
-      }
-      structured = checked.data as Record<string, unknown>
-    }
-    const content: ContentBlock[] = output.content ?? [
-      { type: 'text', text: output.text ?? (structured !== undefined ? JSON.stringify(structured) : '') },
-    ]
-    const result: Record<string, unknown> = { content: capContent(content) }
-    if (structured !== undefined) result.structuredContent = structured
-    const projected = mcp.server.projectCallToolResult(result as never, plan.outputJson as never)
-    return (await settleHandle(binding, projected as never, handleSpec as never)) as never
-  } catch (error) {
-    if (error instanceof InputNeeded) {
-      outcome = 'input_required'
-      // The tool runs again from the start on the client's retry: state it opened now is not kept.
-      binding?.release()
-      if (binding?.minted) await binding.close()
-      const requestState = await requestStateCodec().mint({ answers: error.answers })
-      return inputRequired({ inputRequests: error.requests, requestState }) as never
-    }
-    let toolError: ToolError
-    if (controller.signal.aborted && (isAbortError(error) || error === controller.signal.reason)) {
-      const reason = controller.signal.reason
-      toolError =
-        reason instanceof TimeoutError
-          ? new ToolError('timeout', reason.message, {
-              hint: 'Narrow the request (smaller range, fewer rows, a more specific pattern) and try again.',
-            })
-          : new ToolError(
-              'cancelled',
-              runtime.shutdownSignal.aborted ? 'The server is shutting down' : 'The call was cancelled',
-            )
-    } else {
-      toolError =
-        mapError(runtime, error) ?? internalResult(runtime as Runtime<unknown, unknown>, name, error)
-      if (toolError.cause !== undefined && toolError.kind !== 'internal') {
-        logger.debug(`tool ${name} error cause`, { tool: name, error: toolError.cause })
-      }
-    }
-    outcome = `error:${toolError.kind}`
-    const failure = {
-      content: [{ type: 'text', text: formatToolError(toolError) }],
-      isError: true,
-      ...(toolError.details
-        ? {
-            _meta: {
-              'keel/error': { kind: toolError.kind, ...(redactor.redactValue(toolError.details) as object) },
-            },
-          }
-        : {}),
-    }
-    return settleHandle(binding, failure, handleSpec as never)
-  } finally {
-    clearTimeout(timer)
-    channel.signal.removeEventListener('abort', abortOnCancel)
-    leaveShutdown()
-    report?.(outcome)
-    logger.debug('tool call', {
-      tool: name,
-      durationMs: Math.round((performance.now() - started) * 100) / 100,
-      outcome,
-    })
-  }
-}
-
-/**
  * A task's view of the client: while it waits on the client (sampling, elicitation) the task is
  * `input_required`, and the request carries the task's related-task key.
  */
@@ -476,16 +117,42 @@ function taskClientAccess(client: ClientAccess, control: TaskControl): ClientAcc
 }
 
 /** The parts of the SDK's request context a call reads. */
-interface CallRequestContext {
+export interface CallRequestContext {
   sessionId?: string
   http?: { authInfo?: { token?: string; scopes?: string[] } }
   mcpReq: {
     id: string | number
-    signal: AbortSignal
+    signal?: AbortSignal
     _meta?: Record<string, unknown>
     /** 2026-07-28: the reserved `_meta` keys of the request, lifted out by the SDK. */
     envelope?: Record<string, unknown>
   }
+}
+
+/** A request context that can also send a call's notifications and log messages. */
+interface CallingContext extends CallRequestContext {
+  mcpReq: CallRequestContext['mcpReq'] & {
+    notify(notification: { method: string; params: Record<string, unknown> }): Promise<void>
+    log(level: McpLogLevel, data: unknown, logger?: string): Promise<void>
+  }
+}
+
+/**
+ * Core's own `tools/call` handler of one instance, as the SDK calls it, for a front door that
+ * serves calls itself (`fast-path.ts`): same validation, errors, pipeline and side output. With
+ * `onStop`, the caller stops the call through the function it is handed instead of a signal.
+ */
+export type CoreCallTool = (
+  params: { name: string; arguments?: Record<string, unknown> },
+  ctx: CallingContext,
+  onStop?: (stop: (reason: unknown) => void) => void,
+) => Promise<Record<string, unknown>>
+
+const callHandlers = new WeakMap<object, CoreCallTool>()
+
+/** The `tools/call` handler core registered on this instance, if any. */
+export function coreCallToolOf(mcp: object): CoreCallTool | undefined {
+  return callHandlers.get(mcp)
 }
 
 type RawHandler = (request: { params?: unknown }, ctx: unknown) => unknown
@@ -506,22 +173,31 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
       ),
     } as never
   })
-  const channelFor = (ctx: CallRequestContext, client: ClientAccess) => {
-    const session = sessionFor(ctx.sessionId)
-    const transport: CallChannel<D>['transport'] = ctx.http
-      ? 'http'
-      : session.id === 'stdio'
-        ? 'stdio'
-        : 'memory'
+  // One instance serves one connection (or one request): its calls share their session access.
+  let session: { key: string | undefined; access: SessionAccess } | undefined
+  const sessionOf = (key: string | undefined) => {
+    if (!session || session.key !== key) session = { key, access: sessionFor(key) }
+    return session.access
+  }
+  const channelFor: ChannelFor<D> = (ctx, clientOf, side) => {
+    const session = sessionOf(ctx.sessionId)
+    let client: ClientAccess | undefined
     return {
+      ...side,
       requestId: ctx.mcpReq.id,
       session,
-      transport,
-      era: (servesModernEra(server) ? 'modern' : 'legacy') as CallChannel<D>['era'],
+      transport: ctx.http ? 'http' : session.id === 'stdio' ? 'stdio' : 'memory',
+      era: servesModernEra(server) ? 'modern' : 'legacy',
       auth: requestAuthOf(ctx.http?.authInfo),
-      client,
+      // Made when the tool first asks for the client: most calls never do.
+      get client() {
+        client ??= clientOf()
+        return client
+      },
       progressToken: ctx.mcpReq._meta?.progressToken as string | number | undefined,
-      logThreshold: logThresholdOf(ctx),
+      get logThreshold() {
+        return logThresholdOf(ctx)
+      },
     }
   }
   // 2026-07-28: a request opts in to log messages with its envelope's level (the SDK lifts it out
@@ -535,20 +211,20 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     return (typeof metaLevel === 'string' ? metaLevel : state.clientLevel) as McpLogLevel | undefined
   }
 
-  server.setRequestHandler('tools/call', async (request, ctx) => {
-    const name = request.params.name
-    const auth = requestAuthOf((ctx as CallRequestContext).http?.authInfo)
+  const callTool: CoreCallTool = async (params, ctx, onStop) => {
+    const name = params.name
+    const auth = requestAuthOf(ctx.http?.authInfo)
     const refused = hiddenReason(runtime, name, auth)
-    if (refused) return refused as never
+    if (refused) return refused
     let call: ValidatedCall
     try {
-      call = validateCall(listedTools(runtime, state.enabledTools, auth), name, request.params.arguments)
+      call = validateCall(listedTools(runtime, state.enabledTools, auth), name, params.arguments)
     } catch (error) {
       if (!(error instanceof InvalidArguments)) throw error
       runtime.logger.debug('tool call', { tool: name, durationMs: 0, outcome: 'error:invalid_argument' })
-      return error.toResult() as never
+      return error.toResult()
     }
-    assertWriteScope(runtime.config.auth, call.tool, (ctx as CallRequestContext).http)
+    assertWriteScope(runtime.config.auth, call.tool, ctx.http)
     const modern = servesModernEra(server)
     if (tasks && !modern && call.tool.taskSupport === 'required') {
       throw new ProtocolError(
@@ -556,23 +232,33 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         `Tool ${name} must be called as a task: add "task": {} to the tools/call params`,
       )
     }
-    const result = await executeCall(parts, call, {
-      ...channelFor(
-        ctx as CallRequestContext,
-        modern ? modernClientAccess(client, ctx.mcpReq as never) : client.forRequest(ctx.mcpReq.id),
+    const { mcpReq } = ctx
+    const result = await executeCall(
+      parts,
+      call,
+      channelFor(
+        ctx,
+        () => (modern ? modernClientAccess(client, mcpReq as never) : client.forRequest(mcpReq.id)),
+        {
+          ...(onStop ? { onStop } : { signal: mcpReq.signal }),
+          notify: (notification) => mcpReq.notify(notification),
+          log: (level, data, logger) => mcpReq.log(level, data, logger),
+        },
       ),
-      signal: ctx.mcpReq.signal,
-      notify: (notification) => ctx.mcpReq.notify(notification as never),
-      log: (level, data, logger) => ctx.mcpReq.log(level, data, logger),
-    })
+    )
     // The call may have taught the server which tools to hide (a credential's scopes): say so.
     const hidden = runtime.spec.hiddenTools?.(runtime.deps, auth)
     if (hidden !== state.hiddenSeen) {
       state.hiddenSeen = hidden
       if (mcp.isConnected() && !modern) mcp.sendToolListChanged()
     }
-    return result as never
-  })
+    return result
+  }
+  server.setRequestHandler(
+    'tools/call',
+    (request, ctx) => callTool(request.params, ctx as unknown as CallingContext) as never,
+  )
+  callHandlers.set(mcp, callTool)
   if (!tasks) return
 
   // The SDK serves no 2025-11-25 tasks: its tools/call wrapper refuses a CreateTaskResult. So a
@@ -584,57 +270,68 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
   handlers.set('tools/call', (request, ctx) => {
     const params = request.params as { name?: unknown; arguments?: unknown; task?: unknown } | undefined
     if (params?.task === undefined || servesModernEra(server)) return checked(request, ctx)
-    return startTask(tasks, params, ctx as CallRequestContext)
+    return startTask(parts, tasks, channelFor, params, ctx as CallRequestContext)
   })
+}
 
-  function startTask(
-    registry: TaskRegistry,
-    params: { name?: unknown; arguments?: unknown; task?: unknown },
-    ctx: CallRequestContext,
-  ) {
-    if (typeof params.name !== 'string') {
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        'Invalid tools/call request: name must be a string',
-      )
-    }
-    const task = params.task as { ttl?: unknown } | null
-    if (
-      typeof task !== 'object' ||
-      task === null ||
-      (task.ttl !== undefined && typeof task.ttl !== 'number')
-    ) {
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        'Invalid tools/call request: task must be { ttl?: number }',
-      )
-    }
-    let call: ValidatedCall
-    try {
-      call = validateCall(
-        listedTools(runtime, state.enabledTools, requestAuthOf(ctx.http?.authInfo)),
-        params.name,
-        params.arguments,
-      )
-    } catch (error) {
-      // A task-augmented call is answered with a task or a JSON-RPC error: the 2025-11-25 tasks
-      // draft has no result to carry a validation failure before the task exists.
-      if (!(error instanceof InvalidArguments)) throw error
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, error.message, {
-        tool: error.tool,
-        issues: error.issues,
-      })
-    }
-    assertWriteScope(runtime.config.auth, call.tool, ctx.http)
-    if (!call.tool.taskSupport) {
-      throw new ProtocolError(
-        ProtocolErrorCode.MethodNotFound,
-        `Tool ${params.name} does not run as a task (no execution.taskSupport); call it without "task"`,
-      )
-    }
-    const created = registry.start(task.ttl as number | undefined, (control) =>
-      executeCall(parts, call, {
-        ...channelFor(ctx, taskClientAccess(client, control)),
+/** A channel for a call of one instance (`registerTools`' own). */
+type ChannelFor<D> = (
+  ctx: CallRequestContext,
+  client: () => ClientAccess,
+  side: Pick<CallChannel<D>, 'signal' | 'onStop' | 'meta' | 'notify' | 'log'>,
+) => CallChannel<D>
+
+/** A task-augmented call (2025-11-25): validated now, run as a task, answered with the task. */
+function startTask<D, C>(
+  parts: InstanceParts<D, C>,
+  registry: TaskRegistry,
+  channelFor: ChannelFor<D>,
+  params: { name?: unknown; arguments?: unknown; task?: unknown },
+  ctx: CallRequestContext,
+) {
+  const { runtime, state, client, mcp } = parts
+  const server = mcp.server
+  if (typeof params.name !== 'string') {
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      'Invalid tools/call request: name must be a string',
+    )
+  }
+  const task = params.task as { ttl?: unknown } | null
+  if (typeof task !== 'object' || task === null || (task.ttl !== undefined && typeof task.ttl !== 'number')) {
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      'Invalid tools/call request: task must be { ttl?: number }',
+    )
+  }
+  let call: ValidatedCall
+  try {
+    call = validateCall(
+      listedTools(runtime, state.enabledTools, requestAuthOf(ctx.http?.authInfo)),
+      params.name,
+      params.arguments,
+    )
+  } catch (error) {
+    // A task-augmented call is answered with a task or a JSON-RPC error: the 2025-11-25 tasks
+    // draft has no result to carry a validation failure before the task exists.
+    if (!(error instanceof InvalidArguments)) throw error
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, error.message, {
+      tool: error.tool,
+      issues: error.issues,
+    })
+  }
+  assertWriteScope(runtime.config.auth, call.tool, ctx.http)
+  if (!call.tool.taskSupport) {
+    throw new ProtocolError(
+      ProtocolErrorCode.MethodNotFound,
+      `Tool ${params.name} does not run as a task (no execution.taskSupport); call it without "task"`,
+    )
+  }
+  const created = registry.start(task.ttl as number | undefined, (control) =>
+    executeCall(
+      parts,
+      call,
+      channelFor(ctx, () => taskClientAccess(client, control), {
         signal: control.signal,
         meta: { [RELATED_TASK_META_KEY]: { taskId: control.taskId } },
         // The call's request is answered already: its output goes to the connection.
@@ -644,7 +341,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
             ? mcp.sendLoggingMessage({ level, data, ...(logger ? { logger } : {}) })
             : Promise.resolve(),
       }),
-    )
-    return { task: created }
-  }
+    ),
+  )
+  return { task: created }
 }

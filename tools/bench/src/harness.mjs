@@ -148,12 +148,39 @@ async function concurrent(client, call, total, inflight) {
 }
 
 /**
+ * `BENCH_FAST_PATH_AB=1`: every Keel contender (label "keel …") runs a second time with core's
+ * stdio fast path off (`KEEL_FAST_PATH=0`), added after the given ones so a suite's own indices
+ * stay as they are; the reference stays the one the suite chose.
+ */
+function withFastPathOff(contenders) {
+  // A suite that runs its own A/B (core) is left as it is.
+  if (process.env.BENCH_FAST_PATH_AB !== '1' || contenders.some((contender) => contender.env?.KEEL_FAST_PATH))
+    return contenders
+  const marked = contenders.some((contender) => contender.reference)
+  const given = marked
+    ? contenders
+    : contenders.map((contender, index) =>
+        index === contenders.length - 1 ? { ...contender, reference: true } : contender,
+      )
+  const off = given
+    .filter((contender) => contender.label.startsWith('keel ') && !contender.env?.KEEL_FAST_PATH)
+    .map((contender) => ({
+      ...contender,
+      label: `${contender.label}, fast path off`,
+      env: { ...contender.env, KEEL_FAST_PATH: '0' },
+      reference: false,
+    }))
+  return [...given, ...off]
+}
+
+/**
  * Measures each contender with the figures above, alternating between them in every round, and
  * prints one Markdown table (contenders as columns, plus ratios against the reference).
  * Returns the medians per contender.
  */
-export async function compareServers(title, contenders, options = {}) {
+export async function compareServers(title, given, options = {}) {
   const { rounds, coldRounds, calls, inflight, inflightCalls, warmup, slice } = { ...defaults, ...options }
+  const contenders = withFastPathOff(given)
   const reference = contenders.find((contender) => contender.reference) ?? contenders.at(-1)
   const data = contenders.map(() => ({
     initialized: [],

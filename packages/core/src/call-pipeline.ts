@@ -1,0 +1,507 @@
+import { inputRequired } from '@modelcontextprotocol/server'
+import { InputNeeded, requestStateCodec } from './client-access.js'
+import type {
+  AnyTool,
+  ClientAccess,
+  ContentBlock,
+  HandleBinding,
+  RequestAuth,
+  ToolContext,
+} from './define.js'
+import { errorReference, formatToolError, isAbortError, ToolError } from './errors.js'
+import { bindHandle, settleHandle } from './handles.js'
+import { type InstanceParts, mapError, type Runtime } from './instance.js'
+import { truncateUtf8 } from './limits.js'
+import {
+  type Logger,
+  type LogRecord,
+  logData,
+  type McpLogLevel,
+  mcpLevelAtLeast,
+  toMcpLevel,
+} from './logger.js'
+import { type CallObservation, observer } from './observe/hooks.js'
+import { redactor } from './redact.js'
+import { describeIssues, type ToolPlan } from './tool-schema.js'
+
+// A validated tool call from its start to its result: what stops it (cancellation, timeout,
+// shutdown), what the tool gets, the output checks, error mapping and the per-call log line, and
+// the operations hooks around it. How a call arrives and is validated is tool-call.ts's part (see
+// docs/architecture.md, "A tool call, from the wire to the tool and back").
+
+/** Hard ceiling on the text a single result may carry: below the official client's 10 MiB message limit. */
+export const RESULT_TEXT_CEILING_BYTES = 8 * 1024 * 1024
+
+function internalResult(runtime: Runtime<unknown, unknown>, tool: string, error: unknown) {
+  const ref = errorReference()
+  runtime.logger.error(`tool ${tool} failed unexpectedly (ref ${ref})`, { tool, ref, error })
+  return new ToolError(
+    'internal',
+    `${tool} failed unexpectedly (ref ${ref}); the details are in the server log`,
+  )
+}
+
+/**
+ * Running calls to stop when a process-wide shutdown signal aborts: one listener on each such
+ * signal for the life of the process, instead of one added and removed per call (EventTarget
+ * listeners are a measurable share of a cheap call).
+ */
+const stopOnShutdown = new WeakMap<AbortSignal, Set<(reason: unknown) => void>>()
+
+function onShutdown(signal: AbortSignal, stop: (reason: unknown) => void): () => void {
+  let running = stopOnShutdown.get(signal)
+  if (!running) {
+    const calls = new Set<(reason: unknown) => void>()
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const call of [...calls]) call(signal.reason)
+      },
+      { once: true },
+    )
+    stopOnShutdown.set(signal, calls)
+    running = calls
+  }
+  running.add(stop)
+  return () => running.delete(stop)
+}
+
+class TimeoutError extends Error {
+  override name = 'TimeoutError'
+}
+
+export function capContent(content: ContentBlock[]): ContentBlock[] {
+  let budget = RESULT_TEXT_CEILING_BYTES
+  // The common case, nothing over the ceiling, returns the blocks as they are, with no copy.
+  let capped: ContentBlock[] | undefined
+  for (const [index, block] of content.entries()) {
+    if (block.type !== 'text') continue
+    const bytes = Buffer.byteLength(block.text)
+    if (bytes <= budget) {
+      budget -= bytes
+      continue
+    }
+    const { text } = truncateUtf8(block.text, Math.max(0, budget))
+    budget -= Buffer.byteLength(text)
+    capped ??= content.slice()
+    capped[index] = {
+      type: 'text',
+      text: `${text}\n[truncated: the result exceeded the server's output ceiling]`,
+    }
+  }
+  return capped ?? content
+}
+
+/** A tools/call whose tool exists and whose arguments passed the schema. */
+export interface ValidatedCall {
+  tool: AnyTool
+  plan: ToolPlan
+  args: unknown
+}
+
+/**
+ * Where one call's side output goes and what it may reach: a plain call uses its own request's
+ * stream; a task's call outlives its request and uses the connection.
+ */
+export interface CallChannel<D> {
+  /** Aborted when the caller gives up (the request is cancelled, or the task is). */
+  signal?: AbortSignal
+  /**
+   * Instead of a signal, a front door that tracks its own requests (core's stdio fast path) is
+   * handed the call's stop function: no signal and listener per call.
+   */
+  onStop?: (stop: (reason: unknown) => void) => void
+  requestId: string | number
+  session: ToolContext<D>['session']
+  auth: ToolContext<D>['auth']
+  client: ClientAccess
+  progressToken: string | number | undefined
+  /** Extra `_meta` for every notification of this call (a task's related-task key). */
+  meta?: Record<string, unknown>
+  /**
+   * The lowest level forwarded to the caller; `none` forwards nothing; unset means warnings and
+   * errors. Read when a record is logged, so a `logging/setLevel` that arrives first counts.
+   */
+  readonly logThreshold: McpLogLevel | 'none' | undefined
+  /** How the call arrived, for the operations hooks (metrics, audit, rate limits). */
+  transport: 'stdio' | 'http' | 'memory'
+  era: 'modern' | 'legacy'
+  notify(notification: { method: string; params: Record<string, unknown> }): Promise<void>
+  log(level: McpLogLevel, data: unknown, logger: string | undefined): Promise<void>
+}
+
+/**
+ * The tools one connection lists: the configured ones, then those it enabled (by name), less
+ * those the server hides now.
+ */
+export function listedTools<D, C>(
+  runtime: Runtime<D, C>,
+  enabled: ReadonlySet<string>,
+  auth: RequestAuth | undefined,
+): AnyTool<D>[] {
+  const hidden = runtime.spec.hiddenTools?.(runtime.deps, auth)
+  const shown = (tools: AnyTool<D>[]) =>
+    hidden?.size ? tools.filter((tool) => !hidden.has(tool.name)) : tools
+  if (!enabled.size || !runtime.available) return shown(runtime.tools)
+  const configured = new Set(runtime.tools.map((tool) => tool.name))
+  return shown([
+    ...runtime.tools,
+    ...runtime.available.filter((tool) => enabled.has(tool.name) && !configured.has(tool.name)),
+  ])
+}
+
+/**
+ * Runs one validated call to its result, observed (metrics, audit, rate limits, a span) when an
+ * operations flag is set. Never throws.
+ */
+export function executeCall<D, C>(
+  parts: InstanceParts<D, C>,
+  call: ValidatedCall,
+  channel: CallChannel<D>,
+): Promise<Record<string, unknown>> {
+  const watching = observer()
+  return watching ? observedCall(parts, call, channel, watching) : runCall(parts, call, channel)
+}
+
+async function observedCall<D, C>(
+  parts: InstanceParts<D, C>,
+  call: ValidatedCall,
+  channel: CallChannel<D>,
+  watching: NonNullable<ReturnType<typeof observer>>,
+): Promise<Record<string, unknown>> {
+  const { tool } = call
+  const readOnly = tool.annotations.readOnlyHint === true
+  const subject = channel.auth?.subject
+  const args = (call.args ?? {}) as Record<string, unknown>
+  const safe = tool.auditArguments?.filter((name) => args[name] !== undefined)
+  const observation: CallObservation = watching.call({
+    tool: tool.name,
+    readOnly,
+    transport: channel.transport,
+    session: channel.session.id,
+    subject,
+    era: channel.era,
+    argumentsBytes: Buffer.byteLength(JSON.stringify(args)),
+    safeArguments: safe?.length ? Object.fromEntries(safe.map((name) => [name, args[name]])) : undefined,
+  })
+  // Over HTTP the front door has charged the call already (and answered 429 when over).
+  if (channel.transport !== 'http' && watching.admit) {
+    const admission = await watching.admit(subject ?? channel.session.id ?? 'stdio', readOnly)
+    if (!admission.allowed) {
+      const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000))
+      const error = new ToolError(
+        'rate_limited',
+        `Too many calls: the ${admission.budget ?? 'call'} rate limit allows more in ${seconds} s`,
+        { hint: `Wait ${seconds} s before calling again.` },
+      )
+      const text = formatToolError(error)
+      observation.end({
+        outcome: 'rate_limited',
+        errorKind: 'rate_limited',
+        resultBytes: Buffer.byteLength(text),
+      })
+      return { content: [{ type: 'text', text }], isError: true }
+    }
+  }
+  let outcome = 'ok'
+  const result = await observation.run(() =>
+    runCall(parts, call, channel, (reported) => {
+      outcome = reported
+    }),
+  )
+  const kind = outcome.startsWith('error:') ? outcome.slice(6) : undefined
+  observation.end({
+    outcome: kind ? (kind === 'timeout' || kind === 'cancelled' ? kind : 'error') : outcome,
+    ...(kind ? { errorKind: kind } : {}),
+    resultBytes: Buffer.byteLength(JSON.stringify(result)),
+  })
+  return result
+}
+
+/**
+ * What can stop one call: the caller's cancellation, its timeout and a process-wide shutdown. Each
+ * aborts the call's own controller and settles the promise the tool's run is raced against, so a
+ * tool that ignores its signal still yields a prompt result.
+ */
+class CallStop {
+  /** Made when the tool first reads its signal: a call that never does needs none. */
+  #controller: AbortController | undefined
+  #stopped = false
+  #reason: unknown
+  #reject: ((reason: unknown) => void) | undefined
+  readonly #timer: NodeJS.Timeout
+  readonly #leaveShutdown: () => void
+  readonly #caller: AbortSignal | undefined
+
+  constructor(
+    runtime: Runtime<unknown, unknown>,
+    name: string,
+    timeoutMs: number,
+    channel: CallChannel<unknown>,
+  ) {
+    this.#leaveShutdown = onShutdown(runtime.shutdownSignal, this.stop)
+    this.#caller = channel.signal
+    if (channel.signal) {
+      channel.signal.addEventListener('abort', this.#onCancel, { once: true })
+      if (channel.signal.aborted) this.#onCancel()
+    }
+    channel.onStop?.(this.stop)
+    this.#timer = setTimeout(
+      () => this.stop(new TimeoutError(`${name} did not finish within ${timeoutMs} ms`)),
+      timeoutMs,
+    )
+  }
+
+  /** The signal the tool gets: aborted with the first reason the call was stopped for. */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController()
+      if (this.#stopped) this.#controller.abort(this.#reason)
+    }
+    return this.#controller.signal
+  }
+
+  get stopped(): boolean {
+    return this.#stopped
+  }
+
+  get reason(): unknown {
+    return this.#reason
+  }
+
+  readonly stop = (reason: unknown): void => {
+    if (!this.#stopped) {
+      this.#stopped = true
+      // As AbortController does: no reason is an AbortError.
+      this.#reason = reason ?? new DOMException('This operation was aborted', 'AbortError')
+      this.#controller?.abort(this.#reason)
+    }
+    this.#reject?.(this.#reason)
+  }
+
+  readonly #onCancel = () => this.stop(this.#caller?.reason)
+
+  /**
+   * Runs the tool. A result it returns at once is taken as it is; a promise is raced against the
+   * stop. A call stopped before it starts does not run.
+   */
+  run<T>(work: () => T | PromiseLike<T>): T | Promise<T> {
+    if (this.#stopped) throw this.#reason
+    const output = work()
+    if (!isThenable(output)) return output
+    const stopped = new Promise<never>((_, reject) => {
+      this.#reject = reject
+    })
+    if (this.#stopped) this.#reject?.(this.#reason)
+    return Promise.race([output, stopped])
+  }
+
+  release(): void {
+    clearTimeout(this.#timer)
+    this.#caller?.removeEventListener('abort', this.#onCancel)
+    this.#leaveShutdown()
+  }
+}
+
+const isThenable = <T>(value: T | PromiseLike<T>): value is PromiseLike<T> =>
+  value !== null &&
+  (typeof value === 'object' || typeof value === 'function') &&
+  typeof (value as { then?: unknown }).then === 'function'
+
+/**
+ * The call's logger: only the levels this caller asked for are forwarded (warnings and errors by
+ * default); records below that and below the stderr level are never built.
+ */
+function callLogger<D>(logger: Logger, name: string, channel: CallChannel<D>): Logger {
+  return logger.childWithForwarder(
+    name,
+    { tool: name },
+    (record: LogRecord) => {
+      void channel.log(toMcpLevel(record.level), logData(record), record.logger).catch(() => {})
+    },
+    (level) =>
+      channel.logThreshold !== 'none' &&
+      mcpLevelAtLeast(toMcpLevel(level), channel.logThreshold ?? 'warning'),
+  )
+}
+
+/** What a tool's run gets. Its logger is built on first use: most calls never log. */
+function toolContextFor<D, C>(
+  parts: InstanceParts<D, C>,
+  channel: CallChannel<D>,
+  name: string,
+  stop: CallStop,
+): ToolContext<D> & { handle?: HandleBinding } {
+  const { runtime, mcp } = parts
+  const progressToken = channel.progressToken
+  let lastProgress = Number.NEGATIVE_INFINITY
+  let log: Logger | undefined
+  return {
+    deps: runtime.deps,
+    get signal() {
+      return stop.signal
+    },
+    get log() {
+      log ??= callLogger(runtime.logger, name, channel)
+      return log
+    },
+    get client() {
+      return channel.client
+    },
+    requestId: channel.requestId,
+    session: channel.session,
+    auth: channel.auth,
+    async enableTools(names) {
+      const listed = new Set(
+        listedTools(runtime, parts.state.enabledTools, channel.auth).map((tool) => tool.name),
+      )
+      const enabled = (runtime.available ?? runtime.tools)
+        .filter((tool) => names.includes(tool.name) && !listed.has(tool.name))
+        .map((tool) => tool.name)
+      // A request served on its own has no connection to remember the change for.
+      if (!runtime.spec.dynamicTools || channel.session.id === undefined) return { enabled, lasting: false }
+      for (const tool of enabled) parts.state.enabledTools.add(tool)
+      if (enabled.length && mcp.isConnected()) await mcp.sendToolListChanged()
+      return { enabled, lasting: true }
+    },
+    async progress(progress, total, message) {
+      // Progress must increase for one token; late or repeated values are dropped, not sent.
+      if (progressToken === undefined || progress <= lastProgress || stop.stopped) return
+      lastProgress = progress
+      await channel
+        .notify({
+          method: 'notifications/progress',
+          params: {
+            progressToken,
+            progress,
+            ...(total !== undefined ? { total } : {}),
+            ...(message ? { message } : {}),
+            ...(channel.meta ? { _meta: channel.meta } : {}),
+          },
+        })
+        .catch(() => {})
+    },
+  }
+}
+
+/** A tool's output as a tools/call result: the output schema checked, text capped, projected. */
+function successResult<D, C>(
+  parts: InstanceParts<D, C>,
+  plan: ToolPlan,
+  name: string,
+  output: { data?: unknown; text?: string; content?: ContentBlock[] },
+): Record<string, unknown> {
+  let structured: Record<string, unknown> | undefined
+  if (plan.output) {
+    const checked = plan.output.safeParse(output.data)
+    if (!checked.success) {
+      throw new Error(
+        `tool ${name} returned data that does not match its output schema: ${describeIssues(checked.error).text}`,
+      )
+    }
+    structured = checked.data as Record<string, unknown>
+  }
+  const content: ContentBlock[] = output.content ?? [
+    { type: 'text', text: output.text ?? (structured !== undefined ? JSON.stringify(structured) : '') },
+  ]
+  const result: Record<string, unknown> = { content: capContent(content) }
+  if (structured !== undefined) result.structuredContent = structured
+  return parts.mcp.server.projectCallToolResult(result as never, plan.outputJson as never) as never
+}
+
+/** The tool error a failed call answers with: its timeout or cancellation, or the mapped error. */
+function toolErrorOf(
+  runtime: Runtime<unknown, unknown>,
+  name: string,
+  error: unknown,
+  stop: CallStop,
+): ToolError {
+  if (stop.stopped && (isAbortError(error) || error === stop.reason)) {
+    const reason = stop.reason
+    return reason instanceof TimeoutError
+      ? new ToolError('timeout', reason.message, {
+          hint: 'Narrow the request (smaller range, fewer rows, a more specific pattern) and try again.',
+        })
+      : new ToolError(
+          'cancelled',
+          runtime.shutdownSignal.aborted ? 'The server is shutting down' : 'The call was cancelled',
+        )
+  }
+  const toolError = mapError(runtime, error) ?? internalResult(runtime, name, error)
+  if (toolError.cause !== undefined && toolError.kind !== 'internal') {
+    runtime.logger.debug(`tool ${name} error cause`, { tool: name, error: toolError.cause })
+  }
+  return toolError
+}
+
+function failureResult(toolError: ToolError): Record<string, unknown> {
+  return {
+    content: [{ type: 'text', text: formatToolError(toolError) }],
+    isError: true,
+    ...(toolError.details
+      ? {
+          _meta: {
+            'keel/error': { kind: toolError.kind, ...(redactor.redactValue(toolError.details) as object) },
+          },
+        }
+      : {}),
+  }
+}
+
+/**
+ * Runs one validated call to its result: signal (caller ∪ timeout ∪ shutdown), progress, log
+ * forwarding, output schema check, error mapping and the per-call log line. Never throws.
+ */
+async function runCall<D, C>(
+  parts: InstanceParts<D, C>,
+  call: ValidatedCall,
+  channel: CallChannel<D>,
+  report?: (outcome: string) => void,
+): Promise<Record<string, unknown>> {
+  const runtime = parts.runtime as Runtime<unknown, unknown>
+  const { tool, plan } = call
+  const name = tool.name
+  const started = performance.now()
+  const stop = new CallStop(
+    runtime,
+    name,
+    tool.timeoutMs ?? runtime.config.toolTimeoutMs,
+    channel as CallChannel<unknown>,
+  )
+  const context = toolContextFor(parts, channel, name, stop)
+  let outcome = 'ok'
+  // A stateful tool's call is bound to its state first (handles.ts); a bad handle is a tool error.
+  let binding: HandleBinding | undefined
+  const handleSpec = tool.handle ? runtime.spec.handles?.[tool.handle.kind] : undefined
+  try {
+    binding = bindHandle(runtime, tool, {
+      args: call.args as Record<string, unknown>,
+      session: channel.session,
+      subject: channel.auth?.subject,
+    })
+    if (binding) context.handle = binding
+    const output = await stop.run(() => tool.run(call.args as never, context))
+    const result = successResult(parts, plan, name, output)
+    return (await settleHandle(binding, result as never, handleSpec as never)) as never
+  } catch (error) {
+    if (error instanceof InputNeeded) {
+      outcome = 'input_required'
+      // The tool runs again from the start on the client's retry: state it opened now is not kept.
+      binding?.release()
+      if (binding?.minted) await binding.close()
+      const requestState = await requestStateCodec().mint({ answers: error.answers })
+      return inputRequired({ inputRequests: error.requests, requestState }) as never
+    }
+    const toolError = toolErrorOf(runtime, name, error, stop)
+    outcome = `error:${toolError.kind}`
+    return settleHandle(binding, failureResult(toolError), handleSpec as never)
+  } finally {
+    stop.release()
+    report?.(outcome)
+    runtime.logger.debug('tool call', {
+      tool: name,
+      durationMs: Math.round((performance.now() - started) * 100) / 100,
+      outcome,
+    })
+  }
+}

@@ -1,0 +1,299 @@
+import { PassThrough } from 'node:stream'
+import { afterEach, describe, expect, it } from 'vitest'
+import { prepare } from '../src/run.js'
+import { serveStdioRuntime } from '../src/serve-stdio.js'
+import { fixture } from './fixture.js'
+
+// Core's stdio fast path (fast-path.ts) against the SDK's own handling of the same lines: every
+// request below is answered on a server with the fast path and on one without, and the answers
+// (and the notifications in between) must be the same.
+
+type Message = Record<string, unknown> & { id?: unknown; method?: string }
+
+const open: Array<() => Promise<void>> = []
+afterEach(async () => {
+  for (const close of open.splice(0)) await close()
+})
+
+async function serve(fastPath: boolean) {
+  const shutdown = new AbortController()
+  const runtime = await prepare(fixture, {
+    argv: ['--toolsets', 'all'],
+    env: { LOG_LEVEL: 'silent' },
+    shutdownSignal: shutdown.signal,
+  })
+  const input = new PassThrough()
+  const output = new PassThrough()
+  const seen: Message[] = []
+  const waiters: Array<{ test: (message: Message) => boolean; resolve: (message: Message) => void }> = []
+  let buffered = ''
+  output.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString()
+    let newline = buffered.indexOf('\n')
+    while (newline !== -1) {
+      const message = JSON.parse(buffered.slice(0, newline)) as Message
+      buffered = buffered.slice(newline + 1)
+      newline = buffered.indexOf('\n')
+      seen.push(message)
+      for (const waiter of waiters.splice(0)) {
+        if (waiter.test(message)) waiter.resolve(message)
+        else waiters.push(waiter)
+      }
+    }
+  })
+  const served = serveStdioRuntime(runtime, { input, output, fastPath })
+  open.push(async () => {
+    shutdown.abort()
+    await served.close()
+  })
+  const next = (test: (message: Message) => boolean) =>
+    new Promise<Message>((resolve) => {
+      const found = seen.find(test)
+      if (found) resolve(found)
+      else waiters.push({ test, resolve })
+    })
+  /** Writes raw lines; resolves with everything written out until the answer to `id`. */
+  const exchange = async (lines: string, id: unknown) => {
+    const from = seen.length
+    input.write(lines.endsWith('\n') ? lines : `${lines}\n`)
+    await next((message) => message.id === id && message.method === undefined)
+    return seen.slice(from)
+  }
+  const request = (id: unknown, method: string, params?: unknown) =>
+    exchange(JSON.stringify({ jsonrpc: '2.0', id, method, ...(params !== undefined ? { params } : {}) }), id)
+  await request(0, 'initialize', {
+    protocolVersion: '2025-06-18',
+    capabilities: {},
+    clientInfo: { name: 'fast-path-test', version: '1.0.0' },
+  })
+  input.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+  await request('warm', 'ping')
+  const write = (line: string) => input.write(`${line}\n`)
+  return { runtime, served, shutdown, request, exchange, write, seen, next }
+}
+
+/**
+ * What differs from one run to the next whoever serves it: the error reference of an internal
+ * failure (random per call) and the duration in a call's debug line.
+ */
+const normalized = (messages: Message[]) =>
+  JSON.parse(
+    JSON.stringify(messages)
+      .replace(/ref [0-9a-f]{8}/g, 'ref REF')
+      .replace(/"ref":"[0-9a-f]{8}"/g, '"ref":"REF"')
+      .replace(/"durationMs":[0-9.]+/g, '"durationMs":0'),
+  )
+
+const call = (name: string, args?: unknown, extra: Record<string, unknown> = {}) => ({
+  name,
+  ...(args !== undefined ? { arguments: args } : {}),
+  ...extra,
+})
+
+// Each entry: [id, method, params] or a raw line with the id it is answered under.
+const script: Array<[unknown, string, unknown?] | { line: string; id: unknown }> = [
+  [1, 'tools/call', call('echo', { message: 'hi', times: 2 })],
+  [2, 'tools/call', call('echo')],
+  [3, 'tools/call', call('echo', { message: 5 })],
+  [4, 'tools/call', call('echo', { message: 'x', times: 9 })],
+  [5, 'tools/call', call('no_such_tool', {})],
+  [6, 'tools/call', { name: 5 }],
+  [7, 'tools/call', call('echo', [])],
+  [8, 'tools/call', call('echo', null)],
+  [9, 'tools/call', call('echo', { message: 'x' }, { extra: true })],
+  [10, 'tools/call', call('echo', { message: 'x' }, { _meta: { progressToken: {} } })],
+  [11, 'tools/call', call('echo', { message: 'x' }, { _meta: { other: 1 } })],
+  ['twelve', 'tools/call', call('increment', {})],
+  [13, 'tools/call', call('fail', { how: 'tool_error' })],
+  [14, 'tools/call', call('fail', { how: 'crash' })],
+  [15, 'tools/call', call('fail', { how: 'secret' })],
+  [16, 'tools/call', call('fail', { how: 'mapped' })],
+  [17, 'tools/call', call('fail', { how: 'bad_output' })],
+  [18, 'tools/call', call('fail', { how: 'errno' })],
+  [19, 'tools/call', call('get_picture', {})],
+  [20, 'tools/call', call('slow', { steps: 2, step_ms: 1 }, { _meta: { progressToken: 'p-20' } })],
+  [21, 'tools/call', call('slow', { steps: 2, step_ms: 1 }, { _meta: { progressToken: 21 } })],
+  [22, 'tools/call', call('hang', {})],
+  [23, 'ping'],
+  [24, 'ping', {}],
+  [25, 'ping', { _meta: { progressToken: 1 } }],
+  [26, 'ping', { unexpected: 1 }],
+  [27, 'tools/list'],
+  [28, 'tools/call'],
+  [29, 'tools/call', 'not an object'],
+  { line: '{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"echo"},"__proto__":{}}', id: 30 },
+  { line: '{"jsonrpc":"2.0","id":31.5,"method":"ping"}', id: null },
+  { line: '{"jsonrpc":"1.0","id":32,"method":"ping"}', id: 32 },
+  {
+    line: '{"jsonrpc":"2.0","id":33,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x","__proto__":{"times":3}}}}',
+    id: 33,
+  },
+  [34, 'logging/setLevel', { level: 'debug' }],
+  [35, 'tools/call', call('slow', { steps: 1, step_ms: 1 })],
+  [36, 'tools/call', call('echo', { message: 'é ✓ \u2028 "quoted"' })],
+  [37, 'resources/read', { uri: 'fixture://status' }],
+  [38, 'no/such/method'],
+  [39, 'logging/setLevel', { level: 'loud' }],
+  [40, 'logging/setLevel', { level: 'error' }],
+  [41, 'tools/call', call('slow', { steps: 1, step_ms: 1 })],
+  [42, 'ping', { progressToken: 1 }],
+  [43, 'tools/list', {}],
+  [44, 'tools/list', { cursor: 'x' }],
+  [45, 'tools/list', 'nope'],
+]
+
+async function transcript(fastPath: boolean) {
+  const server = await serve(fastPath)
+  const answers: Message[][] = []
+  for (const step of script) {
+    answers.push(
+      Array.isArray(step)
+        ? await server.request(step[0], step[1], step[2])
+        : await server.exchange(step.line, step.id),
+    )
+  }
+  return { answers: normalized(answers.flat()), server }
+}
+
+describe('stdio fast path', () => {
+  it('answers every request of the script as the SDK does, byte for byte', async () => {
+    const fast = await transcript(true)
+    const sdk = await transcript(false)
+    expect(fast.answers).toEqual(sdk.answers)
+    expect(JSON.stringify(fast.answers)).toBe(JSON.stringify(sdk.answers))
+    // The script reaches the fast path (and the SDK's way for everything it leaves alone).
+    expect(fast.server.served.fastPathServed).toBeGreaterThanOrEqual(20)
+    expect(sdk.server.served.fastPathServed).toBe(0)
+  })
+
+  it('answers calls written in one chunk as the SDK does, a level set just before them included', async () => {
+    const lines = [
+      JSON.stringify({ jsonrpc: '2.0', id: 'level', method: 'logging/setLevel', params: { level: 'info' } }),
+      ...Array.from({ length: 40 }, (_, index) =>
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: index,
+          method: 'tools/call',
+          params:
+            index % 10 === 0
+              ? call('slow', { steps: 1, step_ms: 1 })
+              : call('echo', { message: `m${index}` }),
+        }),
+      ),
+      JSON.stringify({ jsonrpc: '2.0', id: 'last', method: 'ping' }),
+    ].join('\n')
+    const answersOf = async (fastPath: boolean) => {
+      const server = await serve(fastPath)
+      const from = server.seen.length
+      await server.exchange(lines, 'last')
+      await Promise.all(Array.from({ length: 40 }, (_, id) => server.next((message) => message.id === id)))
+      const out = normalized(server.seen.slice(from)) as Message[]
+      const key = (message: Message) => JSON.stringify(message)
+      return { out: out.sort((a, b) => key(a).localeCompare(key(b))), served: server.served.fastPathServed }
+    }
+    const fast = await answersOf(true)
+    const sdk = await answersOf(false)
+    expect(fast.out).toEqual(sdk.out)
+    // Both forward the info line of each slow call: the level set first counts on either path.
+    expect(fast.out.filter((message) => message.method === 'notifications/message')).toHaveLength(8)
+    expect(fast.served).toBeGreaterThan(40)
+  })
+
+  it.each([true, false])('stops a cancelled call and does not answer it (fast path %s)', async (fastPath) => {
+    const server = await serve(fastPath)
+    const deps = server.runtime.deps
+    const before = deps.seenSignals.length
+    const from = server.seen.length
+    server.write(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'long',
+        method: 'tools/call',
+        params: call('slow', { steps: 100, step_ms: 50 }),
+      }),
+    )
+    await server.next((message) => message.method === 'notifications/message')
+    const signal = deps.seenSignals[before]
+    expect(signal?.aborted).toBe(false)
+    const aborted = new Promise((resolve) => signal?.addEventListener('abort', resolve, { once: true }))
+    server.write(
+      '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"long","reason":"enough"}}',
+    )
+    await aborted
+    expect(signal?.reason).toBe('enough')
+    await server.request('after', 'ping')
+    // The call stopped and was never answered; the server keeps serving.
+    expect(server.seen.slice(from).some((message) => message.id === 'long')).toBe(false)
+    const echoed = await server.request('again', 'tools/call', call('echo', { message: 'still here' }))
+    expect(echoed.at(-1)?.result).toMatchObject({ structuredContent: { echoed: 'still here' } })
+  })
+
+  it('ends a running call on shutdown as the SDK does', async () => {
+    const aborted: boolean[] = []
+    const endOf = async (fastPath: boolean) => {
+      const server = await serve(fastPath)
+      const from = server.seen.length
+      server.write(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'running',
+          method: 'tools/call',
+          params: call('slow', { steps: 100, step_ms: 50 }),
+        }),
+      )
+      await server.next((message) => message.method === 'notifications/message')
+      // What run() does on SIGTERM: the shutdown signal first, then the transport closes.
+      server.shutdown.abort(new Error('server shutting down'))
+      await server.served.close()
+      aborted.push(server.runtime.deps.seenSignals.at(-1)?.aborted === true)
+      return normalized(server.seen.slice(from))
+    }
+    const fast = await endOf(true)
+    const sdk = await endOf(false)
+    expect(fast).toEqual(sdk)
+    // Either way the call's signal is aborted and the closing connection carries no answer to it.
+    expect(fast.some((message: Message) => message.id === 'running')).toBe(false)
+    expect(aborted).toEqual([true, true])
+  })
+
+  it('leaves a 2026-07-28 connection to the SDK', async () => {
+    const server = await serve(true)
+    // A 2025-era connection is served here once initialized; one opened by a 2026-07-28 request is not.
+    await server.request('legacy', 'tools/call', call('echo', { message: 'm' }))
+    expect(server.served.fastPathServed).toBe(1)
+    const shutdown = new AbortController()
+    const runtime = await prepare(fixture, {
+      argv: [],
+      env: { LOG_LEVEL: 'silent' },
+      shutdownSignal: shutdown.signal,
+    })
+    const input = new PassThrough()
+    const output = new PassThrough()
+    const lines: Message[] = []
+    const answered = new Promise<void>((resolve) => {
+      output.on('data', (chunk: Buffer) => {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line))
+        if (lines.some((message) => message.id === 2)) resolve()
+      })
+    })
+    const modern = serveStdioRuntime(runtime, { input, output, fastPath: true })
+    open.push(async () => {
+      shutdown.abort()
+      await modern.close()
+    })
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+    }
+    for (const id of [1, 2]) {
+      input.write(
+        `${JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { ...call('echo', { message: 'm' }), _meta: meta } })}\n`,
+      )
+    }
+    await answered
+    expect(lines.find((message) => message.id === 2)?.result).toMatchObject({
+      structuredContent: { echoed: 'm' },
+    })
+    expect(modern.fastPathServed).toBe(0)
+  })
+})
