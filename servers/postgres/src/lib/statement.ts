@@ -75,6 +75,21 @@ function simpleStatements(serialize: Serializer, statements: readonly string[]):
   return bytes
 }
 
+/** Describe of the unnamed portal: the same on every call, serialized once. */
+let describePortal: Buffer | undefined
+/** Execute messages by row limit (a few: the limits calls ask for). */
+const executes = new Map<number, Buffer>()
+
+function executeMessage(serialize: Serializer, rows: number): Buffer {
+  let bytes = executes.get(rows)
+  if (bytes === undefined) {
+    bytes = serialize.execute({ rows })
+    if (executes.size >= maxSerialized) executes.clear()
+    executes.set(rows, bytes)
+  }
+  return bytes
+}
+
 export interface StatementResult {
   fields: FieldDef[]
   rows: unknown[][]
@@ -136,13 +151,14 @@ export class BoundedStatement {
    */
   submit(connection: Connection): void {
     const { pg, serialize } = dependencies()
+    describePortal ??= serialize.describe({ type: 'P', name: '' })
     const batch = Buffer.concat([
       simpleStatements(serialize, this.#preamble),
       serialize.parse({ text: this.text }),
       // Values converted as pg's own queries convert them (Date, Buffer, arrays, objects as JSON).
       serialize.bind({ values: [...this.values], valueMapper: pg.utils.prepareValue }),
-      serialize.describe({ type: 'P', name: '' }),
-      serialize.execute({ rows: this.#rowLimit }),
+      describePortal,
+      executeMessage(serialize, this.#rowLimit),
       simpleStatements(serialize, this.#tail),
       serialize.sync(),
     ])
