@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { ConfigError, defineServer, type Logger, type ParsedConfig, svgIcon } from '@keel-mcp/core'
 import pkg from '../package.json' with { type: 'json' }
 import { helpFooter, options, type PostgresOptions, positionals } from './config.js'
@@ -22,6 +23,9 @@ import {
   pickTarget,
   withoutDatabaseArgument,
 } from './tools/shared.js'
+
+/** How long after initialize the warm-up starts (see `warmUp` below). */
+const warmUpDelayMs = 100
 
 /** Registers a connection string and its password (as written and decoded) with the redactor. */
 function registerUrlSecrets(url: string, addSecret: (value: string | undefined) => void): void {
@@ -169,8 +173,14 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
     }
   },
   // After the client's initialize: connect and load the parser now, so the first call is cheap.
-  warmUp: (deps, signal) =>
-    Promise.all([...deps.targets.values()].map((target) => target.db.warmUp({ signal }))).then(() => {}),
+  // Not at once: loading pg and the parser holds the process for tens of milliseconds, and the
+  // listings a client sends right after initialize (tools/list, resources/list, prompts/list) are
+  // answered first. The model's first call comes a turn later.
+  async warmUp(deps, signal) {
+    await sleep(warmUpDelayMs, undefined, { signal, ref: false }).catch(() => undefined)
+    if (signal.aborted) return
+    await Promise.all([...deps.targets.values()].map((target) => target.db.warmUp({ signal })))
+  },
   dispose: (deps) =>
     Promise.all([...deps.targets.values()].map((target) => target.db.close())).then(() => {}),
   // Ready while every database answers a read-only transaction (one of ours: SELECT 1).

@@ -161,7 +161,13 @@ export class Database {
    * pool with one connection and sizes it. Safe to call at any time, and more than once.
    */
   async warmUp(options: CallOptions = {}): Promise<void> {
-    await Promise.all([this.#getPool(), loadSqlParser()])
+    const pool = this.#getPool()
+    // Awaited below; a failure meanwhile is not an unhandled rejection.
+    pool.catch(() => undefined)
+    // Loading pg and loading the parser each hold the process for a while: requests that arrived
+    // during the first are served before the second starts.
+    await new Promise((resolve) => setImmediate(resolve))
+    await Promise.all([pool, loadSqlParser()])
     if (this.#closed || options.signal?.aborted) return
     // One gated call through the whole path, whose columns have the common types: their names are
     // then known, and the first real call costs what a later one does.
