@@ -58,7 +58,12 @@ function dependencies(): { pg: PgInternals; serialize: Serializer } {
 const serialized = new Map<string, Buffer>()
 const maxSerialized = 32
 
+/** The same, by list: the preambles and tails callers pass are the same arrays on every call. */
+const serializedLists = new WeakMap<readonly string[], Buffer>()
+
 function simpleStatements(serialize: Serializer, statements: readonly string[]): Buffer {
+  const known = serializedLists.get(statements)
+  if (known !== undefined) return known
   if (statements.length === 0) return Buffer.alloc(0)
   const key = statements.join('\n')
   let bytes = serialized.get(key)
@@ -72,6 +77,7 @@ function simpleStatements(serialize: Serializer, statements: readonly string[]):
     if (serialized.size >= maxSerialized) serialized.clear()
     serialized.set(key, bytes)
   }
+  serializedLists.set(statements, bytes)
   return bytes
 }
 
