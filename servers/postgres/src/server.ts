@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
-import { ConfigError, defineServer, type Logger, svgIcon } from '@keel-mcp/core'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { ConfigError, defineServer, type Logger, type ParsedConfig, svgIcon } from '@keel-mcp/core'
 import pkg from '../package.json' with { type: 'json' }
 import { helpFooter, options, type PostgresOptions, positionals } from './config.js'
 import { toToolError } from './errors.js'
@@ -16,7 +17,15 @@ import { listSchemas } from './tools/list-schemas.js'
 import { listTables } from './tools/list-tables.js'
 import { query } from './tools/query.js'
 import { recommendIndexes } from './tools/recommend-indexes.js'
-import { type DatabaseTarget, type PostgresDeps, pickTarget } from './tools/shared.js'
+import {
+  type DatabaseTarget,
+  type PostgresDeps,
+  pickTarget,
+  withoutDatabaseArgument,
+} from './tools/shared.js'
+
+/** How long after initialize the warm-up starts (see `warmUp` below). */
+const warmUpDelayMs = 100
 
 /** Registers a connection string and its password (as written and decoded) with the redactor. */
 function registerUrlSecrets(url: string, addSecret: (value: string | undefined) => void): void {
@@ -79,6 +88,34 @@ function warnAboutDefaults(url: string | undefined, logger: Logger): void {
   }
 }
 
+/**
+ * The databases a configuration serves, the default first: DATABASE_URL (or the positional URL,
+ * or the libpq PG* defaults) as `default`, then the `--database` names. With only named databases,
+ * the first of them is the default.
+ */
+function targetsOf(config: ParsedConfig<PostgresOptions>): { name: string; url: string | undefined }[] {
+  const url = config.positionals[0] ?? config.options.databaseUrl
+  const named = config.options.databases ?? []
+  return named.length > 0 && url === undefined && !hasLibpqEnvironment()
+    ? named
+    : [{ name: 'default', url }, ...named]
+}
+
+export const allTools = [
+  listSchemas,
+  listTables,
+  describeTable,
+  listObjects,
+  describeObject,
+  query,
+  explainQuery,
+  getTopQueries,
+  recommendIndexes,
+  analyzeDbHealth,
+]
+/** The same tools without the `database` argument, for a server of one database. */
+export const singleDatabaseTools = allTools.map(withoutDatabaseArgument)
+
 export const server = defineServer<PostgresDeps, PostgresOptions>({
   name: 'postgres',
   version: pkg.version,
@@ -93,18 +130,9 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
   options,
   positionals,
   helpFooter,
-  tools: [
-    listSchemas,
-    listTables,
-    describeTable,
-    listObjects,
-    describeObject,
-    query,
-    explainQuery,
-    getTopQueries,
-    recommendIndexes,
-    analyzeDbHealth,
-  ],
+  // `database` is listed only when there is a choice: with one database it could name only that
+  // one, and every conversation would pay for it on every tool.
+  tools: (config) => (targetsOf(config).length > 1 ? allTools : singleDatabaseTools),
   resourceTemplates: [tableResource],
   // Cheap on purpose: nothing connects and nothing heavy loads until warmUp (after initialize).
   createDeps({ config, logger, addSecret }) {
@@ -117,11 +145,7 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
     if (positional !== undefined) {
       logger.warn('The database URL on the command line is visible in process lists; prefer DATABASE_URL.')
     }
-    // With only named databases, the first of them is the default; DATABASE_URL otherwise.
-    const withDefault =
-      named.length > 0 && url === undefined && !hasLibpqEnvironment()
-        ? named
-        : [{ name: 'default', url }, ...named]
+    const withDefault = targetsOf(config)
     if (withDefault[0]?.name === 'default') warnAboutDefaults(url, logger)
     const ssl = sslOptions(config.options)
     const targets = new Map<string, DatabaseTarget>()
@@ -149,8 +173,14 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
     }
   },
   // After the client's initialize: connect and load the parser now, so the first call is cheap.
-  warmUp: (deps, signal) =>
-    Promise.all([...deps.targets.values()].map((target) => target.db.warmUp({ signal }))).then(() => {}),
+  // Not at once: loading pg and the parser holds the process for tens of milliseconds, and the
+  // listings a client sends right after initialize (tools/list, resources/list, prompts/list) are
+  // answered first. The model's first call comes a turn later.
+  async warmUp(deps, signal) {
+    await sleep(warmUpDelayMs, undefined, { signal, ref: false }).catch(() => undefined)
+    if (signal.aborted) return
+    await Promise.all([...deps.targets.values()].map((target) => target.db.warmUp({ signal })))
+  },
   dispose: (deps) =>
     Promise.all([...deps.targets.values()].map((target) => target.db.close())).then(() => {}),
   // Ready while every database answers a read-only transaction (one of ours: SELECT 1).

@@ -50,6 +50,12 @@ describe('several databases in one server', () => {
     expect(described.structuredContent.schema).toBe('inventory')
   })
 
+  it('lists database on every tool, since there is a choice', async () => {
+    for (const tool of (await client.listTools()).tools) {
+      expect(tool.inputSchema.properties).toHaveProperty('database')
+    }
+  })
+
   it('names the databases there are when a call names another', async () => {
     const result = await client.callTool({ name: 'query', arguments: { sql: 'SELECT 1', database: 'third' } })
     expect(errorKind(result)).toBe('invalid_argument')

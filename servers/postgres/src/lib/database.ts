@@ -161,7 +161,13 @@ export class Database {
    * pool with one connection and sizes it. Safe to call at any time, and more than once.
    */
   async warmUp(options: CallOptions = {}): Promise<void> {
-    await Promise.all([this.#getPool(), loadSqlParser()])
+    const pool = this.#getPool()
+    // Awaited below; a failure meanwhile is not an unhandled rejection.
+    pool.catch(() => undefined)
+    // Loading pg and loading the parser each hold the process for a while: requests that arrived
+    // during the first are served before the second starts.
+    await new Promise((resolve) => setImmediate(resolve))
+    await Promise.all([pool, loadSqlParser()])
     if (this.#closed || options.signal?.aborted) return
     // One gated call through the whole path, whose columns have the common types: their names are
     // then known, and the first real call costs what a later one does.
@@ -471,14 +477,25 @@ export class Database {
  * Opens the call's transaction: read only, with statement, lock and idle timeouts. Integers
  * validated by resolveLimits: nothing from a caller is spliced in as text.
  */
-function beginStatements(limits: QueryLimits): string[] {
-  return [
-    'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
-    `SET LOCAL statement_timeout = ${limits.timeoutMs}`,
-    `SET LOCAL lock_timeout = ${limits.lockTimeoutMs}`,
-    `SET LOCAL idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`,
-  ]
+function beginStatements(limits: QueryLimits): readonly string[] {
+  const key = `${limits.timeoutMs}/${limits.lockTimeoutMs}/${limits.idleInTransactionTimeoutMs}`
+  let statements = begins.get(key)
+  if (statements === undefined) {
+    statements = [
+      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+      `SET LOCAL statement_timeout = ${limits.timeoutMs}`,
+      `SET LOCAL lock_timeout = ${limits.lockTimeoutMs}`,
+      `SET LOCAL idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`,
+    ]
+    // A few keys in practice (one per distinct timeout a call asks for); the bound is a guard.
+    if (begins.size >= 32) begins.clear()
+    begins.set(key, statements)
+  }
+  return statements
 }
+
+/** {@link beginStatements} by limits: the same list each time, so its serialized form is found by identity. */
+const begins = new Map<string, readonly string[]>()
 
 /** A row of the types results most often have (their names are cached per Database). */
 const warmUpQuery = `SELECT NULL::int4 AS a, NULL::int8 AS b, NULL::int2 AS c, NULL::numeric AS d, NULL::float8 AS e,

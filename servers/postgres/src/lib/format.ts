@@ -131,6 +131,11 @@ const byteLength = (text: string) => Buffer.byteLength(text, 'utf8')
 
 /** Text of one value for the table and CSV renderers; `undefined` means SQL NULL. */
 function cellText(value: unknown, maxStringLength: number): string | undefined {
+  // The common cells first, without building a converter.
+  if (value === null || value === undefined) return undefined
+  if (typeof value === 'string' && value.length <= maxStringLength) return value
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value)
+  if (typeof value === 'boolean') return String(value)
   const json = toJsonValue(value, { maxStringLength })
   if (json === null) return undefined
   return typeof json === 'string' ? json : JSON.stringify(json)
@@ -177,7 +182,8 @@ export function formatTable(result: RenderableResult, options: RenderOptions = {
   const maxCellWidth = Math.max(4, options.maxCellWidth ?? 80)
   const withFooter = options.footer !== false
   const cut = (text: string) => (text.length > maxCellWidth ? `${text.slice(0, maxCellWidth - 1)}…` : text)
-  const clean = (text: string) => cut(text.replace(/\r\n|\r|\n/g, '\\n').replace(/\t/g, '\\t'))
+  const clean = (text: string) =>
+    cut(/[\r\n\t]/.test(text) ? text.replace(/\r\n|\r|\n/g, '\\n').replace(/\t/g, '\\t') : text)
   const header = result.fields.map((field) => clean(field.name))
   const separators = 3 * Math.max(0, header.length - 1)
   // Only rows that could fit are rendered: a line is at least its cells and separators long (padding

@@ -7,7 +7,29 @@ import { createRequire } from 'node:module'
  * import() there fails with ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING. require() has no such hook.
  */
 export function loadDependency<T>(name: 'pg' | 'libpg-query'): T {
-  return createRequire(import.meta.url)(name) as T
+  const require = createRequire(import.meta.url)
+  return (name === 'pg' ? withNavigator(() => require(name)) : require(name)) as T
+}
+
+/**
+ * Runs `load` with a `navigator` like the one Node 21 and later define, when there is none (Node
+ * 20). pg asks once, while it loads, whether it runs on Cloudflare Workers: with no
+ * `navigator.userAgent` to read, it builds a `Response`, and that loads Node's whole fetch
+ * implementation (undici), tens of milliseconds of a start that never uses it. Removed again at
+ * once: nothing else runs while a module loads.
+ */
+function withNavigator<T>(load: () => T): T {
+  if ('navigator' in globalThis) return load()
+  Object.defineProperty(globalThis, 'navigator', {
+    value: { userAgent: `Node.js/${process.versions.node.split('.')[0]}` },
+    configurable: true,
+    writable: true,
+  })
+  try {
+    return load()
+  } finally {
+    delete (globalThis as { navigator?: unknown }).navigator
+  }
 }
 
 /**

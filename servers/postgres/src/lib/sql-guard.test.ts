@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { checkReadOnlySql, deniedFunctionReason, type SqlRefusalCode } from './sql-guard.js'
+import {
+  cachedSqlMaxLength,
+  cachedVerdicts,
+  checkReadOnlySql,
+  deniedFunctionReason,
+  type SqlRefusalCode,
+  verdictCacheEntries,
+} from './sql-guard.js'
 
 const accepted: ReadonlyArray<readonly [label: string, sql: string]> = [
   ['plain select', 'SELECT 1'],
@@ -390,6 +397,37 @@ describe('checkReadOnlySql', () => {
     expect(typeof result.ok).toBe('boolean')
     const hidden = `SELECT ${'coalesce('.repeat(200)}pg_sleep(1)${')'.repeat(200)}`
     expect(await checkReadOnlySql(hidden)).toMatchObject({ ok: false, code: 'not_read_only' })
+  })
+})
+
+describe('verdict cache', () => {
+  it('gives a repeated text the verdict it gave the first time, refusals included', async () => {
+    const accepted = 'SELECT lower(name) FROM shop.products WHERE price > $1'
+    const first = await checkReadOnlySql(accepted)
+    expect(first).toMatchObject({ ok: true, statement: 'select' })
+    expect(await checkReadOnlySql(accepted)).toBe(first)
+    const refused = 'SELECT 1; COMMIT; DROP TABLE shop.orders'
+    const refusal = await checkReadOnlySql(refused)
+    expect(refusal).toMatchObject({ ok: false, code: 'multiple_statements' })
+    expect(await checkReadOnlySql(refused)).toBe(refusal)
+    // A text that differs by one character is judged on its own.
+    expect(await checkReadOnlySql('SELECT 1; COMMIT; DROP TABLE shop.orders;')).not.toBe(refusal)
+  })
+
+  it('stays bounded, keeps the most recently used texts, and never keeps long texts', async () => {
+    const kept = 'SELECT 42 AS answer'
+    const verdict = await checkReadOnlySql(kept)
+    for (let index = 0; index < verdictCacheEntries + 50; index++) {
+      await checkReadOnlySql(`SELECT ${index} AS n`)
+      // Used again and again: it stays while older, unused texts are dropped.
+      expect(await checkReadOnlySql(kept)).toBe(verdict)
+    }
+    expect(cachedVerdicts()).toBe(verdictCacheEntries)
+    const long = `SELECT '${'x'.repeat(cachedSqlMaxLength)}' AS long`
+    const first = await checkReadOnlySql(long)
+    expect(first).toMatchObject({ ok: true })
+    expect(await checkReadOnlySql(long)).not.toBe(first)
+    expect(await checkReadOnlySql(long)).toEqual(first)
   })
 })
 

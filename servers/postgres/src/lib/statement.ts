@@ -58,7 +58,12 @@ function dependencies(): { pg: PgInternals; serialize: Serializer } {
 const serialized = new Map<string, Buffer>()
 const maxSerialized = 32
 
+/** The same, by list: the preambles and tails callers pass are the same arrays on every call. */
+const serializedLists = new WeakMap<readonly string[], Buffer>()
+
 function simpleStatements(serialize: Serializer, statements: readonly string[]): Buffer {
+  const known = serializedLists.get(statements)
+  if (known !== undefined) return known
   if (statements.length === 0) return Buffer.alloc(0)
   const key = statements.join('\n')
   let bytes = serialized.get(key)
@@ -71,6 +76,22 @@ function simpleStatements(serialize: Serializer, statements: readonly string[]):
     // guards against a caller that varies its timeout on every call.
     if (serialized.size >= maxSerialized) serialized.clear()
     serialized.set(key, bytes)
+  }
+  serializedLists.set(statements, bytes)
+  return bytes
+}
+
+/** Describe of the unnamed portal: the same on every call, serialized once. */
+let describePortal: Buffer | undefined
+/** Execute messages by row limit (a few: the limits calls ask for). */
+const executes = new Map<number, Buffer>()
+
+function executeMessage(serialize: Serializer, rows: number): Buffer {
+  let bytes = executes.get(rows)
+  if (bytes === undefined) {
+    bytes = serialize.execute({ rows })
+    if (executes.size >= maxSerialized) executes.clear()
+    executes.set(rows, bytes)
   }
   return bytes
 }
@@ -136,13 +157,14 @@ export class BoundedStatement {
    */
   submit(connection: Connection): void {
     const { pg, serialize } = dependencies()
+    describePortal ??= serialize.describe({ type: 'P', name: '' })
     const batch = Buffer.concat([
       simpleStatements(serialize, this.#preamble),
       serialize.parse({ text: this.text }),
       // Values converted as pg's own queries convert them (Date, Buffer, arrays, objects as JSON).
       serialize.bind({ values: [...this.values], valueMapper: pg.utils.prepareValue }),
-      serialize.describe({ type: 'P', name: '' }),
-      serialize.execute({ rows: this.#rowLimit }),
+      describePortal,
+      executeMessage(serialize, this.#rowLimit),
       simpleStatements(serialize, this.#tail),
       serialize.sync(),
     ])

@@ -18,9 +18,9 @@ function reportText(findings: readonly HealthFinding[]): string {
 
 export const analyzeDbHealth = defineTool({
   name: 'analyze_db_health',
-  title: 'Analyze database health',
-  description:
-    'Findings with numbers and fixes: indexes, vacuum, XID wraparound, sequences, connections, cache, replication, constraints.',
+  title: 'Analyze DB health',
+  // The checks' names are in the enum of `checks`: the description need not list them again.
+  description: 'Health findings with numbers and fixes: indexes, vacuum, wraparound, sequences…',
   input: {
     checks: z
       .array(z.enum(healthChecks as [string, ...string[]]))

@@ -1,6 +1,6 @@
 import { ToolError, z } from '@keel-mcp/core'
 import { describeObject as describe } from '../lib/index.js'
-import { describeText, lookUpTable, notFound } from './describe-table.js'
+import { describeText, lookUpTable } from './describe-table.js'
 import { allKinds, isTableKind } from './list-objects.js'
 import { databaseShape, defineTool, items, nonEmpty, readOnly } from './shared.js'
 

@@ -148,7 +148,7 @@ export const describeTable = defineTool({
   name: 'describe_table',
   title: 'Describe table',
   description:
-    'Columns, keys both ways, constraints, indexes, rows and size of a table or view. Use before writing SQL.',
+    'Columns, keys both ways, constraints, indexes, size of a table or view. Use before writing SQL.',
   input: {
     schema: z.string().refine(nonEmpty, 'must not be empty').optional().describe('Default: the one with it'),
     table: z.string().refine(nonEmpty, 'must not be empty').describe('Table'),

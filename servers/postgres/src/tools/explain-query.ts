@@ -28,7 +28,7 @@ export const explainQuery = defineTool({
   name: 'explain_query',
   title: 'Explain query',
   description:
-    'The plan of one read-only query: summary, tree, JSON. analyze runs it (rolled back); ' +
+    'Plan of a read-only query: summary, tree, JSON. analyze runs it (rolled back); ' +
     'hypothetical_indexes: cost with them (hypopg).',
   input: {
     sql: sqlShape.describe('The query, without EXPLAIN'),

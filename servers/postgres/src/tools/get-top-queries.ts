@@ -16,11 +16,10 @@ function line(entry: TopQuery, index: number): string {
 
 export const getTopQueries = defineTool({
   name: 'get_top_queries',
-  title: 'Top queries',
-  description:
-    'Costliest statements (pg_stat_statements): calls, time, rows, cache hits. Then recommend_indexes.',
+  title: 'Get top queries',
+  description: 'Costliest statements, from pg_stat_statements. Then recommend_indexes.',
   input: {
-    order_by: z.enum(['total_time', 'mean_time', 'calls', 'rows']).default('total_time').describe('Order'),
+    order_by: z.enum(['total_time', 'mean_time', 'calls', 'rows']).default('total_time').describe('Order by'),
     limit: rowCount(100).default(10).describe('Limit'),
     database: databaseShape,
   },

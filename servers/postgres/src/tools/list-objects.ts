@@ -15,8 +15,7 @@ export const isTableKind = (kind: string): kind is TableKind =>
 export const listObjects = defineTool({
   name: 'list_objects',
   title: 'List objects',
-  description:
-    'Objects of one kind, a line each: function signature and volatility, sequence % used, version…',
+  description: 'Functions, sequences, extensions, triggers, types… of one kind, a line each.',
   input: {
     kind: z.enum(allKinds).describe('Kind'),
     schema: z.string().refine(nonEmpty, 'must not be empty').optional().describe('Schema'),

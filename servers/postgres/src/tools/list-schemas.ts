@@ -4,7 +4,7 @@ import { databaseShape, defineTool, items, readOnly } from './shared.js'
 export const listSchemas = defineTool({
   name: 'list_schemas',
   title: 'List schemas',
-  description: 'Schemas with owner, comment and table count. Start here, then list_tables.',
+  description: 'Schemas with table counts and comments. Start here, then list_tables.',
   input: {
     include_system: z.boolean().default(false).describe('Include system'),
     database: databaseShape,

@@ -104,12 +104,12 @@ export const query = defineTool({
   name: 'query',
   title: 'Run a read-only SQL query',
   description:
-    'Rows of one read-only statement (SELECT, WITH, VALUES, TABLE, SHOW). ' +
-    'Capped at max_rows: aggregate or filter, not page. Plans: explain_query.',
+    'Rows of one read-only SQL statement, capped at max_rows: aggregate or filter, not page. Plans: explain_query.',
   input: {
     sql: sqlShape.describe('SQL'),
     params: paramsShape,
-    max_rows: rowCount(HARD_MAX_ROWS).optional().describe('Default 200 (--max-rows)'),
+    // Its default (--max-rows) is in the server's instructions.
+    max_rows: rowCount(HARD_MAX_ROWS).optional().describe('Max rows'),
     format: z.enum(['table', 'csv']).default('table').describe('Format'),
     database: databaseShape,
     cursor: z.string().optional().describe('Cursor'),

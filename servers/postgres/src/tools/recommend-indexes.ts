@@ -23,12 +23,11 @@ function adviceText(advice: IndexAdvice): string {
 export const recommendIndexes = defineTool({
   name: 'recommend_indexes',
   title: 'Recommend indexes',
-  description:
-    'Indexes for sql, or else the pg_stat_statements workload: hypopg-costed, ranked, as statements to run.',
+  description: 'Indexes for sql, else for the pg_stat_statements workload: hypopg-costed, ranked.',
   input: {
     sql: sqlShape.optional().describe('Query; omit for the workload'),
     params: paramsShape,
-    limit: rowCount(20).default(5).describe('Most recommendations'),
+    limit: rowCount(20).default(5).describe('Limit'),
     database: databaseShape,
   },
   output: { recommendations: items(), analysedQueries: z.number().int(), skipped: items() },
