@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createSocket, type Socket } from 'node:dgram'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { createServer as createTcpServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -52,6 +52,8 @@ async function listen(): Promise<Listeners> {
 
 let chrome: ChildProcess
 let profile = ''
+/** Chromium's own record of its network stack (every host name it looks up is there). */
+let netLog = ''
 let endpoint = ''
 let site: Fixtures
 let frameSite: Fixtures
@@ -60,6 +62,7 @@ let connection: Connection | undefined
 beforeAll(async () => {
   ;[site, frameSite] = await Promise.all([startFixtures(), startFixtures()])
   profile = await mkdtemp(join(tmpdir(), 'keel-attach-egress-'))
+  netLog = join(profile, 'net-log.json')
   chrome = spawn(
     CHROMIUM,
     [
@@ -72,6 +75,8 @@ beforeAll(async () => {
       '--remote-debugging-address=127.0.0.1',
       '--remote-debugging-port=0',
       `--user-data-dir=${profile}`,
+      // Not a limit: the record the DNS test reads (written out when the browser exits).
+      `--log-net-log=${netLog}`,
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   )
@@ -171,5 +176,46 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
     } finally {
       await listeners.close()
     }
+  })
+
+  // Last: it ends the browser, which writes its net log out on exit.
+  it("makes the browser look up no name for the server's context (DNS prefetch, preconnect, link hover, sub-resources): names go to the proxy", async () => {
+    const client = connection as Connection
+    const page = await call(client, 'navigate', { url: `${site.url}/names?tag=keel` })
+    expect(page.isError, page.text).toBe(false)
+    const hovered = await call(client, 'hover', { ref: refOf(page.text, /link "Elsewhere"/) })
+    expect(hovered.isError, hovered.text).toBe(false)
+    // The control: the same page in the user's own context, where nothing holds the browser's lookups.
+    const browser = await puppeteer.connect({ browserWSEndpoint: endpoint, defaultViewport: null })
+    const user = await browser.defaultBrowserContext().newPage()
+    await user.goto(`${site.url}/names?tag=user`)
+    await user.hover('a')
+    // The proxy has judged (and refused) the server's page's requests once the page reports them.
+    await until(
+      () => call(client, 'network_requests', { failed_only: true }),
+      (result) => result.text.includes('keel-img.keel.test') && result.text.includes('keel-fetch.keel.test'),
+    )
+    const exited = new Promise((resolve) => chrome.once('exit', resolve))
+    await browser.close()
+    await exited
+    const log = JSON.parse(await readFile(netLog, 'utf8')) as {
+      constants: { logEventTypes: Record<string, number> }
+      events: Array<{ type: number; params?: { host?: string } }>
+    }
+    // A resolver job is a lookup that leaves the cache: the only kind that asks a DNS server.
+    const job = log.constants.logEventTypes.HOST_RESOLVER_MANAGER_JOB
+    const looked = new Set(
+      log.events
+        .filter((event) => event.type === job && event.params?.host)
+        .map((event) => event.params?.host),
+    )
+    const names = (tag: string) =>
+      [...looked]
+        .filter((host) => host?.includes(`//${tag}-`))
+        .map((host) => new URL(host as string).hostname)
+    expect(names('user')).toEqual(
+      expect.arrayContaining(['user-dnsprefetch.keel.test', 'user-preconnect.keel.test']),
+    )
+    expect(names('keel')).toEqual([])
   })
 })

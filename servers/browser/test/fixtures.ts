@@ -266,6 +266,14 @@ export async function startFixtures(): Promise<Fixtures> {
         ),
       )
     }
+    if (url.pathname === '/names') {
+      // Every way a page makes the browser look a name up: ?tag= prefixes the names (x.keel.test).
+      const tag = (url.searchParams.get('tag') ?? 'page').replace(/[^a-z]/g, '')
+      const name = (kind: string) => `${tag}-${kind}.keel.test`
+      const head = `<link rel="dns-prefetch" href="//${name('dnsprefetch')}"><link rel="preconnect" href="http://${name('preconnect')}"><link rel="prefetch" href="http://${name('prefetch')}/x">`
+      const body = `<h1>Names</h1><a href="http://${name('anchor')}/">Elsewhere</a><img alt="remote" src="http://${name('img')}/x.png"><script>fetch('http://${name('fetch')}/').catch(() => {})</script>`
+      return html(page('Names', body, head))
+    }
     if (url.pathname === '/egress-worker.js') {
       const udp = Number(url.searchParams.get('udp'))
       const tcp = Number(url.searchParams.get('tcp'))
