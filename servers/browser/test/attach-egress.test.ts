@@ -143,7 +143,10 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
         url: `${site.url}/egress?${ports}&frame=${encodeURIComponent(`http://localhost:${frameSite.port}`)}`,
       })
       expect(page.isError, page.text).toBe(false)
-      const opened = await call(client, 'click', { ref: refOf(page.text, /button "Open window"/) })
+      // The page's own tab: the window it opens becomes a tab too, and the current one.
+      const tab = /Tab (t\d+)/.exec(page.text)?.[1]
+      expect(tab).toBeDefined()
+      const opened = await call(client, 'click', { tab, ref: refOf(page.text, /button "Open window"/) })
       expect(opened.isError, opened.text).toBe(false)
       const expected = [
         '/seen?page-webrtc-absent',
@@ -167,12 +170,19 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
       expect(frameHits()).toEqual(expect.arrayContaining(framed))
       expect([...pageHits(), ...frameHits()].filter((hit) => hit.includes('webrtc-open'))).toEqual([])
       const logged = await until(
-        () => call(client, 'console_messages'),
+        () => call(client, 'console_messages', { tab }),
         (result) => result.text.includes('webtransport failed'),
       )
       expect(logged.text).toContain('webtransport failed')
       expect(listeners.datagrams).toBe(0)
       expect(listeners.connections).toBe(0)
+      // Only the page's own tab stays open for the next test.
+      const tabs = await until(
+        () => call(client, 'list_tabs'),
+        (result) => (result.text.match(/\bt\d+\b/g) ?? []).length >= 2,
+      )
+      for (const other of new Set(tabs.text.match(/\bt\d+\b/g)))
+        if (other !== tab) await call(client, 'close_tab', { tab: other })
     } finally {
       await listeners.close()
     }
@@ -183,7 +193,8 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
     const client = connection as Connection
     const page = await call(client, 'navigate', { url: `${site.url}/names?tag=keel` })
     expect(page.isError, page.text).toBe(false)
-    const hovered = await call(client, 'hover', { ref: refOf(page.text, /link "Elsewhere"/) })
+    const tab = /Tab (t\d+)/.exec(page.text)?.[1]
+    const hovered = await call(client, 'hover', { tab, ref: refOf(page.text, /link "Elsewhere"/) })
     expect(hovered.isError, hovered.text).toBe(false)
     // The control: the same page in the user's own context, where nothing holds the browser's lookups.
     const browser = await puppeteer.connect({ browserWSEndpoint: endpoint, defaultViewport: null })
@@ -192,7 +203,7 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
     await user.hover('a')
     // The proxy has judged (and refused) the server's page's requests once the page reports them.
     await until(
-      () => call(client, 'network_requests', { failed_only: true }),
+      () => call(client, 'network_requests', { tab, failed_only: true }),
       (result) => result.text.includes('keel-img.keel.test') && result.text.includes('keel-fetch.keel.test'),
     )
     const exited = new Promise((resolve) => chrome.once('exit', resolve))
