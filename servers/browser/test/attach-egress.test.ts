@@ -148,10 +148,16 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
       expect(tab).toBeDefined()
       const opened = await call(client, 'click', { tab, ref: refOf(page.text, /button "Open window"/) })
       expect(opened.isError, opened.text).toBe(false)
+      const again = await call(client, 'click', {
+        tab,
+        ref: refOf(page.text, /button "Open document window"/),
+      })
+      expect(again.isError, again.text).toBe(false)
       const expected = [
         '/seen?page-webrtc-absent',
         '/seen?blank-frame-webrtc-absent',
         '/seen?popup-webrtc-absent',
+        '/seen?doc-popup-webrtc-absent',
         '/seen?worker-webtransport-failed-webrtc-absent',
       ]
       // The iframe of another site (out of process) runs the same attempts (its worker's are the
@@ -176,7 +182,7 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
       // Only the page's own tab stays open for the next test.
       const tabs = await until(
         () => call(client, 'list_tabs'),
-        (result) => (result.text.match(/\bt\d+\b/g) ?? []).length >= 2,
+        (result) => new Set(result.text.match(/\bt\d+\b/g)).size >= 3,
       )
       for (const other of new Set(tabs.text.match(/\bt\d+\b/g)))
         if (other !== tab) await call(client, 'close_tab', { tab: other })

@@ -13,12 +13,15 @@ export interface Fixtures {
 /**
  * A script defining peerIn(scope, tag): opens a WebRTC peer connection in that window aimed with
  * STUN and TURN over UDP and TCP at the ports, and reports to /seen?<tag>-webrtc-open (then
- * "gathering complete" on the console) or /seen?<tag>-webrtc-absent when the window has none.
+ * "gathering complete" on the console), /seen?<tag>-webrtc-absent when the window has none, or
+ * -no-window / -webrtc-failed-<error> when there was no window or the constructor threw.
  */
 function iceScript(udp: number, tcp: number): string {
   const at = (port: number) => `127.0.0.1:${port}`
   return `
     function peerIn(scope, tag) {
+      if (!scope) return fetch('/seen?' + tag + '-no-window')
+      if (typeof scope.RTCPeerConnection !== 'function') return fetch('/seen?' + tag + '-webrtc-absent')
       let peer
       try {
         const turn = { username: 'u', credential: 'p' }
@@ -26,8 +29,8 @@ function iceScript(udp: number, tcp: number): string {
           { urls: 'stun:${at(udp)}' }, { urls: 'stun:${at(tcp)}' },
           { urls: 'turn:${at(udp)}?transport=udp', ...turn }, { urls: 'turn:${at(tcp)}?transport=tcp', ...turn },
         ] })
-      } catch {
-        fetch('/seen?' + tag + '-webrtc-absent')
+      } catch (error) {
+        fetch('/seen?' + tag + '-webrtc-failed-' + encodeURIComponent(String(error)))
         return
       }
       fetch('/seen?' + tag + '-webrtc-open')
@@ -247,6 +250,8 @@ export async function startFixtures(): Promise<Fixtures> {
         new Worker('/egress-worker.js?udp=${udp}&tcp=${tcp}')
         // A window this page opens, scripted before its own document loads (needs a click).
         document.getElementById('popup').onclick = () => peerIn(window.open(''), 'popup')
+        // The same through document.open's three-argument form (a window.open by another name).
+        document.getElementById('doc-popup').onclick = () => peerIn(document.open('', 'doc', ''), 'doc-popup')
         try { new WebTransport('https://${at(udp)}/').ready.catch(() => console.log('webtransport failed')) } catch { console.log('webtransport failed') }
         try { new WebSocket('ws://${at(tcp)}/') } catch {}
         fetch('http://${at(tcp)}/fetch', { mode: 'no-cors' }).catch(() => {})
@@ -261,7 +266,7 @@ export async function startFixtures(): Promise<Fixtures> {
       return html(
         page(
           'Egress',
-          `<h1>Egress</h1><button id="popup">Open window</button>${framed}<script>${script}</script>`,
+          `<h1>Egress</h1><button id="popup">Open window</button><button id="doc-popup">Open document window</button>${framed}<script>${script}</script>`,
           links,
         ),
       )

@@ -12,10 +12,12 @@ import type { Browser, BrowserContext, CDPSession, Target } from 'puppeteer-core
  * constructors. Workers have no RTCPeerConnection; WebTransport, the one UDP transport they have,
  * refuses to run through a proxy (checked by the attach tests).
  *
- * A window a page opens starts as an about:blank document the opener can script synchronously,
- * before the new window's target exists: `window.open` and the three-argument `document.open`
- * strip that window before handing it over. Every realm the page can reach runs this same script,
- * so no realm keeps an unwrapped `open` or an intact constructor.
+ * A window a page opens starts as an about:blank document the opener can script synchronously:
+ * `window.open` and the three-argument `document.open` strip that window before handing it over,
+ * so this does not hang on the new window's own target getting the script in time (on Chromium
+ * 156 it already has it then; the attach tests check the window, not which of the two held).
+ * Every realm the page can reach runs this same script, so none keeps an unwrapped `open` or an
+ * intact constructor.
  */
 export const EGRESS_GUARD_SCRIPT = `(() => {
   const names = ['RTCPeerConnection', 'webkitRTCPeerConnection']
