@@ -110,7 +110,7 @@ afterAll(async () => {
 })
 
 describe('attached to a stock browser (--cdp-endpoint)', () => {
-  it("reaches the listeners from the user's own context: WebRTC there ignores every proxy", async () => {
+  it("reaches the listeners from the user's own context, which the server leaves as it is: WebRTC there ignores every proxy", async () => {
     const listeners = await listen()
     const browser = await puppeteer.connect({ browserWSEndpoint: endpoint, defaultViewport: null })
     try {
@@ -122,6 +122,8 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
         (count) => count > 0,
       )
       expect(listeners.datagrams).toBeGreaterThan(0)
+      // The user's own tabs keep their WebRTC: the server changes nothing outside its contexts.
+      expect(site.hits).toContain('/seen?page-webrtc-open')
       await page.close()
     } finally {
       await browser.disconnect()
