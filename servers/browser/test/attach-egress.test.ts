@@ -122,8 +122,14 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
         (count) => count > 0,
       )
       expect(listeners.datagrams).toBeGreaterThan(0)
-      // The user's own tabs keep their WebRTC: the server changes nothing outside its contexts.
-      expect(site.hits).toContain('/seen?page-webrtc-open')
+      // The user's own tabs keep their WebRTC, in every kind of frame the probe uses: the server
+      // changes nothing outside its contexts (and each probe can tell).
+      const probes = ['page', 'blank-frame', 'srcdoc', 'data-frame'].map((tag) => `/seen?${tag}-webrtc-open`)
+      await until(
+        async () => site.hits,
+        (hits) => probes.every((probe) => hits.includes(probe)),
+      )
+      expect(site.hits).toEqual(expect.arrayContaining(probes))
       await page.close()
     } finally {
       await browser.disconnect()
@@ -158,6 +164,8 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
       const expected = [
         '/seen?page-webrtc-absent',
         '/seen?blank-frame-webrtc-absent',
+        '/seen?srcdoc-webrtc-absent',
+        '/seen?data-frame-webrtc-absent',
         '/seen?popup-webrtc-absent',
         '/seen?doc-popup-webrtc-absent',
         '/seen?worker-webtransport-failed-webrtc-absent',

@@ -16,12 +16,13 @@ export interface Fixtures {
  * "gathering complete" on the console), /seen?<tag>-webrtc-absent when the window has none, or
  * -no-window / -webrtc-failed-<error> when there was no window or the constructor threw.
  */
-function iceScript(udp: number, tcp: number): string {
+function iceScript(udp: number, tcp: number, origin = ''): string {
   const at = (port: number) => `127.0.0.1:${port}`
   return `
+    const report = (path) => fetch('${origin}' + path, { mode: 'no-cors' })
     function peerIn(scope, tag) {
-      if (!scope) return fetch('/seen?' + tag + '-no-window')
-      if (typeof scope.RTCPeerConnection !== 'function') return fetch('/seen?' + tag + '-webrtc-absent')
+      if (!scope) return report('/seen?' + tag + '-no-window')
+      if (typeof scope.RTCPeerConnection !== 'function') return report('/seen?' + tag + '-webrtc-absent')
       let peer
       try {
         const turn = { username: 'u', credential: 'p' }
@@ -30,10 +31,10 @@ function iceScript(udp: number, tcp: number): string {
           { urls: 'turn:${at(udp)}?transport=udp', ...turn }, { urls: 'turn:${at(tcp)}?transport=tcp', ...turn },
         ] })
       } catch (error) {
-        fetch('/seen?' + tag + '-webrtc-failed-' + encodeURIComponent(String(error)))
+        report('/seen?' + tag + '-webrtc-failed-' + encodeURIComponent(String(error)))
         return
       }
-      fetch('/seen?' + tag + '-webrtc-open')
+      report('/seen?' + tag + '-webrtc-open')
       peer.createDataChannel('leak')
       peer.onicegatheringstatechange = () => { if (peer.iceGatheringState === 'complete') console.log('gathering complete') }
       peer.createOffer().then((offer) => peer.setLocalDescription(offer))
@@ -263,10 +264,15 @@ export async function startFixtures(): Promise<Fixtures> {
       // ?frame=<origin>: the same attempts from an iframe of that origin.
       const frame = (url.searchParams.get('frame') ?? '').replace(/[^\w:/.-]/g, '')
       const framed = frame ? `<iframe src="${frame}/egress?udp=${udp}&tcp=${tcp}"></iframe>` : ''
+      // A srcdoc frame and a data: frame (an opaque origin) try it from their own documents.
+      const origin = `http://${(request.headers.host ?? '').replace(/[^\w:.-]/g, '')}`
+      const inFrame = (tag: string) =>
+        `<script>${iceScript(udp, tcp, origin)}; peerIn(window, '${tag}')</script>`
+      const local = `<iframe srcdoc="${inFrame('srcdoc').replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"></iframe><iframe src="data:text/html,${encodeURIComponent(inFrame('data-frame'))}"></iframe>`
       return html(
         page(
           'Egress',
-          `<h1>Egress</h1><button id="popup">Open window</button><button id="doc-popup">Open document window</button>${framed}<script>${script}</script>`,
+          `<h1>Egress</h1><button id="popup">Open window</button><button id="doc-popup">Open document window</button>${framed}${local}<script>${script}</script>`,
           links,
         ),
       )
