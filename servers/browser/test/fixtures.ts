@@ -10,6 +10,37 @@ export interface Fixtures {
   close(): Promise<void>
 }
 
+/**
+ * A script defining peerIn(scope, tag): opens a WebRTC peer connection in that window aimed with
+ * STUN and TURN over UDP and TCP at the ports, and reports to /seen?<tag>-webrtc-open (then
+ * "gathering complete" on the console), /seen?<tag>-webrtc-absent when the window has none, or
+ * -no-window / -webrtc-failed-<error> when there was no window or the constructor threw.
+ */
+function iceScript(udp: number, tcp: number, origin = ''): string {
+  const at = (port: number) => `127.0.0.1:${port}`
+  return `
+    const report = (path) => fetch('${origin}' + path, { mode: 'no-cors' })
+    function peerIn(scope, tag) {
+      if (!scope) return report('/seen?' + tag + '-no-window')
+      if (typeof scope.RTCPeerConnection !== 'function') return report('/seen?' + tag + '-webrtc-absent')
+      let peer
+      try {
+        const turn = { username: 'u', credential: 'p' }
+        peer = new scope.RTCPeerConnection({ iceServers: [
+          { urls: 'stun:${at(udp)}' }, { urls: 'stun:${at(tcp)}' },
+          { urls: 'turn:${at(udp)}?transport=udp', ...turn }, { urls: 'turn:${at(tcp)}?transport=tcp', ...turn },
+        ] })
+      } catch (error) {
+        report('/seen?' + tag + '-webrtc-failed-' + encodeURIComponent(String(error)))
+        return
+      }
+      report('/seen?' + tag + '-webrtc-open')
+      peer.createDataChannel('leak')
+      peer.onicegatheringstatechange = () => { if (peer.iceGatheringState === 'complete') console.log('gathering complete') }
+      peer.createOffer().then((offer) => peer.setLocalDescription(offer))
+    }`
+}
+
 const page = (title: string, body: string, head = '') =>
   `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title>${head}</head><body>${body}</body></html>`
 
@@ -210,14 +241,18 @@ export async function startFixtures(): Promise<Fixtures> {
       const tcp = Number(url.searchParams.get('tcp'))
       const at = (port: number) => `127.0.0.1:${port}`
       const script = `
-        const turn = { username: 'u', credential: 'p' }
-        const peer = new RTCPeerConnection({ iceServers: [
-          { urls: 'stun:${at(udp)}' }, { urls: 'stun:${at(tcp)}' },
-          { urls: 'turn:${at(udp)}?transport=udp', ...turn }, { urls: 'turn:${at(tcp)}?transport=tcp', ...turn },
-        ] })
-        peer.createDataChannel('leak')
-        peer.onicegatheringstatechange = () => { if (peer.iceGatheringState === 'complete') console.log('gathering complete') }
-        peer.createOffer().then((offer) => peer.setLocalDescription(offer))
+        ${iceScript(udp, tcp)}
+        peerIn(window, 'page')
+        // A same-origin about:blank frame, scripted at once (before anything could load in it).
+        const blank = document.createElement('iframe')
+        document.body.append(blank)
+        peerIn(blank.contentWindow, 'blank-frame')
+        // A dedicated worker tries what a worker has.
+        new Worker('/egress-worker.js?udp=${udp}&tcp=${tcp}')
+        // A window this page opens, scripted before its own document loads (needs a click).
+        document.getElementById('popup').onclick = () => peerIn(window.open(''), 'popup')
+        // The same through document.open's three-argument form (a window.open by another name).
+        document.getElementById('doc-popup').onclick = () => peerIn(document.open('', 'doc', ''), 'doc-popup')
         try { new WebTransport('https://${at(udp)}/').ready.catch(() => console.log('webtransport failed')) } catch { console.log('webtransport failed') }
         try { new WebSocket('ws://${at(tcp)}/') } catch {}
         fetch('http://${at(tcp)}/fetch', { mode: 'no-cors' }).catch(() => {})
@@ -226,7 +261,40 @@ export async function startFixtures(): Promise<Fixtures> {
       const links = ['preconnect', 'dns-prefetch', 'prefetch', 'preload" as="fetch']
         .map((rel) => `<link rel="${rel}" href="http://${at(tcp)}/${rel.split('"')[0]}">`)
         .join('')
-      return html(page('Egress', `<h1>Egress</h1><script>${script}</script>`, links))
+      // ?frame=<origin>: the same attempts from an iframe of that origin.
+      const frame = (url.searchParams.get('frame') ?? '').replace(/[^\w:/.-]/g, '')
+      const framed = frame ? `<iframe src="${frame}/egress?udp=${udp}&tcp=${tcp}"></iframe>` : ''
+      // A srcdoc frame and a data: frame (an opaque origin) try it from their own documents.
+      const origin = `http://${(request.headers.host ?? '').replace(/[^\w:.-]/g, '')}`
+      const inFrame = (tag: string) =>
+        `<script>${iceScript(udp, tcp, origin)}; peerIn(window, '${tag}')</script>`
+      const local = `<iframe srcdoc="${inFrame('srcdoc').replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"></iframe><iframe src="data:text/html,${encodeURIComponent(inFrame('data-frame'))}"></iframe>`
+      return html(
+        page(
+          'Egress',
+          `<h1>Egress</h1><button id="popup">Open window</button><button id="doc-popup">Open document window</button>${framed}${local}<script>${script}</script>`,
+          links,
+        ),
+      )
+    }
+    if (url.pathname === '/names') {
+      // Every way a page makes the browser look a name up: ?tag= prefixes the names (x.keel.test).
+      const tag = (url.searchParams.get('tag') ?? 'page').replace(/[^a-z]/g, '')
+      const name = (kind: string) => `${tag}-${kind}.keel.test`
+      const head = `<link rel="dns-prefetch" href="//${name('dnsprefetch')}"><link rel="preconnect" href="http://${name('preconnect')}"><link rel="prefetch" href="http://${name('prefetch')}/x">`
+      const body = `<h1>Names</h1><a href="http://${name('anchor')}/">Elsewhere</a><img alt="remote" src="http://${name('img')}/x.png"><script>fetch('http://${name('fetch')}/').catch(() => {})</script>`
+      return html(page('Names', body, head))
+    }
+    if (url.pathname === '/egress-worker.js') {
+      const udp = Number(url.searchParams.get('udp'))
+      const tcp = Number(url.searchParams.get('tcp'))
+      const at = (port: number) => `127.0.0.1:${port}`
+      response.writeHead(200, { 'content-type': 'text/javascript' })
+      return response.end(`
+        const report = () => fetch('/seen?worker-webtransport-failed-webrtc-' + (typeof RTCPeerConnection === 'undefined' ? 'absent' : 'present'))
+        try { new WebTransport('https://${at(udp)}/').ready.catch(report) } catch { report() }
+        try { new WebSocket('ws://${at(tcp)}/') } catch {}
+        fetch('http://${at(tcp)}/fetch', { mode: 'no-cors' }).catch(() => {})`)
     }
     if (url.pathname === '/fetch') {
       // A page that fetches each ?to= and logs what became of it.

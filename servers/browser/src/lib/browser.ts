@@ -268,6 +268,8 @@ export class BrowserHost {
   private proxy: PolicyProxy | undefined
   private initialPage: Page | undefined
   private proxyAddress: string | undefined
+  /** Ids of the contexts this server made in an attached browser: WebRTC is removed from their documents. */
+  private readonly guardedContexts = new Set<string>()
 
   constructor(
     readonly settings: LaunchSettings,
@@ -355,6 +357,7 @@ export class BrowserHost {
               ? { proxyServer: `http://${this.proxyAddress}`, proxyBypassList: ['<-loopback>'] }
               : {}),
           })
+    if (attached && context.id) this.guardedContexts.add(context.id)
     let counter = this.refCounters.get(key)
     if (!counter) {
       counter = { next: 0 }
@@ -386,6 +389,7 @@ export class BrowserHost {
     this.lost.delete(key)
     this.refCounters.delete(key)
     await session?.close()
+    if (session?.context.id) this.guardedContexts.delete(session.context.id)
   }
 
   private downloadBehavior(downloadDir = this.settings.downloadDir) {
@@ -451,6 +455,12 @@ export class BrowserHost {
           downloadBehavior: this.downloadBehavior(),
           protocolTimeout: 60_000,
         })
+    // The launch flags that hold WebRTC to the proxy are not this browser's: its documents in the
+    // server's contexts get no peer connection at all (see egress-guard.ts).
+    if (endpoint) {
+      const { guardContexts } = await import('./egress-guard.js')
+      await guardContexts(browser, (context) => !!context.id && this.guardedContexts.has(context.id))
+    }
     // An attached browser's pages are the user's: none becomes a tab.
     if (!endpoint) this.initialPage = (await browser.pages())[0]
     this.launches++
