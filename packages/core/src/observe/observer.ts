@@ -30,7 +30,10 @@ import type { Bucket, RateLimiter } from './rate-limit.js'
 interface Scope {
   span: OtelSpan | undefined
   tool: string | undefined
-  /** The request span already carries this call's attributes (no second span for the tool). */
+  /**
+   * A request's scope whose tool call has not started yet: that call enriches the request span
+   * (no second span for the tool) and clears this.
+   */
   request: boolean
 }
 
@@ -367,23 +370,29 @@ export class Observer implements ObserverHooks {
       ...(start.session ? { 'mcp.session.id': this.#hash(start.session) } : {}),
       ...(start.subject ? { 'enduser.id': start.subject } : {}),
     }
-    // A tool call served through a request span (stdio, HTTP) enriches that span; an in-process
-    // call has none, and gets a span of its own.
+    // A tool call served through a request span (stdio, HTTP) enriches that span and runs in the
+    // request's scope (no second context entered), which it claims: a call the tool makes in
+    // process then sees no request of its own, and gets a span of its own, as a call made outside
+    // any request does.
     let span: OtelSpan
+    let run: CallObservation['run']
     if (outer?.request && outer.tool === start.tool && outer.span) {
+      outer.request = false
       span = outer.span
       for (const key in attributes) span.setAttribute(key, attributes[key] as string | number | boolean)
+      run = (work) => work()
     } else {
       span = tracing.startSpan(`tools/call ${start.tool}`, {
         kind: 'internal',
         parent: outer?.span,
         attributes: { 'mcp.method.name': 'tools/call', ...attributes },
       })
+      const scope: Scope = { span, tool: start.tool, request: false }
+      run = (work) => this.#scope.run(scope, work)
     }
-    const scope: Scope = { span, tool: start.tool, request: false }
     let ended = false
     return {
-      run: (work) => this.#scope.run(scope, work),
+      run,
       end: (result: CallEnd) => {
         if (ended) return
         ended = true
