@@ -174,6 +174,8 @@ async function observedCall<D, C>(
   const subject = channel.auth?.subject
   const args = (call.args ?? {}) as Record<string, unknown>
   const safe = tool.auditArguments?.filter((name) => args[name] !== undefined)
+  // Sizes cost a serialization of the arguments and of the result: measured only when recorded.
+  const sizes = watching.sizes
   const observation: CallObservation = watching.call({
     tool: tool.name,
     readOnly,
@@ -181,12 +183,14 @@ async function observedCall<D, C>(
     session: channel.session.id,
     subject,
     era: channel.era,
-    argumentsBytes: Buffer.byteLength(JSON.stringify(args)),
+    argumentsBytes: sizes ? Buffer.byteLength(JSON.stringify(args)) : 0,
     safeArguments: safe?.length ? Object.fromEntries(safe.map((name) => [name, args[name]])) : undefined,
   })
   // Over HTTP the front door has charged the call already (and answered 429 when over).
   if (channel.transport !== 'http' && watching.admit) {
-    const admission = await watching.admit(subject ?? channel.session.id ?? 'stdio', readOnly)
+    // A budget held in process answers at once: no await (and no promise) on the way.
+    const decision = watching.admit(rateKeyOf(channel, subject), readOnly)
+    const admission = decision instanceof Promise ? await decision : decision
     if (!admission.allowed) {
       const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000))
       const error = new ToolError(
@@ -198,24 +202,34 @@ async function observedCall<D, C>(
       observation.end({
         outcome: 'rate_limited',
         errorKind: 'rate_limited',
-        resultBytes: Buffer.byteLength(text),
+        resultBytes: sizes ? Buffer.byteLength(text) : 0,
       })
       return { content: [{ type: 'text', text }], isError: true }
     }
   }
-  let outcome = 'ok'
-  const result = await observation.run(() =>
-    runCall(parts, call, channel, (reported) => {
-      outcome = reported
-    }),
-  )
-  const kind = outcome.startsWith('error:') ? outcome.slice(6) : undefined
+  const report = new OutcomeReport()
+  const result = await observation.run(() => runCall(parts, call, channel, report))
+  const kind = report.outcome.startsWith('error:') ? report.outcome.slice(6) : undefined
   observation.end({
-    outcome: kind ? (kind === 'timeout' || kind === 'cancelled' ? kind : 'error') : outcome,
+    outcome: kind ? (kind === 'timeout' || kind === 'cancelled' ? kind : 'error') : report.outcome,
     ...(kind ? { errorKind: kind } : {}),
-    resultBytes: Buffer.byteLength(JSON.stringify(result)),
+    resultBytes: sizes ? Buffer.byteLength(JSON.stringify(result)) : 0,
   })
   return result
+}
+
+/** Where {@link runCall} reports how a call ended, for the operations hooks. */
+class OutcomeReport {
+  outcome = 'ok'
+}
+
+/**
+ * The client whose rate budget a call off HTTP pays from: the OAuth subject, else the connection's
+ * session (one stdio process is one client), else `stdio`. docs/observability.md, "Rate limits",
+ * says why a state handle is not a key.
+ */
+function rateKeyOf<D>(channel: CallChannel<D>, subject: string | undefined): string {
+  return subject ?? channel.session.id ?? 'stdio'
 }
 
 /**
@@ -456,7 +470,7 @@ async function runCall<D, C>(
   parts: InstanceParts<D, C>,
   call: ValidatedCall,
   channel: CallChannel<D>,
-  report?: (outcome: string) => void,
+  report?: OutcomeReport,
 ): Promise<Record<string, unknown>> {
   const runtime = parts.runtime as Runtime<unknown, unknown>
   const { tool, plan } = call
@@ -497,7 +511,7 @@ async function runCall<D, C>(
     return settleHandle(binding, failureResult(toolError), handleSpec as never)
   } finally {
     stop.release()
-    report?.(outcome)
+    if (report) report.outcome = outcome
     runtime.logger.debug('tool call', {
       tool: name,
       durationMs: Math.round((performance.now() - started) * 100) / 100,

@@ -1,8 +1,17 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { parseConfig } from '../src/config.js'
+import { createLogger } from '../src/logger.js'
+import type { CallStart } from '../src/observe/hooks.js'
 import { Counter, Histogram, Registry } from '../src/observe/metrics.js'
-import { memoryRateLimiter } from '../src/observe/rate-limit.js'
-import { observing, parseRate } from '../src/observe-config.js'
+import { hashId, Observer } from '../src/observe/observer.js'
+import { memoryRateLimiter, type RateLimiter } from '../src/observe/rate-limit.js'
+import { type ObserveConfig, observing, parseRate } from '../src/observe-config.js'
+import { redactor } from '../src/redact.js'
 
 const source = { name: 'x', description: 'x', version: '1.0.0' }
 const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(source, argv, env)
@@ -128,4 +137,188 @@ describe('the Prometheus registry', () => {
       ].join('\n'),
     )
   })
+
+  it('renders the same through kept series handles as through labels', () => {
+    const byLabels = new Registry()
+    const counter = byLabels.register(new Counter('x_total', 'Things.'))
+    const histogram = byLabels.register(new Histogram('d_seconds', 'Durations.', [0.1, 1]))
+    const byHandles = new Registry()
+    const kept = byHandles.register(new Counter('x_total', 'Things.')).series({ tool: 't' })
+    const keptHistogram = byHandles.register(new Histogram('d_seconds', 'Durations.', [0.1, 1]))
+    const keptSeries = keptHistogram.series({ tool: 't' })
+    for (const value of [0.05, 0.1, 0.5, 5]) {
+      counter.inc({ tool: 't' })
+      histogram.observe({ tool: 't' }, value)
+      kept.value += 1
+      keptHistogram.record(keptSeries, value)
+    }
+    expect(byHandles.render()).toBe(byLabels.render())
+    expect(byLabels.render()).toContain('d_seconds_bucket{tool="t",le="0.1"} 2')
+  })
 })
+
+describe('the observer without tracing', () => {
+  const config = (overrides: Partial<ObserveConfig> = {}): ObserveConfig => ({
+    metrics: true,
+    metricsPort: undefined,
+    otelEndpoint: undefined,
+    auditLog: undefined,
+    rateLimit: undefined,
+    rateLimitBurst: undefined,
+    writeRateLimit: undefined,
+    maxAnswerTokens: 25_000,
+    ...overrides,
+  })
+  const start = (overrides: Partial<CallStart> = {}): CallStart => ({
+    tool: 'read',
+    readOnly: true,
+    transport: 'stdio',
+    session: 'session-1',
+    subject: undefined,
+    era: 'legacy',
+    argumentsBytes: 0,
+    safeArguments: undefined,
+    ...overrides,
+  })
+  const observerWith = (overrides: Partial<ObserveConfig> = {}, limiter?: RateLimiter) =>
+    new Observer({
+      config: config(overrides),
+      serviceName: 'x',
+      serviceVersion: '1.0.0',
+      logger: createLogger({ name: 'x', level: 'error' }),
+      limiter,
+      tracing: undefined,
+    })
+
+  it('counts calls by outcome and kind, durations and requests through kept series', async () => {
+    const watching = observerWith()
+    try {
+      for (const outcome of ['ok', 'ok', 'error']) {
+        const call = watching.call(start())
+        expect(await call.run(async () => 'done')).toBe('done')
+        call.end({ outcome, ...(outcome === 'error' ? { errorKind: 'not_found' } : {}), resultBytes: 0 })
+        call.end({ outcome, resultBytes: 0 })
+      }
+      const request = watching.request({ method: 'tools/call', id: 1, transport: 'stdio', params: {} })
+      expect(request.run(() => 7)).toBe(7)
+      request.end()
+      watching.request({ method: 'made/up', id: 2, transport: 'stdio', params: {} }).end(-32601)
+      expect(watching.calls.get({ tool: 'read', outcome: 'ok' })).toBe(2)
+      expect(watching.calls.get({ tool: 'read', outcome: 'error' })).toBe(1)
+      expect(watching.errors.get({ tool: 'read', kind: 'not_found' })).toBe(1)
+      expect(watching.durations.count({ tool: 'read' })).toBe(3)
+      expect(watching.requests.get({ method: 'tools/call', outcome: 'ok' })).toBe(1)
+      expect(watching.requests.get({ method: 'other', outcome: 'error' })).toBe(1)
+      expect(watching.registry.render()).toContain('mcp_tool_calls_in_flight 0')
+      expect(watching.sizes).toBe(false)
+    } finally {
+      await watching.close()
+    }
+  })
+
+  it('counts an HTTP request as upstream only while a tool call runs', async () => {
+    const upstream = createServer((_request, response) => response.end('{}'))
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
+    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/x`
+    const watching = observerWith()
+    const system = { system: `http:127.0.0.1:${(upstream.address() as AddressInfo).port}`, outcome: 'ok' }
+    try {
+      await (await fetch(url)).text()
+      expect(watching.upstreamCalls.get(system)).toBe(0)
+      const call = watching.call(start())
+      await call.run(async () => (await fetch(url)).text())
+      call.end({ outcome: 'ok', resultBytes: 0 })
+      expect(watching.upstreamCalls.get(system)).toBe(1)
+      await (await fetch(url)).text()
+      expect(watching.upstreamCalls.get(system)).toBe(1)
+      await traceUpstreamVia(watching)
+      expect(watching.upstreamCalls.get({ system: 'postgresql', outcome: 'ok' })).toBe(1)
+    } finally {
+      await watching.close()
+      await new Promise((resolve) => upstream.close(resolve))
+    }
+  })
+
+  it('writes audit lines as the redacted record would read, gathered, all of them by close', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'keel-audit-'))
+    const file = join(dir, 'audit.jsonl')
+    const watching = observerWith({ auditLog: file })
+    const secret = 'password=hunter2-very-secret'
+    try {
+      expect(watching.sizes).toBe(true)
+      const first = watching.call(start({ subject: 'alice', argumentsBytes: 12 }))
+      first.end({ outcome: 'error', errorKind: 'not_found', resultBytes: 40 })
+      const second = watching.call(
+        start({
+          session: undefined,
+          transport: 'http',
+          era: 'modern',
+          safeArguments: { path: secret, n: 2 },
+        }),
+      )
+      second.end({ outcome: 'ok', resultBytes: 3 })
+    } finally {
+      await watching.close()
+    }
+    const lines = (await readFile(file, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+    await rm(dir, { recursive: true, force: true })
+    expect(lines).toHaveLength(2)
+    expect(Object.keys(lines[0])).toEqual([
+      'time',
+      'tool',
+      'outcome',
+      'error_kind',
+      'duration_ms',
+      'transport',
+      'era',
+      'subject',
+      'session',
+      'arguments_bytes',
+      'result_bytes',
+    ])
+    expect(lines[0]).toMatchObject({
+      tool: 'read',
+      outcome: 'error',
+      error_kind: 'not_found',
+      transport: 'stdio',
+      era: 'legacy',
+      subject: 'alice',
+      session: hashId('session-1'),
+      arguments_bytes: 12,
+      result_bytes: 40,
+    })
+    expect(typeof lines[0].duration_ms).toBe('number')
+    expect(lines[1]).toMatchObject({ transport: 'http', era: 'modern', arguments: { n: 2 } })
+    expect(lines[1].session).toBeUndefined()
+    expect(lines[1].arguments.path).toBe(redactor.redact(secret))
+    expect(JSON.stringify(lines)).not.toContain('hunter2')
+  })
+
+  it('admits at once from an in-process budget, and counts refusals by budget', async () => {
+    const watching = observerWith(
+      { rateLimit: { count: 1, perMs: 60_000 }, rateLimitBurst: 1 },
+      memoryRateLimiter(() => 0),
+    )
+    try {
+      const first = watching.admit('a', true)
+      expect(first).not.toBeInstanceOf(Promise)
+      expect(first).toMatchObject({ allowed: true })
+      expect(watching.admit('a', true)).toMatchObject({
+        allowed: false,
+        budget: 'call',
+        retryAfterMs: 60_000,
+      })
+      expect(watching.admit('b', true)).toMatchObject({ allowed: true })
+      expect(watching.limited.get({ budget: 'call' })).toBe(1)
+    } finally {
+      await watching.close()
+    }
+  })
+})
+
+async function traceUpstreamVia(watching: Observer) {
+  expect(await watching.upstream('postgresql', 'query', async () => 1)).toBe(1)
+}

@@ -20,6 +20,7 @@ export interface CallStart {
   subject: string | undefined
   /** 2026-07-28 (`modern`) or 2025-era (`legacy`). */
   era: 'modern' | 'legacy'
+  /** 0 unless the observer asks for {@link ObserverHooks.sizes}. */
   argumentsBytes: number
   /** Argument values the tool marked safe to record (audit log). */
   safeArguments: Record<string, unknown> | undefined
@@ -30,6 +31,7 @@ export interface CallEnd {
   outcome: string
   /** The ToolError kind when the call failed. */
   errorKind?: string
+  /** 0 unless the observer asks for {@link ObserverHooks.sizes}. */
   resultBytes: number
 }
 
@@ -47,6 +49,11 @@ export interface Admission {
 }
 
 export interface ObserverHooks {
+  /**
+   * Whether calls report their argument and result sizes (the audit log records them): without it
+   * a call measures neither (`argumentsBytes` and `resultBytes` are 0).
+   */
+  readonly sizes: boolean
   request(info: {
     method: string
     id: string | number
@@ -54,8 +61,11 @@ export interface ObserverHooks {
     params: unknown
   }): RequestObservation
   call(start: CallStart): CallObservation
-  /** Takes a token from the client's budgets; undefined when no limit is set. */
-  admit?(client: string, readOnly: boolean): Promise<Admission>
+  /**
+   * Takes a token from the client's budgets; undefined when no limit is set. A budget held in
+   * process answers at once (no promise); a shared one (Redis) answers with a promise.
+   */
+  admit?(client: string, readOnly: boolean): Admission | Promise<Admission>
   upstream<T>(
     system: string,
     operation: string,

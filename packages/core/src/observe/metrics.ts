@@ -1,6 +1,7 @@
 // A small Prometheus registry: counters, gauges and histograms with labels, rendered in the text
 // exposition format (0.0.4). Label values come from bounded sets (tool names, error kinds, MCP
-// methods), never from arguments, so series stay few.
+// methods), never from arguments, so series stay few. A hot path keeps the handle of its series
+// (`series(labels)`): an increment is then one addition, with no label key built per call.
 
 type Labels = Record<string, string>
 
@@ -16,23 +17,29 @@ function labelText(labels: Labels, extra?: [string, string]): string {
 const keyOf = (labels: Labels) => JSON.stringify(labels)
 const number = (value: number) => (Number.isFinite(value) ? String(value) : value > 0 ? '+Inf' : '-Inf')
 
+/** One labelled series: its value is read and written in place. */
+export interface SeriesEntry<T> {
+  readonly labels: Labels
+  value: T
+}
+
 interface Metric {
   render(): string[]
 }
 
 abstract class Series<T> implements Metric {
-  protected readonly series = new Map<string, { labels: Labels; value: T }>()
+  protected readonly entries = new Map<string, SeriesEntry<T>>()
   constructor(
     readonly name: string,
     readonly help: string,
     readonly type: 'counter' | 'gauge' | 'histogram',
   ) {}
-  protected entry(labels: Labels, initial: () => T): { labels: Labels; value: T } {
+  protected entry(labels: Labels, initial: () => T): SeriesEntry<T> {
     const key = keyOf(labels)
-    let found = this.series.get(key)
+    let found = this.entries.get(key)
     if (!found) {
       found = { labels, value: initial() }
-      this.series.set(key, found)
+      this.entries.set(key, found)
     }
     return found
   }
@@ -49,13 +56,17 @@ export class Counter extends Series<number> {
   inc(labels: Labels = {}, by = 1): void {
     this.entry(labels, () => 0).value += by
   }
+  /** The series of `labels` (made now, at 0): keep it and add to its `value`. */
+  series(labels: Labels = {}): SeriesEntry<number> {
+    return this.entry(labels, () => 0)
+  }
   get(labels: Labels = {}): number {
-    return this.series.get(keyOf(labels))?.value ?? 0
+    return this.entries.get(keyOf(labels))?.value ?? 0
   }
   render(): string[] {
     return [
       ...this.header(),
-      ...[...this.series.values()].map(
+      ...[...this.entries.values()].map(
         ({ labels, value }) => `${this.name}${labelText(labels)} ${number(value)}`,
       ),
     ]
@@ -76,11 +87,15 @@ export class Gauge extends Series<number> {
   add(labels: Labels, by: number): void {
     this.entry(labels, () => 0).value += by
   }
+  /** The series of `labels` (made now, at 0): keep it and set or add to its `value`. */
+  series(labels: Labels = {}): SeriesEntry<number> {
+    return this.entry(labels, () => 0)
+  }
   render(): string[] {
     if (this.collect) for (const { labels = {}, value } of this.collect()) this.set(labels, value)
     return [
       ...this.header(),
-      ...[...this.series.values()].map(
+      ...[...this.entries.values()].map(
         ({ labels, value }) => `${this.name}${labelText(labels)} ${number(value)}`,
       ),
     ]
@@ -90,7 +105,8 @@ export class Gauge extends Series<number> {
 /** Seconds: from a cheap cache hit to a minute-long call. */
 export const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
-interface HistogramValue {
+/** Counts per bucket as observed (not cumulative: the exposition sums them), the sum and the count. */
+export interface HistogramValue {
   counts: number[]
   sum: number
   count: number
@@ -105,20 +121,32 @@ export class Histogram extends Series<HistogramValue> {
     super(name, help, 'histogram')
   }
   observe(labels: Labels, value: number): void {
-    const entry = this.entry(labels, () => ({ counts: this.buckets.map(() => 0), sum: 0, count: 0 })).value
-    for (let index = 0; index < this.buckets.length; index++)
-      if (value <= (this.buckets[index] as number)) entry.counts[index] = (entry.counts[index] as number) + 1
+    this.record(this.series(labels), value)
+  }
+  /** The series of `labels` (made now, empty): keep it and {@link record} into it. */
+  series(labels: Labels): SeriesEntry<HistogramValue> {
+    return this.entry(labels, () => ({ counts: this.buckets.map(() => 0), sum: 0, count: 0 }))
+  }
+  /** One observation into a series of this histogram: its own bucket only (render accumulates). */
+  record(series: SeriesEntry<HistogramValue>, value: number): void {
+    const entry = series.value
+    const buckets = this.buckets
+    let index = 0
+    while (index < buckets.length && value > (buckets[index] as number)) index++
+    if (index < buckets.length) entry.counts[index] = (entry.counts[index] as number) + 1
     entry.sum += value
     entry.count += 1
   }
   count(labels: Labels): number {
-    return this.series.get(keyOf(labels))?.value.count ?? 0
+    return this.entries.get(keyOf(labels))?.value.count ?? 0
   }
   render(): string[] {
     const lines = this.header()
-    for (const { labels, value } of this.series.values()) {
+    for (const { labels, value } of this.entries.values()) {
+      let cumulative = 0
       this.buckets.forEach((bound, index) => {
-        lines.push(`${this.name}_bucket${labelText(labels, ['le', number(bound)])} ${value.counts[index]}`)
+        cumulative += value.counts[index] as number
+        lines.push(`${this.name}_bucket${labelText(labels, ['le', number(bound)])} ${cumulative}`)
       })
       lines.push(`${this.name}_bucket${labelText(labels, ['le', '+Inf'])} ${value.count}`)
       lines.push(`${this.name}_sum${labelText(labels)} ${number(value.sum)}`)

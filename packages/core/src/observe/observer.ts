@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { createHash } from 'node:crypto'
 import diagnostics from 'node:diagnostics_channel'
-import { createWriteStream, type WriteStream } from 'node:fs'
+import { closeSync, openSync, writeSync } from 'node:fs'
 import type { Logger } from '../logger.js'
 import type { ObserveConfig } from '../observe-config.js'
 import { redactor } from '../redact.js'
@@ -13,7 +13,7 @@ import type {
   ObserverHooks,
   RequestObservation,
 } from './hooks.js'
-import { Counter, Gauge, Histogram, Registry } from './metrics.js'
+import { Counter, Gauge, Histogram, type HistogramValue, Registry, type SeriesEntry } from './metrics.js'
 import type { OtelSpan, OtelTracing } from './otel.js'
 import type { Bucket, RateLimiter } from './rate-limit.js'
 
@@ -21,11 +21,19 @@ import type { Bucket, RateLimiter } from './rate-limit.js'
 // log, per-client rate limits and (with an OTLP endpoint) OpenTelemetry spans. One request span per
 // JSON-RPC request, the tool call's attributes on it, and a child span per upstream call: explicit
 // (traceUpstream) or seen on Node's diagnostics channels for fetch (undici) and node:http clients.
+//
+// What a call pays for (docs/observability.md, "What it costs"): without tracing, no
+// AsyncLocalStorage is ever entered (on Node 20 one that has run installs promise hooks that tax
+// every promise of the process), a call's metrics are additions to series handles kept per tool
+// and outcome, and an audit line is one string written with the others of the same turn.
 
 interface Scope {
   span: OtelSpan | undefined
   tool: string | undefined
-  /** The request span already carries this call's attributes (no second span for the tool). */
+  /**
+   * A request's scope whose tool call has not started yet: that call enriches the request span
+   * (no second span for the tool) and clears this.
+   */
   request: boolean
 }
 
@@ -64,11 +72,156 @@ export interface ObserverOptions {
 
 export const hashId = (id: string) => createHash('sha256').update(id).digest('hex').slice(0, 16)
 
+/** Hashed ids remembered at most (sessions and handles repeat across calls). */
+const MAX_HASHED = 4096
+
+/** A tool's metric series, made on first use (a series appears once it has counted something). */
+interface ToolSeries {
+  outcomes: Map<string, SeriesEntry<number>>
+  errors: Map<string, SeriesEntry<number>>
+  duration: SeriesEntry<HistogramValue> | undefined
+  /** The tool's name as a JSON string, redacted once (audit lines). */
+  json: string
+}
+
+type Settle = (start: CallStart, result: CallEnd, series: ToolSeries, began: number) => number
+
+/** A request observed without tracing: counted when it ends, run as it is. */
+class CountedRequest implements RequestObservation {
+  #ended = false
+  constructor(
+    readonly requests: Counter,
+    readonly series: Map<string, SeriesEntry<number>>,
+    readonly method: string,
+  ) {}
+  run<T>(work: () => T): T {
+    return work()
+  }
+  end(errorCode?: number): void {
+    if (this.#ended) return
+    this.#ended = true
+    countRequest(this.requests, this.series, this.method, errorCode)
+  }
+}
+
+function countRequest(
+  requests: Counter,
+  series: Map<string, SeriesEntry<number>>,
+  method: string,
+  errorCode: number | undefined,
+): void {
+  const outcome = errorCode === undefined ? 'ok' : 'error'
+  const key = `${method} ${outcome}`
+  let entry = series.get(key)
+  if (!entry) {
+    entry = requests.series({ method, outcome })
+    series.set(key, entry)
+  }
+  entry.value += 1
+}
+
+/** A call observed without tracing: run as it is, its metrics and audit line at its end. */
+class CountedCall implements CallObservation {
+  #ended = false
+  constructor(
+    readonly settle: Settle,
+    readonly start: CallStart,
+    readonly series: ToolSeries,
+    readonly began: number,
+  ) {}
+  run<T>(work: () => Promise<T>): Promise<T> {
+    return work()
+  }
+  end(result: CallEnd): void {
+    if (this.#ended) return
+    this.#ended = true
+    this.settle(this.start, result, this.series, this.began)
+  }
+}
+
+/** How long an audit line may wait for others before it is written, and how much may wait. */
+const AUDIT_FLUSH_MS = 50
+const AUDIT_FLUSH_BYTES = 16 * 1024
+
+/**
+ * The audit log's writer: lines are gathered and written in one synchronous append (file) or write
+ * (stderr) at most {@link AUDIT_FLUSH_MS} after the first of them, or as soon as
+ * {@link AUDIT_FLUSH_BYTES} wait; what is left when the process exits is written before it does.
+ * One write for many calls instead of a stream write (a buffer, a callback, a thread-pool round
+ * trip) for each. Only a process killed outright (SIGKILL) can lose the last lines.
+ */
+class AuditSink {
+  #buffer = ''
+  #timer: NodeJS.Timeout | undefined
+  #fd: number | undefined
+  readonly #stream: NodeJS.WriteStream | undefined
+  readonly #onError: (error: Error) => void
+
+  constructor(target: string, onError: (error: Error) => void) {
+    this.#onError = onError
+    if (target === '-' || target === 'stderr') this.#stream = process.stderr
+    else {
+      try {
+        this.#fd = openSync(target, 'a', 0o600)
+      } catch (error) {
+        onError(error as Error)
+      }
+    }
+    process.on('exit', this.flush)
+  }
+
+  write(line: string): void {
+    this.#buffer += line
+    if (this.#buffer.length >= AUDIT_FLUSH_BYTES) this.flush()
+    else if (!this.#timer) {
+      this.#timer = setTimeout(this.flush, AUDIT_FLUSH_MS)
+      this.#timer.unref()
+    }
+  }
+
+  readonly flush = (): void => {
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = undefined
+    const data = this.#buffer
+    if (!data) return
+    this.#buffer = ''
+    if (this.#stream) {
+      this.#stream.write(data)
+      return
+    }
+    if (this.#fd === undefined) return
+    try {
+      const bytes = Buffer.from(data)
+      let written = 0
+      while (written < bytes.length) written += writeSync(this.#fd, bytes, written)
+    } catch (error) {
+      this.#onError(error as Error)
+    }
+  }
+
+  close(): void {
+    this.flush()
+    process.off('exit', this.flush)
+    if (this.#fd !== undefined) closeSync(this.#fd)
+    this.#fd = undefined
+  }
+}
+
+const ADMITTED: Admission = Object.freeze({ allowed: true, retryAfterMs: 0 })
+
 export class Observer implements ObserverHooks {
   readonly registry = new Registry()
   readonly #scope = new AsyncLocalStorage<Scope>()
   readonly #options: ObserverOptions
-  readonly #audit: WriteStream | NodeJS.WriteStream | undefined
+  readonly #audit: AuditSink | undefined
+  readonly #tools = new Map<string, ToolSeries>()
+  readonly #requestSeries = new Map<string, SeriesEntry<number>>()
+  readonly #hashed = new Map<string, string>()
+  /** Tool calls running now: without tracing, what tells an HTTP request it serves a call. */
+  #running = 0
+  /** Whether a span is made for requests, calls and upstream requests (an OTLP endpoint is set). */
+  readonly #traced: boolean
+  readonly sizes: boolean
   readonly #buckets: { call: Bucket[]; write: Bucket[] }
   readonly #unsubscribe: Array<() => void> = []
   readonly #excludedOrigins: string[]
@@ -99,11 +252,13 @@ export class Observer implements ObserverHooks {
     new Histogram('mcp_upstream_request_duration_seconds', 'Upstream request duration, by system.'),
   )
   readonly #gauges = new Map<string, Gauge>()
+  readonly #inFlight = this.inFlight.series({})
 
   constructor(options: ObserverOptions) {
     this.#options = options
+    this.#traced = options.tracing !== undefined
     const { config } = options
-    this.inFlight.set({}, 0)
+    this.sizes = Boolean(config.auditLog)
     // A bucket holds one second's worth of calls (at least one); --rate-limit-burst sizes the
     // general budget's.
     const secondsWorth = (rate: { count: number; perMs: number }) =>
@@ -122,11 +277,7 @@ export class Observer implements ObserverHooks {
       : []
     this.#buckets = { call, write: [...call, ...write] }
     if (config.auditLog) {
-      this.#audit =
-        config.auditLog === '-' || config.auditLog === 'stderr'
-          ? process.stderr
-          : createWriteStream(config.auditLog, { flags: 'a', mode: 0o600 })
-      this.#audit.on?.('error', (error: Error) =>
+      this.#audit = new AuditSink(config.auditLog, (error: Error) =>
         options.logger.error('the audit log cannot be written', { error: error.message }),
       )
     }
@@ -170,12 +321,13 @@ export class Observer implements ObserverHooks {
   }): RequestObservation {
     const method = KNOWN_METHODS.has(info.method) ? info.method : 'other'
     const tracing = this.#options.tracing
+    if (!tracing) return new CountedRequest(this.requests, this.#requestSeries, method)
     const tool =
       info.method === 'tools/call' && typeof (info.params as { name?: unknown })?.name === 'string'
         ? ((info.params as { name: string }).name as string)
         : undefined
     const meta = (info.params as { _meta?: Record<string, unknown> } | undefined)?._meta
-    const span = tracing?.startSpan(tool ? `${info.method} ${tool}` : info.method, {
+    const span = tracing.startSpan(tool ? `${info.method} ${tool}` : info.method, {
       kind: 'server',
       parent: tracing.remoteParent(meta?.traceparent, meta?.tracestate),
       attributes: {
@@ -192,75 +344,129 @@ export class Observer implements ObserverHooks {
       end: (errorCode) => {
         if (ended) return
         ended = true
-        this.requests.inc({ method, outcome: errorCode === undefined ? 'ok' : 'error' })
-        if (span) {
-          if (errorCode !== undefined) {
-            span.setAttribute('error.type', String(errorCode))
-            span.setAttribute('rpc.response.status_code', String(errorCode))
-            span.setError(`JSON-RPC error ${errorCode}`)
-          }
-          span.end()
+        countRequest(this.requests, this.#requestSeries, method, errorCode)
+        if (errorCode !== undefined) {
+          span.setAttribute('error.type', String(errorCode))
+          span.setAttribute('rpc.response.status_code', String(errorCode))
+          span.setError(`JSON-RPC error ${errorCode}`)
         }
+        span.end()
       },
     }
   }
 
   call(start: CallStart): CallObservation {
     const began = performance.now()
-    const outer = this.#scope.getStore()
+    const series = this.#toolSeries(start.tool)
+    this.#inFlight.value += 1
+    this.#running += 1
     const tracing = this.#options.tracing
+    if (!tracing) return new CountedCall(this.#settle, start, series, began)
+    const outer = this.#scope.getStore()
     const attributes: Record<string, string | number | boolean> = {
       'gen_ai.tool.name': start.tool,
       'gen_ai.operation.name': 'execute_tool',
       'mcp.protocol.generation': start.era === 'modern' ? '2026-07-28' : '2025',
-      ...(start.session ? { 'mcp.session.id': hashId(start.session) } : {}),
+      ...(start.session ? { 'mcp.session.id': this.#hash(start.session) } : {}),
       ...(start.subject ? { 'enduser.id': start.subject } : {}),
     }
-    // A tool call served through a request span (stdio, HTTP) enriches that span; an in-process
-    // call has none, and gets a span of its own.
-    let span: OtelSpan | undefined
+    // A tool call served through a request span (stdio, HTTP) enriches that span and runs in the
+    // request's scope (no second context entered), which it claims: a call the tool makes in
+    // process then sees no request of its own, and gets a span of its own, as a call made outside
+    // any request does.
+    let span: OtelSpan
+    let run: CallObservation['run']
     if (outer?.request && outer.tool === start.tool && outer.span) {
+      outer.request = false
       span = outer.span
-      for (const [key, value] of Object.entries(attributes)) span.setAttribute(key, value)
-    } else if (tracing) {
+      for (const key in attributes) span.setAttribute(key, attributes[key] as string | number | boolean)
+      run = (work) => work()
+    } else {
       span = tracing.startSpan(`tools/call ${start.tool}`, {
         kind: 'internal',
         parent: outer?.span,
         attributes: { 'mcp.method.name': 'tools/call', ...attributes },
       })
+      const scope: Scope = { span, tool: start.tool, request: false }
+      run = (work) => this.#scope.run(scope, work)
     }
-    const scope: Scope = { span, tool: start.tool, request: false }
-    this.inFlight.add({}, 1)
     let ended = false
     return {
-      run: (work) => this.#scope.run(scope, work),
+      run,
       end: (result: CallEnd) => {
         if (ended) return
         ended = true
-        const seconds = (performance.now() - began) / 1000
-        this.inFlight.add({}, -1)
-        this.calls.inc({ tool: start.tool, outcome: result.outcome })
-        if (result.errorKind) this.errors.inc({ tool: start.tool, kind: result.errorKind })
-        this.durations.observe({ tool: start.tool }, seconds)
-        tracing?.recordCall(start.tool, result.outcome, seconds)
-        if (span) {
-          span.setAttribute('keel.tool.outcome', result.outcome)
-          if (result.errorKind) {
-            span.setAttribute('error.type', result.errorKind)
-            span.setError(result.errorKind)
-          }
-          if (span !== outer?.span) span.end()
+        const seconds = this.#settle(start, result, series, began)
+        tracing.recordCall(start.tool, result.outcome, seconds)
+        span.setAttribute('keel.tool.outcome', result.outcome)
+        if (result.errorKind) {
+          span.setAttribute('error.type', result.errorKind)
+          span.setError(result.errorKind)
         }
-        this.#writeAudit(start, result, seconds)
+        if (span !== outer?.span) span.end()
       },
     }
   }
 
-  async admit(client: string, readOnly: boolean): Promise<Admission> {
+  /** A call's end: its metrics and audit line. Returns its duration in seconds. */
+  readonly #settle: Settle = (start, result, series, began) => {
+    const seconds = (performance.now() - began) / 1000
+    this.#inFlight.value -= 1
+    this.#running -= 1
+    let outcome = series.outcomes.get(result.outcome)
+    if (!outcome) {
+      outcome = this.calls.series({ tool: start.tool, outcome: result.outcome })
+      series.outcomes.set(result.outcome, outcome)
+    }
+    outcome.value += 1
+    if (result.errorKind) {
+      let errors = series.errors.get(result.errorKind)
+      if (!errors) {
+        errors = this.errors.series({ tool: start.tool, kind: result.errorKind })
+        series.errors.set(result.errorKind, errors)
+      }
+      errors.value += 1
+    }
+    series.duration ??= this.durations.series({ tool: start.tool })
+    this.durations.record(series.duration, seconds)
+    if (this.#audit) this.#writeAudit(start, result, seconds, series)
+    return seconds
+  }
+
+  #toolSeries(tool: string): ToolSeries {
+    let series = this.#tools.get(tool)
+    if (!series) {
+      series = {
+        outcomes: new Map(),
+        errors: new Map(),
+        duration: undefined,
+        json: JSON.stringify(redactor.redact(tool)),
+      }
+      this.#tools.set(tool, series)
+    }
+    return series
+  }
+
+  /** {@link hashId}, remembered: a session's or handle's id comes back on every call. */
+  #hash(id: string): string {
+    let hashed = this.#hashed.get(id)
+    if (hashed === undefined) {
+      if (this.#hashed.size >= MAX_HASHED) this.#hashed.clear()
+      hashed = hashId(id)
+      this.#hashed.set(id, hashed)
+    }
+    return hashed
+  }
+
+  admit(client: string, readOnly: boolean): Admission | Promise<Admission> {
     const buckets = readOnly ? this.#buckets.call : this.#buckets.write
     const limiter = this.#options.limiter
-    if (!limiter || !buckets.length) return { allowed: true, retryAfterMs: 0 }
-    const decision = await limiter.take(client, buckets)
+    if (!limiter || !buckets.length) return ADMITTED
+    if (limiter.takeNow) return this.#counted(limiter.takeNow(client, buckets))
+    return limiter.take(client, buckets).then((decision) => this.#counted(decision))
+  }
+
+  #counted(decision: Admission): Admission {
     if (!decision.allowed) this.limited.inc({ budget: decision.budget ?? 'call' })
     return decision
   }
@@ -271,14 +477,25 @@ export class Observer implements ObserverHooks {
     work: () => Promise<T>,
     attributes: Record<string, string | number> = {},
   ): Promise<T> {
+    const began = performance.now()
+    const tracing = this.#options.tracing
+    if (!tracing) {
+      try {
+        const result = await work()
+        this.#upstreamDone(system, 'ok', began, undefined)
+        return result
+      } catch (error) {
+        this.#upstreamDone(system, 'error', began, undefined, (error as Error)?.name ?? 'Error')
+        throw error
+      }
+    }
     const outer = this.#scope.getStore()
-    const span = this.#options.tracing?.startSpan(`${system} ${operation}`, {
+    const span = tracing.startSpan(`${system} ${operation}`, {
       kind: 'client',
       parent: outer?.span,
       attributes: { 'keel.upstream.system': system, ...attributes },
     })
-    const began = performance.now()
-    const inner: Scope = { span: span ?? outer?.span, tool: outer?.tool, request: false }
+    const inner: Scope = { span, tool: outer?.tool, request: false }
     try {
       const result = await this.#scope.run(inner, work)
       this.#upstreamDone(system, 'ok', began, span)
@@ -317,8 +534,12 @@ export class Observer implements ObserverHooks {
   #watchHttpClients() {
     const open = new WeakMap<object, { began: number; span: OtelSpan | undefined; system: string }>()
     const begin = (request: object, origin: string, method: string, path: string) => {
-      const scope = this.#scope.getStore()
-      if (!scope?.tool || this.#excludedOrigins.includes(origin)) return
+      // With tracing, the call's scope says whether a request serves a call (and which span is its
+      // parent). Without it no scope is kept (see the top of this file): a request started while a
+      // tool call runs is counted as that call's (docs/observability.md says where that differs).
+      const scope = this.#traced ? this.#scope.getStore() : undefined
+      if (this.#traced ? !scope?.tool : this.#running === 0) return
+      if (this.#excludedOrigins.includes(origin)) return
       const host = (() => {
         try {
           return new URL(origin).host
@@ -328,7 +549,7 @@ export class Observer implements ObserverHooks {
       })()
       const span = this.#options.tracing?.startSpan(`${method} ${host}`, {
         kind: 'client',
-        parent: scope.span,
+        parent: scope?.span,
         attributes: {
           'http.request.method': method,
           'server.address': host,
@@ -373,31 +594,27 @@ export class Observer implements ObserverHooks {
     subscribe('http.client.response.finish', ({ request, response }) => finish(request, response.statusCode))
   }
 
-  #writeAudit(start: CallStart, result: CallEnd, seconds: number) {
-    if (!this.#audit) return
-    const line = redactor.redactValue({
-      time: new Date().toISOString(),
-      tool: start.tool,
-      outcome: result.outcome,
-      ...(result.errorKind ? { error_kind: result.errorKind } : {}),
-      duration_ms: Math.round(seconds * 100_000) / 100,
-      transport: start.transport,
-      era: start.era,
-      ...(start.subject ? { subject: start.subject } : {}),
-      ...(start.session ? { session: hashId(start.session) } : {}),
-      arguments_bytes: start.argumentsBytes,
-      result_bytes: result.resultBytes,
-      ...(start.safeArguments ? { arguments: start.safeArguments } : {}),
-    })
-    this.#audit.write(`${JSON.stringify(line)}\n`)
+  /**
+   * One audit line, built as text: every value in it is core's own (outcome, transport, era, sizes,
+   * the time, a hashed id) or redacted (the tool's name once, the subject and the safe argument
+   * values on every line), the same line `redactor.redactValue` of the record would give.
+   */
+  #writeAudit(start: CallStart, result: CallEnd, seconds: number, series: ToolSeries) {
+    let line = `{"time":"${new Date().toISOString()}","tool":${series.json},"outcome":"${result.outcome}"`
+    if (result.errorKind) line += `,"error_kind":${JSON.stringify(redactor.redact(result.errorKind))}`
+    line += `,"duration_ms":${Math.round(seconds * 100_000) / 100},"transport":"${start.transport}","era":"${start.era}"`
+    if (start.subject) line += `,"subject":${JSON.stringify(redactor.redact(start.subject))}`
+    if (start.session) line += `,"session":"${this.#hash(start.session)}"`
+    line += `,"arguments_bytes":${start.argumentsBytes},"result_bytes":${result.resultBytes}`
+    if (start.safeArguments)
+      line += `,"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments))}`
+    ;(this.#audit as AuditSink).write(`${line}}\n`)
   }
 
   async close(): Promise<void> {
     for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe()
     await this.#options.limiter?.close()
     await this.#options.tracing?.shutdown()
-    const audit = this.#audit
-    if (audit && audit !== process.stderr)
-      await new Promise<void>((resolve) => (audit as WriteStream).end(() => resolve()))
+    this.#audit?.close()
   }
 }

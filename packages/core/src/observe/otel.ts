@@ -86,20 +86,42 @@ export async function startTracing(options: {
   })
   const kinds = { server: sdk.SpanKind.SERVER, client: sdk.SpanKind.CLIENT, internal: sdk.SpanKind.INTERNAL }
 
-  const wrap = (span: ReturnType<typeof tracer.startSpan>, spanContext: unknown): OtelSpan => ({
-    context: spanContext,
-    setAttribute: (key, value) => {
-      span.setAttribute(key, value)
-    },
-    setError: (message) => span.setStatus({ code: sdk.SpanStatusCode.ERROR, message }),
-    end: () => span.end(),
-  })
+  // A span's context (what its children are parented to) is made when a child first asks: most
+  // spans (a request with no upstream call) never have one.
+  const wrap = (
+    span: ReturnType<typeof tracer.startSpan>,
+    parentContext: ReturnType<typeof sdk.context.active>,
+  ): OtelSpan => {
+    let spanContext: unknown
+    return {
+      get context() {
+        spanContext ??= sdk.trace.setSpan(parentContext, span)
+        return spanContext
+      },
+      setAttribute: (key, value) => {
+        span.setAttribute(key, value)
+      },
+      setError: (message) => span.setStatus({ code: sdk.SpanStatusCode.ERROR, message }),
+      end: () => span.end(),
+    }
+  }
+  // The metric attributes of each tool and outcome (system and outcome), made once: a record then
+  // allocates nothing of ours.
+  const attributeSets = new Map<string, Attributes>()
+  const attributesOf = (key: string, make: () => Attributes): Attributes => {
+    let attributes = attributeSets.get(key)
+    if (!attributes) {
+      attributes = make()
+      if (attributeSets.size < 10_000) attributeSets.set(key, attributes)
+    }
+    return attributes
+  }
 
   return {
     startSpan(name, { kind, parent, attributes }) {
       const parentContext = (parent?.context as ReturnType<typeof sdk.context.active>) ?? sdk.context.active()
       const span = tracer.startSpan(name, { kind: kinds[kind], attributes: attributes ?? {} }, parentContext)
-      return wrap(span, sdk.trace.setSpan(parentContext, span))
+      return wrap(span, parentContext)
     },
     remoteParent(traceparent, tracestate) {
       if (typeof traceparent !== 'string') return undefined
@@ -115,10 +137,22 @@ export async function startTracing(options: {
       return { context: remote, setAttribute() {}, setError() {}, end() {} }
     },
     recordCall(tool, outcome, seconds) {
-      callDuration.record(seconds, { 'gen_ai.tool.name': tool, 'keel.tool.outcome': outcome })
+      callDuration.record(
+        seconds,
+        attributesOf(`call\u0000${tool}\u0000${outcome}`, () => ({
+          'gen_ai.tool.name': tool,
+          'keel.tool.outcome': outcome,
+        })),
+      )
     },
     recordUpstream(system, outcome, seconds) {
-      upstreamDuration.record(seconds, { 'keel.upstream.system': system, 'keel.upstream.outcome': outcome })
+      upstreamDuration.record(
+        seconds,
+        attributesOf(`upstream\u0000${system}\u0000${outcome}`, () => ({
+          'keel.upstream.system': system,
+          'keel.upstream.outcome': outcome,
+        })),
+      )
     },
     async shutdown() {
       await Promise.allSettled([provider.shutdown(), meterProvider.shutdown()]).then((results) => {

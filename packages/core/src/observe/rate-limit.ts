@@ -24,6 +24,8 @@ export interface RateDecision {
 
 export interface RateLimiter {
   take(client: string, buckets: Bucket[]): Promise<RateDecision>
+  /** The same decision at once, for a limiter that holds its buckets in process. */
+  takeNow?(client: string, buckets: Bucket[]): RateDecision
   close(): Promise<void>
 }
 
@@ -39,27 +41,39 @@ export function memoryRateLimiter(now: () => number = Date.now): RateLimiter {
     if (!known) return bucket.burst
     return Math.min(bucket.burst, known.tokens + (at - known.at) * perMs(bucket.rate))
   }
+  const allowed: RateDecision = Object.freeze({ allowed: true, retryAfterMs: 0 })
+  const takeNow = (client: string, buckets: Bucket[]): RateDecision => {
+    const at = now()
+    const levels = buckets.map((bucket) => level(`${bucket.budget}\u0000${client}`, bucket, at))
+    const short = levels.findIndex((tokens) => tokens < 1)
+    if (short !== -1) {
+      const bucket = buckets[short] as Bucket
+      const retryAfterMs = Math.max(
+        ...buckets.map((candidate, index) =>
+          Math.max(0, (1 - (levels[index] as number)) / perMs(candidate.rate)),
+        ),
+      )
+      return { allowed: false, retryAfterMs: Math.ceil(retryAfterMs), budget: bucket.budget }
+    }
+    for (let index = 0; index < buckets.length; index++) {
+      const key = `${(buckets[index] as Bucket).budget}\u0000${client}`
+      const tokens = (levels[index] as number) - 1
+      // Re-inserted so that the map's order is least recently seen first (dropped first).
+      const known = state.get(key)
+      state.delete(key)
+      if (known) {
+        known.tokens = tokens
+        known.at = at
+        state.set(key, known)
+      } else state.set(key, { tokens, at })
+    }
+    while (state.size > MAX_CLIENTS) state.delete(state.keys().next().value as string)
+    return allowed
+  }
   return {
+    takeNow,
     async take(client, buckets) {
-      const at = now()
-      const levels = buckets.map((bucket) => level(`${bucket.budget}\u0000${client}`, bucket, at))
-      const short = buckets.findIndex((_, index) => (levels[index] as number) < 1)
-      if (short !== -1) {
-        const bucket = buckets[short] as Bucket
-        const retryAfterMs = Math.max(
-          ...buckets.map((candidate, index) =>
-            Math.max(0, (1 - (levels[index] as number)) / perMs(candidate.rate)),
-          ),
-        )
-        return { allowed: false, retryAfterMs: Math.ceil(retryAfterMs), budget: bucket.budget }
-      }
-      buckets.forEach((bucket, index) => {
-        const key = `${bucket.budget}\u0000${client}`
-        state.delete(key)
-        state.set(key, { tokens: (levels[index] as number) - 1, at })
-      })
-      while (state.size > MAX_CLIENTS) state.delete(state.keys().next().value as string)
-      return { allowed: true, retryAfterMs: 0 }
+      return takeNow(client, buckets)
     },
     async close() {},
   }
