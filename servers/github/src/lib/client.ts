@@ -1,5 +1,6 @@
 import { nodeCrypto } from '@keel-mcp/core'
 import type { Octokit } from '@octokit/rest'
+import { arrayBufferOf, httpFetch, ResponseBody, textOf } from './http-fetch.js'
 
 export type { Octokit }
 
@@ -163,11 +164,11 @@ interface BodyResponse {
  * `JSON.parse`: Octokit 22's own parser (json-with-bigint) runs a regular expression over the
  * whole text and a reviver over every value to turn integers past 2^53 into BigInts, several
  * times the cost of the parse itself on Node 20, and a BigInt could not be put into a result
- * anyway (GitHub's ids fit in a double).
+ * anyway (GitHub's ids fit in a double). The body is httpFetch's (http-fetch.ts).
  */
 export async function readBody(response: BodyResponse): Promise<void> {
   const body = response.data
-  if (!(body instanceof ReadableStream)) return
+  if (!(body instanceof ResponseBody)) return
   const contentType = String(response.headers['content-type'] ?? '')
   const separator = contentType.indexOf(';')
   const type = (separator === -1 ? contentType : contentType.slice(0, separator)).trim().toLowerCase()
@@ -177,16 +178,18 @@ export async function readBody(response: BodyResponse): Promise<void> {
     /json/.test(type) ||
     type.startsWith('text/') ||
     (charset === 'utf-8' && type !== 'application/octet-stream')
+  let bytes: Buffer
   try {
-    response.data = text ? await new Response(body).text() : await new Response(body).arrayBuffer()
+    bytes = await body.bytes()
   } catch (error) {
-    // The connection broke while the body arrived (undici's `TypeError: terminated`): the API's
-    // failure, not a field of an answer a tool could not read.
+    // The connection broke while the body arrived (`TypeError: terminated`): the API's failure,
+    // not a field of an answer a tool could not read.
     throw new MalformedResponseError(
       `GitHub's answer (HTTP ${response.status}) broke off before its end: ${(error as Error).message}`,
       { cause: error },
     )
   }
+  response.data = text ? textOf(bytes) : arrayBufferOf(bytes)
   if (!text) return
   // A redirect read as such (`redirect: 'manual'`, artifact downloads) carries a Location, no body.
   if (!/json/.test(type) || (response.status >= 300 && response.status < 400)) return
@@ -206,8 +209,8 @@ export async function readBody(response: BodyResponse): Promise<void> {
 /**
  * Octokit clients, one per token, created on first use. Each client sends its token only to the
  * configured API origin: a `Link` header or any other URL that points elsewhere is refused before
- * a request leaves. (Redirects are followed by fetch, which drops `Authorization` across origins:
- * that is how job logs reach their storage host without the token.)
+ * a request leaves. (Redirects are followed by httpFetch, which drops `Authorization` across origins,
+ * as fetch does: that is how job logs reach their storage host without the token.)
  */
 export class GitHubClients {
   readonly #options: ClientOptions
@@ -283,8 +286,8 @@ export class GitHubClients {
       ...(token === undefined ? {} : { auth: token }),
       baseUrl: options.baseUrl,
       userAgent: options.userAgent,
-      // Success bodies are read by readBody, below.
-      request: { parseSuccessResponseBody: false },
+      // Requests go through node:http (http-fetch.ts), success bodies are read by readBody, below.
+      request: { fetch: httpFetch, parseSuccessResponseBody: false },
       log: {
         debug: quiet,
         info: quiet,
