@@ -313,7 +313,9 @@ export class GitHubClients {
     })
     const origin = this.#origin
     const baseUrl = options.baseUrl
+    // One hook of each kind: each hook Octokit runs is a few more promises a request.
     octokit.hook.before('request', (request) => {
+      withoutDefaultPaging(request)
       // A route (`/repos/{owner}/{repo}`) on the configured root cannot leave its origin: the root
       // is prefixed and the route's first character starts the path. Anything else (a URL from a
       // `Link` header, another baseUrl) is expanded and checked.
@@ -325,15 +327,12 @@ export class GitHubClients {
         )
       }
     })
-    octokit.hook.before('request', withoutDefaultPaging)
-    octokit.hook.after('request', readBody)
     const onScopes = options.onScopes
-    if (onScopes) {
-      octokit.hook.after('request', (response) => {
-        const scopes = response.headers['x-oauth-scopes']
-        if (scopes !== undefined) onScopes(key, String(scopes))
-      })
-    }
+    octokit.hook.after('request', async (response) => {
+      await readBody(response)
+      const scopes = response.headers['x-oauth-scopes']
+      if (onScopes && scopes !== undefined) onScopes(key, String(scopes))
+    })
     const onDenied = options.onDenied
     if (onDenied) {
       octokit.hook.error('request', (error) => {
