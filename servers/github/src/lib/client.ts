@@ -64,7 +64,17 @@ interface BottleneckInternals {
   _run(index: number, job: BottleneckJob, wait: number): unknown
   _store: object
 }
-type BottleneckClass = { version?: string; prototype: BottleneckInternals } & (new () => BottleneckInternals)
+interface BottleneckEvents {
+  _events: Record<string, unknown[] | undefined>
+  trigger(name: string, ...args: unknown[]): Promise<unknown>
+}
+type BottleneckClass = {
+  version?: string
+  prototype: BottleneckInternals
+  Events: { prototype: BottleneckEvents }
+} & (new () => BottleneckInternals)
+
+const nothing = Promise.resolve(undefined)
 
 let unclamped = false
 
@@ -78,12 +88,22 @@ let unclamped = false
  * calls/s plain fetch makes. Here a zero wait is a resolved promise (a microtask) and a job due now
  * starts in a microtask. Non-zero waits (retry back-off, rate-limit waits, write and search
  * spacing) keep Bottleneck's own timers, and every limiting and retry decision stays the plugins'.
- * Applied once, only to that exact version (the plugins share the one copy); any other version is
+ * Bottleneck also announces each step of each job as an event (about twenty a request, each an
+ * async call that first announces itself as a `debug` event, another async call): an event nobody
+ * listens to, while nobody listens to `debug`, now returns a resolved promise at once, the value
+ * the full path gives it. Events with listeners (the plugins' `failed`, that decide retries) take
+ * the full path. Applied once, only to that exact version (the plugins share the one copy); any other version is
  * left as it is.
  */
 function withoutTimerClamp(Bottleneck: BottleneckClass): void {
   if (unclamped || Bottleneck.version !== '2.19.5') return
   unclamped = true
+  const events = Bottleneck.Events.prototype
+  const trigger = events.trigger
+  events.trigger = function (name, ...args) {
+    if (!this._events[name]?.length && !this._events.debug?.length) return nothing
+    return trigger.call(this, name, ...args)
+  }
   const store = Object.getPrototypeOf(new Bottleneck()._store) as {
     yieldLoop(this: unknown, wait?: number): Promise<void>
   }
