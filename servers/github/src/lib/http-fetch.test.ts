@@ -280,7 +280,7 @@ describe('httpFetch', () => {
 describe('agentOptions', () => {
   it('keeps connections alive, and takes the proxy from the environment only when Node is asked to', () => {
     const env = { HTTPS_PROXY: 'http://proxy.example:3128' }
-    expect(agentOptions(env, [])).toEqual({ keepAlive: true, scheduling: 'lifo' })
+    expect(agentOptions(env, [])).toEqual({ keepAlive: true, scheduling: 'lifo', timeout: 4000 })
     expect(agentOptions({ ...env, NODE_USE_ENV_PROXY: '1' }, []).proxyEnv).toMatchObject(env)
     expect(agentOptions(env, ['--use-env-proxy']).proxyEnv).toBe(env)
     expect(

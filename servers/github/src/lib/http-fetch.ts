@@ -43,6 +43,8 @@ export interface FetchInit {
 const CONNECT_TIMEOUT_MS = 10_000
 /** Longest silence of a connection while an answer is awaited or read (undici's head and body timeouts). */
 const IDLE_TIMEOUT_MS = 300_000
+/** How long an idle connection is kept for the next request (undici's `keepAliveTimeout`). */
+const KEEP_ALIVE_MS = 4_000
 const MAX_REDIRECTS = 20
 /** Headers that never follow a redirect to another origin (as fetch: the token stays home). */
 const CROSS_ORIGIN_DROPPED = ['authorization', 'cookie', 'proxy-authorization']
@@ -168,7 +170,9 @@ function loadTransport(): Transport {
 /**
  * The agents' options: idle connections are kept for the next request (unreferenced: they never
  * hold the process), the most recently used first, so a burst's extra connections are the ones left
- * to close; the environment's proxy where Node's fetch would use it.
+ * to close. An idle connection closes after 4 s (undici's keep-alive timeout; sooner when the
+ * server's `Keep-Alive: timeout=` hint says so), before a server drops it under a request being
+ * sent. The environment's proxy where Node's fetch would use it.
  */
 export function agentOptions(
   env: NodeJS.ProcessEnv,
@@ -178,7 +182,12 @@ export function agentOptions(
     env.NODE_USE_ENV_PROXY === '1' ||
     execArgv.includes('--use-env-proxy') ||
     /(^|\s)--use-env-proxy(\s|$)/.test(env.NODE_OPTIONS ?? '')
-  return { keepAlive: true, scheduling: 'lifo', ...(envProxy ? { proxyEnv: env } : {}) }
+  return {
+    keepAlive: true,
+    scheduling: 'lifo',
+    timeout: KEEP_ALIVE_MS,
+    ...(envProxy ? { proxyEnv: env } : {}),
+  }
 }
 
 function abortReason(signal: AbortSignal): unknown {
