@@ -1,4 +1,7 @@
+import { execFileSync } from 'node:child_process'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { createServer as createHttpsServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -76,6 +79,48 @@ describe.each(['v2', 'v1'] as const)(
     })
   },
 )
+
+describe('the built bin against GitHub Enterprise Server over https', () => {
+  it('reaches https://HOST/api/v3 with the token, trusting the CA given in NODE_EXTRA_CA_CERTS', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'keel-github-tls-'))
+    open.push({ close: () => rm(dir, { recursive: true, force: true }) })
+    const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')]
+    execFileSync(
+      'openssl',
+      [
+        ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
+        ...['-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert],
+      ],
+      { stdio: 'ignore' },
+    )
+    const seen: Array<[string | undefined, string | undefined]> = []
+    const server = createHttpsServer(
+      { key: await readFile(key), cert: await readFile(cert) },
+      (request, response) => {
+        seen.push([request.url, request.headers.authorization])
+        response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' })
+        response.end(JSON.stringify({ ...user('enterprise-user'), name: null }))
+      },
+    )
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    open.push({ close: () => new Promise((resolve) => server.close(resolve)) })
+    const port = (server.address() as AddressInfo).port
+    const connection = await connectStdio({
+      command: process.execPath,
+      args: [BIN],
+      env: {
+        ...CLEAN,
+        GITHUB_TOKEN: TOKEN,
+        GITHUB_API_URL: `https://127.0.0.1:${port}/api/v3`,
+        NODE_EXTRA_CA_CERTS: cert,
+      },
+    })
+    open.unshift(connection)
+    const result = await connection.client.callTool({ name: 'get_me', arguments: {} })
+    expect(result.structuredContent.login).toBe('enterprise-user')
+    expect(seen).toEqual([['/api/v3/user', `token ${TOKEN}`]])
+  })
+})
 
 describe('the command line', () => {
   const runBin = (args: string[], env: Record<string, string> = {}) =>

@@ -1,8 +1,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { GitHubClients, MAX_CACHED_CLIENTS, MalformedResponseError, readBody, tokenKey } from './client.js'
-import { classifyGitHubError } from './errors.js'
+import { GitHubClients, MAX_CACHED_CLIENTS, tokenKey } from './client.js'
 
 describe('GitHubClients', () => {
   const clients = () =>
@@ -56,6 +55,38 @@ describe('GitHubClients', () => {
     } finally {
       server.close()
     }
+  })
+})
+
+describe('Bottleneck as the client runs it', () => {
+  it('still tells every listener of an event, debug included, and retries as a failed listener decides', async () => {
+    await clientsFor('http://127.0.0.1:9').get('token') // loads Octokit and adjusts Bottleneck
+    const vendor = (await import('./octokit.vendor.js')) as { Bottleneck: unknown }
+    const Bottleneck = vendor.Bottleneck as new () => {
+      on(name: string, listener: (...args: unknown[]) => unknown): void
+      schedule<T>(task: () => Promise<T>): Promise<T>
+    }
+    const limiter = new Bottleneck()
+    const heard: string[] = []
+    for (const name of ['received', 'queued', 'executing', 'done']) limiter.on(name, () => heard.push(name))
+    // A number from a `failed` listener is Bottleneck's retry after that many ms: once, at once.
+    limiter.on('failed', () => {
+      if (heard.includes('failed')) return undefined
+      heard.push('failed')
+      return 0
+    })
+    let attempts = 0
+    const answer = await limiter.schedule(async () => {
+      if (++attempts === 1) throw new Error('first attempt fails')
+      return 'second'
+    })
+    expect(answer).toBe('second')
+    expect(heard).toEqual(['received', 'queued', 'executing', 'failed', 'executing', 'done'])
+    const debugged = new Bottleneck()
+    const debug: unknown[] = []
+    debugged.on('debug', (message) => debug.push(message))
+    await debugged.schedule(async () => 1)
+    expect(debug).toContain('Event triggered: done')
   })
 })
 
@@ -145,26 +176,6 @@ describe('response bodies', () => {
     const data = (await octokit.request('GET /anything')).data as ArrayBuffer
     expect(data).toBeInstanceOf(ArrayBuffer)
     expect([...new Uint8Array(data)]).toEqual([0, 1, 2, 255])
-  })
-
-  it('reports a body that breaks off (the connection closed mid-answer) as the API failing, not as a shape a tool misread', async () => {
-    // What undici's body stream does when the socket closes before the announced length arrived.
-    const data = new ReadableStream({
-      start(controller) {
-        controller.enqueue(new TextEncoder().encode('{"login":"oc'))
-        controller.error(new TypeError('terminated'))
-      },
-    })
-    const error = await readBody({
-      status: 200,
-      headers: { 'content-type': 'application/json' },
-      data,
-    }).catch((caught: unknown) => caught)
-    expect(error).toBeInstanceOf(MalformedResponseError)
-    expect(classifyGitHubError(error)).toMatchObject({
-      kind: 'unavailable',
-      message: "GitHub's answer (HTTP 200) broke off before its end: terminated",
-    })
   })
 
   it('refuses a JSON body that does not parse as the API failing', async () => {

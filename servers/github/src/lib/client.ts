@@ -1,5 +1,6 @@
 import { nodeCrypto } from '@keel-mcp/core'
 import type { Octokit } from '@octokit/rest'
+import { arrayBufferOf, httpFetch, ResponseBody, textOf } from './http-fetch.js'
 
 export type { Octokit }
 
@@ -63,7 +64,17 @@ interface BottleneckInternals {
   _run(index: number, job: BottleneckJob, wait: number): unknown
   _store: object
 }
-type BottleneckClass = { version?: string; prototype: BottleneckInternals } & (new () => BottleneckInternals)
+interface BottleneckEvents {
+  _events: Record<string, unknown[] | undefined>
+  trigger(name: string, ...args: unknown[]): Promise<unknown>
+}
+type BottleneckClass = {
+  version?: string
+  prototype: BottleneckInternals
+  Events: { prototype: BottleneckEvents }
+} & (new () => BottleneckInternals)
+
+const nothing = Promise.resolve(undefined)
 
 let unclamped = false
 
@@ -77,12 +88,22 @@ let unclamped = false
  * calls/s plain fetch makes. Here a zero wait is a resolved promise (a microtask) and a job due now
  * starts in a microtask. Non-zero waits (retry back-off, rate-limit waits, write and search
  * spacing) keep Bottleneck's own timers, and every limiting and retry decision stays the plugins'.
- * Applied once, only to that exact version (the plugins share the one copy); any other version is
+ * Bottleneck also announces each step of each job as an event (about twenty a request, each an
+ * async call that first announces itself as a `debug` event, another async call): an event nobody
+ * listens to, while nobody listens to `debug`, now returns a resolved promise at once, the value
+ * the full path gives it. Events with listeners (the plugins' `failed`, that decide retries) take
+ * the full path. Applied once, only to that exact version (the plugins share the one copy); any other version is
  * left as it is.
  */
 function withoutTimerClamp(Bottleneck: BottleneckClass): void {
   if (unclamped || Bottleneck.version !== '2.19.5') return
   unclamped = true
+  const events = Bottleneck.Events.prototype
+  const trigger = events.trigger
+  events.trigger = function (name, ...args) {
+    if (!this._events[name]?.length && !this._events.debug?.length) return nothing
+    return trigger.call(this, name, ...args)
+  }
   const store = Object.getPrototypeOf(new Bottleneck()._store) as {
     yieldLoop(this: unknown, wait?: number): Promise<void>
   }
@@ -163,11 +184,11 @@ interface BodyResponse {
  * `JSON.parse`: Octokit 22's own parser (json-with-bigint) runs a regular expression over the
  * whole text and a reviver over every value to turn integers past 2^53 into BigInts, several
  * times the cost of the parse itself on Node 20, and a BigInt could not be put into a result
- * anyway (GitHub's ids fit in a double).
+ * anyway (GitHub's ids fit in a double). The body is httpFetch's (http-fetch.ts).
  */
 export async function readBody(response: BodyResponse): Promise<void> {
   const body = response.data
-  if (!(body instanceof ReadableStream)) return
+  if (!(body instanceof ResponseBody)) return
   const contentType = String(response.headers['content-type'] ?? '')
   const separator = contentType.indexOf(';')
   const type = (separator === -1 ? contentType : contentType.slice(0, separator)).trim().toLowerCase()
@@ -177,16 +198,18 @@ export async function readBody(response: BodyResponse): Promise<void> {
     /json/.test(type) ||
     type.startsWith('text/') ||
     (charset === 'utf-8' && type !== 'application/octet-stream')
+  let bytes: Buffer
   try {
-    response.data = text ? await new Response(body).text() : await new Response(body).arrayBuffer()
+    bytes = await body.bytes()
   } catch (error) {
-    // The connection broke while the body arrived (undici's `TypeError: terminated`): the API's
-    // failure, not a field of an answer a tool could not read.
+    // The connection broke while the body arrived (`TypeError: terminated`): the API's failure,
+    // not a field of an answer a tool could not read.
     throw new MalformedResponseError(
       `GitHub's answer (HTTP ${response.status}) broke off before its end: ${(error as Error).message}`,
       { cause: error },
     )
   }
+  response.data = text ? textOf(bytes) : arrayBufferOf(bytes)
   if (!text) return
   // A redirect read as such (`redirect: 'manual'`, artifact downloads) carries a Location, no body.
   if (!/json/.test(type) || (response.status >= 300 && response.status < 400)) return
@@ -206,8 +229,8 @@ export async function readBody(response: BodyResponse): Promise<void> {
 /**
  * Octokit clients, one per token, created on first use. Each client sends its token only to the
  * configured API origin: a `Link` header or any other URL that points elsewhere is refused before
- * a request leaves. (Redirects are followed by fetch, which drops `Authorization` across origins:
- * that is how job logs reach their storage host without the token.)
+ * a request leaves. (Redirects are followed by httpFetch, which drops `Authorization` across origins,
+ * as fetch does: that is how job logs reach their storage host without the token.)
  */
 export class GitHubClients {
   readonly #options: ClientOptions
@@ -283,8 +306,8 @@ export class GitHubClients {
       ...(token === undefined ? {} : { auth: token }),
       baseUrl: options.baseUrl,
       userAgent: options.userAgent,
-      // Success bodies are read by readBody, below.
-      request: { parseSuccessResponseBody: false },
+      // Requests go through node:http (http-fetch.ts), success bodies are read by readBody, below.
+      request: { fetch: httpFetch, parseSuccessResponseBody: false },
       log: {
         debug: quiet,
         info: quiet,
@@ -310,7 +333,9 @@ export class GitHubClients {
     })
     const origin = this.#origin
     const baseUrl = options.baseUrl
+    // One hook of each kind: each hook Octokit runs is a few more promises a request.
     octokit.hook.before('request', (request) => {
+      withoutDefaultPaging(request)
       // A route (`/repos/{owner}/{repo}`) on the configured root cannot leave its origin: the root
       // is prefixed and the route's first character starts the path. Anything else (a URL from a
       // `Link` header, another baseUrl) is expanded and checked.
@@ -322,15 +347,12 @@ export class GitHubClients {
         )
       }
     })
-    octokit.hook.before('request', withoutDefaultPaging)
-    octokit.hook.after('request', readBody)
     const onScopes = options.onScopes
-    if (onScopes) {
-      octokit.hook.after('request', (response) => {
-        const scopes = response.headers['x-oauth-scopes']
-        if (scopes !== undefined) onScopes(key, String(scopes))
-      })
-    }
+    octokit.hook.after('request', async (response) => {
+      await readBody(response)
+      const scopes = response.headers['x-oauth-scopes']
+      if (onScopes && scopes !== undefined) onScopes(key, String(scopes))
+    })
     const onDenied = options.onDenied
     if (onDenied) {
       octokit.hook.error('request', (error) => {

@@ -1,5 +1,5 @@
 import { budgetOutput, openBudget, z } from '@keel-mcp/core'
-import { answeredBy, clean, type RepositoryRef, WITHHELD } from '../lib/index.js'
+import { clean, type RepositoryRef, WITHHELD } from '../lib/index.js'
 import {
   budgetInput,
   cap,
@@ -7,6 +7,7 @@ import {
   entry,
   type GithubDeps,
   github,
+  judgedWhere,
   list,
   listed,
   listedWithin,
@@ -61,7 +62,7 @@ export async function formatIssue(
   withBody: boolean,
 ) {
   const author = login(issue.user)
-  where = answeredBy(issue, where)
+  where = judgedWhere(deps, issue, where)
   const title = await userText(deps, client, where, author, issue.title, signal)
   return {
     number: issue.number,
@@ -317,7 +318,7 @@ export const listIssueComments = defineTool({
           await userText(
             deps,
             client,
-            answeredBy(comment, { owner, repo }),
+            judgedWhere(deps, comment, { owner, repo }),
             login(comment.user),
             comment.body,
             signal,

@@ -1,11 +1,12 @@
 import { budgetOutput, openBudget, z } from '@keel-mcp/core'
-import { answeredBy, clean, WITHHELD } from '../lib/index.js'
+import { clean, WITHHELD } from '../lib/index.js'
 import {
   budgetInput,
   cap,
   defineTool,
   entry,
   github,
+  judgedWhere,
   list,
   listed,
   listedWithin,
@@ -69,7 +70,7 @@ export const listPullRequests = defineTool({
           await userText(
             deps,
             client,
-            answeredBy(pull, { owner, repo }),
+            judgedWhere(deps, pull, { owner, repo }),
             login(pull.user),
             pull.title,
             signal,
@@ -106,7 +107,7 @@ export const getPullRequest = defineTool({
     const client = await github(deps, auth)
     const { data } = await client.octokit.rest.pulls.get({ owner, repo, pull_number, ...signalOf(signal) })
     const author = login(data.user)
-    const where = answeredBy(data, { owner, repo })
+    const where = judgedWhere(deps, data, { owner, repo })
     const title = await userText(deps, client, where, author, data.title, signal)
     return listed(
       {
@@ -298,7 +299,7 @@ export const getPullRequestComments = defineTool({
           await userText(
             deps,
             client,
-            answeredBy(comment, { owner, repo }),
+            judgedWhere(deps, comment, { owner, repo }),
             login(comment.user),
             comment.body,
             signal,
@@ -339,7 +340,7 @@ export const getPullRequestReviews = defineTool({
           await userText(
             deps,
             client,
-            answeredBy(review, { owner, repo }),
+            judgedWhere(deps, review, { owner, repo }),
             login(review.user),
             review.body,
             signal,

@@ -9,6 +9,7 @@ import {
   z,
 } from '@keel-mcp/core'
 import {
+  answeredBy,
   clean,
   cleanRendered,
   hasNextPage,
@@ -139,6 +140,19 @@ export function cap(text: string, max: number): string {
 /** The client of this call. */
 export async function github(deps: GithubDeps, auth: RequestAuth | undefined) {
   return deps.client(auth)
+}
+
+/**
+ * The repository an object's user text is judged against under `--lockdown`: the one GitHub
+ * answered for (`answeredBy`). Without lockdown userText reads none, and working it out from the
+ * object's URLs was a few per cent of a warm `get_issue`: the request's spelling stands in.
+ */
+export function judgedWhere(
+  deps: GithubDeps,
+  object: unknown,
+  requested: { owner: string; repo: string },
+): RepositoryRef {
+  return deps.lockdown ? answeredBy(object, requested) : requested
 }
 
 /**

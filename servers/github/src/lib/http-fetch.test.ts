@@ -1,0 +1,337 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import type { AddressInfo, Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { gzipSync } from 'node:zlib'
+import { afterEach, describe, expect, it } from 'vitest'
+import { GitHubClients, MalformedResponseError } from './client.js'
+import { classifyGitHubError } from './errors.js'
+import { agentOptions, httpFetch } from './http-fetch.js'
+
+interface Seen {
+  method: string
+  url: string
+  headers: IncomingMessage['headers']
+  body: string
+  socket: Socket
+}
+
+const servers: Server[] = []
+afterEach(() => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections()
+    server.close()
+  }
+})
+
+/** A loopback server answering with `reply`; records every request it got, body included. */
+async function serve(reply: (request: IncomingMessage, response: ServerResponse, seen: Seen) => void) {
+  const seen: Seen[] = []
+  const server = createServer((request, response) => {
+    let body = ''
+    request.setEncoding('utf8')
+    request.on('data', (chunk: string) => {
+      body += chunk
+    })
+    request.on('end', () => {
+      const entry = {
+        method: request.method ?? '',
+        url: request.url ?? '',
+        headers: request.headers,
+        body,
+        socket: request.socket,
+      }
+      seen.push(entry)
+      reply(request, response, entry)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  servers.push(server)
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, server }
+}
+
+const json = (
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+) => {
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers })
+  response.end(JSON.stringify(body))
+}
+
+describe('httpFetch', () => {
+  it('sends the method, headers and body, and answers status, URL, headers and body as fetch would', async () => {
+    const api = await serve((_request, response) => {
+      response.setHeader('link', ['<a>; rel="next"', '<b>; rel="last"'])
+      response.setHeader('X-OAuth-Scopes', 'repo')
+      json(response, 201, { ok: true })
+    })
+    const response = await httpFetch(`${api.url}/repos/o/r/issues?x=1`, {
+      method: 'POST',
+      headers: { Authorization: 'token t', 'content-type': 'application/json' },
+      body: '{"title":"é"}',
+    })
+    expect(api.seen[0]).toMatchObject({
+      method: 'POST',
+      url: '/repos/o/r/issues?x=1',
+      body: '{"title":"é"}',
+      headers: { authorization: 'token t', 'content-length': '14' },
+    })
+    expect(response.status).toBe(201)
+    expect(response.ok).toBe(true)
+    expect(response.url).toBe(`${api.url}/repos/o/r/issues?x=1`)
+    // Repeated headers are joined, names are in lower case, as fetch's Headers iterate them.
+    expect(Object.fromEntries(response.headers)).toMatchObject({
+      link: '<a>; rel="next", <b>; rel="last"',
+      'x-oauth-scopes': 'repo',
+    })
+    expect(response.headers.get('Content-Type')).toBe('application/json; charset=utf-8')
+    expect(await response.json()).toEqual({ ok: true })
+  })
+
+  it('reuses one kept-alive connection for consecutive requests', async () => {
+    const api = await serve((_request, response) => json(response, 200, {}))
+    for (let index = 0; index < 3; index++) await (await httpFetch(`${api.url}/x`)).text()
+    expect(api.seen).toHaveLength(3)
+    expect(new Set(api.seen.map((request) => request.socket)).size).toBe(1)
+  })
+
+  it('decodes a gzip answer, having asked for one', async () => {
+    const api = await serve((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' })
+      response.end(gzipSync('line 1\nline 2\n'))
+    })
+    const response = await httpFetch(`${api.url}/logs`)
+    expect(api.seen[0]?.headers['accept-encoding']).toContain('gzip')
+    expect(await response.text()).toBe('line 1\nline 2\n')
+  })
+
+  it('gives bytes as an ArrayBuffer of their own', async () => {
+    const api = await serve((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/octet-stream' })
+      response.end(Buffer.from([0, 1, 2, 255]))
+    })
+    const bytes = await (await httpFetch(`${api.url}/zip`)).arrayBuffer()
+    expect([...new Uint8Array(bytes)]).toEqual([0, 1, 2, 255])
+  })
+
+  it('follows a redirect to another origin without the token, and on the same origin with it', async () => {
+    const storage = await serve((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/plain' })
+      response.end('log')
+    })
+    const api = await serve((request, response) => {
+      if (request.url === '/logs') {
+        response.writeHead(302, { location: '/logs/here' })
+        response.end()
+      } else {
+        response.writeHead(302, { location: `${storage.url}/signed?sig=1` })
+        response.end()
+      }
+    })
+    const response = await httpFetch(`${api.url}/logs`, {
+      headers: { authorization: 'token secret', 'user-agent': 'keel' },
+    })
+    expect(await response.text()).toBe('log')
+    expect(response.url).toBe(`${storage.url}/signed?sig=1`)
+    expect(response.redirected).toBe(true)
+    expect(api.seen.map((request) => [request.url, request.headers.authorization])).toEqual([
+      ['/logs', 'token secret'],
+      ['/logs/here', 'token secret'],
+    ])
+    expect(storage.seen[0]?.headers.authorization).toBeUndefined()
+    expect(storage.seen[0]?.headers['user-agent']).toBe('keel')
+  })
+
+  it('turns a POST answered with 303 into a GET without a body; keeps both on 307', async () => {
+    const api = await serve((request, response) => {
+      if (request.url === '/see-other') response.writeHead(303, { location: '/done' })
+      else if (request.url === '/temporary') response.writeHead(307, { location: '/done' })
+      else response.writeHead(200, { 'content-type': 'text/plain' })
+      response.end('ok')
+    })
+    const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":1}' }
+    await (await httpFetch(`${api.url}/see-other`, init)).text()
+    await (await httpFetch(`${api.url}/temporary`, init)).text()
+    expect(
+      api.seen.map((request) => [request.method, request.url, request.body, request.headers['content-type']]),
+    ).toEqual([
+      ['POST', '/see-other', '{"a":1}', 'application/json'],
+      ['GET', '/done', '', undefined],
+      ['POST', '/temporary', '{"a":1}', 'application/json'],
+      ['POST', '/done', '{"a":1}', 'application/json'],
+    ])
+  })
+
+  it("answers the redirect itself with redirect: 'manual', refuses it with 'error', and stops after 20", async () => {
+    const api = await serve((request, response) => {
+      const hop = Number(request.url?.slice(1))
+      response.writeHead(302, { location: `/${hop + 1}` })
+      response.end()
+    })
+    const manual = await httpFetch(`${api.url}/0`, { redirect: 'manual' })
+    expect([manual.status, manual.headers.get('location')]).toEqual([302, '/1'])
+    await expect(httpFetch(`${api.url}/0`, { redirect: 'error' })).rejects.toMatchObject({
+      name: 'TypeError',
+      message: 'fetch failed',
+      cause: { message: 'unexpected redirect' },
+    })
+    const before = api.seen.length
+    await expect(httpFetch(`${api.url}/0`)).rejects.toMatchObject({
+      message: 'fetch failed',
+      cause: { message: 'redirect count exceeded' },
+    })
+    expect(api.seen.length - before).toBe(21)
+  })
+
+  it('sends nothing for a signal already aborted, and rejects with its reason', async () => {
+    const api = await serve((_request, response) => json(response, 200, {}))
+    const reason = new DOMException('gone', 'AbortError')
+    await expect(httpFetch(`${api.url}/x`, { signal: AbortSignal.abort(reason) })).rejects.toBe(reason)
+    expect(api.seen).toHaveLength(0)
+  })
+
+  it('rejects at the abort while the answer is awaited, and closes that connection', async () => {
+    let closed: Promise<void> | undefined
+    const api = await serve((request) => {
+      closed = new Promise((resolve) => request.socket.once('close', () => resolve()))
+    })
+    const controller = new AbortController()
+    const pending = httpFetch(`${api.url}/slow`, { signal: controller.signal })
+    while (api.seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+    controller.abort()
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' })
+    await closed
+  })
+
+  it('ends a body being read at the abort, with its reason', async () => {
+    const api = await serve((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/plain', 'content-length': '100' })
+      response.write('partial')
+    })
+    const controller = new AbortController()
+    const response = await httpFetch(`${api.url}/x`, { signal: controller.signal })
+    const reason = new Error('the call was cancelled')
+    controller.abort(reason)
+    await expect(response.text()).rejects.toBe(reason)
+  })
+
+  it("fails as fetch does when nothing listens: TypeError('fetch failed') with the cause", async () => {
+    const api = await serve(() => {})
+    const url = api.url
+    await new Promise((resolve) => api.server.close(resolve))
+    await expect(httpFetch(`${url}/x`)).rejects.toMatchObject({
+      name: 'TypeError',
+      message: 'fetch failed',
+      cause: { code: 'ECONNREFUSED' },
+    })
+  })
+
+  it('reaches an https API root (GitHub Enterprise Server) with the CA the process trusts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-tls-'))
+    try {
+      execFileSync(
+        'openssl',
+        [
+          ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
+          ...[
+            '-addext',
+            'subjectAltName=IP:127.0.0.1',
+            '-keyout',
+            join(dir, 'key.pem'),
+            '-out',
+            join(dir, 'cert.pem'),
+          ],
+        ],
+        { stdio: 'ignore' },
+      )
+      const cert = readFileSync(join(dir, 'cert.pem'))
+      const server = createHttpsServer(
+        { key: readFileSync(join(dir, 'key.pem')), cert },
+        (_request, response) => json(response, 200, { enterprise: true }),
+      )
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      servers.push(server)
+      const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/api/v3/meta`
+      // A certificate no CA the process trusts has signed is refused, as fetch refuses it.
+      await expect(httpFetch(url)).rejects.toMatchObject({
+        message: 'fetch failed',
+        cause: { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' },
+      })
+      // The same server once certificates are not checked (NODE_TLS_REJECT_UNAUTHORIZED, read at
+      // each connection; NODE_EXTRA_CA_CERTS, the way to trust a company CA, is read at start-up).
+      process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0'
+      try {
+        const response = await httpFetch(url)
+        expect([response.status, await response.json()]).toEqual([200, { enterprise: true }])
+      } finally {
+        delete process.env.NODE_TLS_REJECT_UNAUTHORIZED
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('agentOptions', () => {
+  it('keeps connections alive, and takes the proxy from the environment only when Node is asked to', () => {
+    const env = { HTTPS_PROXY: 'http://proxy.example:3128' }
+    expect(agentOptions(env, [])).toEqual({ keepAlive: true, scheduling: 'lifo', timeout: 4000 })
+    expect(agentOptions({ ...env, NODE_USE_ENV_PROXY: '1' }, []).proxyEnv).toMatchObject(env)
+    expect(agentOptions(env, ['--use-env-proxy']).proxyEnv).toBe(env)
+    expect(
+      agentOptions({ ...env, NODE_OPTIONS: '--max-old-space-size=512 --use-env-proxy' }, []).proxyEnv,
+    ).toMatchObject(env)
+    expect(agentOptions({ ...env, NODE_OPTIONS: '--use-env-proxy-not' }, []).proxyEnv).toBeUndefined()
+  })
+})
+
+describe('httpFetch under Octokit', () => {
+  const clientsFor = (baseUrl: string) => new GitHubClients({ baseUrl, userAgent: 'test', log: () => {} })
+
+  it('reports a body that breaks off (the connection closed mid-answer) as the API failing', async () => {
+    const api = await serve((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' })
+      response.write('{"login":"oc')
+      setTimeout(() => response.socket?.destroy(), 10)
+    })
+    const octokit = await clientsFor(api.url).get('token')
+    const error = await octokit.request('GET /user').catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(MalformedResponseError)
+    expect(classifyGitHubError(error)).toMatchObject({
+      kind: 'unavailable',
+      message: "GitHub's answer (HTTP 200) broke off before its end: terminated",
+    })
+  })
+
+  it('gives an error answer to Octokit with its status, message and headers', async () => {
+    const api = await serve((_request, response) =>
+      json(
+        response,
+        404,
+        { message: 'Not Found', documentation_url: 'https://docs.github.com' },
+        { 'x-github-request-id': 'ABC' },
+      ),
+    )
+    const octokit = await clientsFor(api.url).get('token')
+    await expect(octokit.request('GET /repos/o/r')).rejects.toMatchObject({
+      status: 404,
+      message: 'Not Found - https://docs.github.com',
+      response: { headers: { 'x-github-request-id': 'ABC' }, data: { message: 'Not Found' } },
+    })
+  })
+
+  it('aborts a request through Octokit with the signal it was given', async () => {
+    const api = await serve(() => {})
+    const octokit = await clientsFor(api.url).get('token')
+    const controller = new AbortController()
+    const pending = octokit.request('GET /user', { request: { signal: controller.signal } })
+    while (api.seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+    controller.abort()
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' })
+  })
+})
