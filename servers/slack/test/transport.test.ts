@@ -59,6 +59,25 @@ describe("the Web API client's transport", () => {
     }
   })
 
+  it('fails a call whose connection closes inside the answer, without waiting', async () => {
+    const broken = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' })
+      response.write('{"ok":true,')
+      setTimeout(() => response.socket?.destroy(), 20)
+    })
+    await new Promise<void>((resolve) => broken.listen(0, '127.0.0.1', resolve))
+    try {
+      const { port } = broken.address() as AddressInfo
+      const api = createSlackApi(BOT_TOKEN, { apiUrl: `http://127.0.0.1:${port}/api/`, retries: 0, ...quiet })
+      const failure = await api.apiCall('auth.test').catch((error: unknown) => error)
+      expect(failure).toBeInstanceOf(SlackError)
+      expect((failure as SlackError).error).toBe('request_error')
+    } finally {
+      broken.closeAllConnections()
+      await new Promise((resolve) => broken.close(resolve))
+    }
+  })
+
   it('asks for compressed answers and reads them', async () => {
     const slack = await fake({ gzip: true })
     const api = createSlackApi(BOT_TOKEN, { apiUrl: slack.url, ...quiet })

@@ -77,6 +77,10 @@ async function load(secure: boolean, idleMs: number): Promise<Send> {
         const chunks: Buffer[] = []
         response.on('data', (chunk: Buffer) => chunks.push(chunk))
         response.once('error', reject)
+        // A connection that ends inside the body fails the request (never a call left waiting).
+        response.once('close', () => {
+          if (!response.complete) reject(new Error('fetch failed: the connection closed inside the answer'))
+        })
         response.once('end', () => {
           const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)
           const encoding = String(response.headers['content-encoding'] ?? '')
