@@ -117,12 +117,15 @@ function mentionsOf(
   groups: Map<string, string> | undefined,
 ): Record<string, string> | undefined {
   let found: Record<string, string> | undefined
+  const add = (id: string, name: string) => {
+    found ??= {}
+    found[id] = `@${name}`
+  }
   if (text.includes('<@'))
-    for (const [, id] of text.matchAll(userMention))
-      if (id && names.has(id)) (found ??= {})[id] = `@${names.get(id)}`
+    for (const [, id] of text.matchAll(userMention)) if (id && names.has(id)) add(id, names.get(id) as string)
   if (groups && text.includes('<!subteam^'))
     for (const [, id] of text.matchAll(groupMention))
-      if (id && groups.has(id)) (found ??= {})[id] = `@${groups.get(id)}`
+      if (id && groups.has(id)) add(id, groups.get(id) as string)
   return found
 }
 
