@@ -65,7 +65,7 @@ async function load(secure: boolean, idleMs: number): Promise<Send> {
         agent,
         ...(init.signal ? { signal: init.signal } : {}),
       })
-      request.once('error', reject)
+      request.on('error', reject)
       request.once('response', (response: IncomingMessage) => {
         const status = response.statusCode ?? 0
         if (status >= 300 && status < 400 && init.redirect !== 'manual' && response.headers.location) {
@@ -76,7 +76,7 @@ async function load(secure: boolean, idleMs: number): Promise<Send> {
         }
         const chunks: Buffer[] = []
         response.on('data', (chunk: Buffer) => chunks.push(chunk))
-        response.once('error', reject)
+        response.on('error', reject)
         // A connection that ends inside the body fails the request (never a call left waiting).
         response.once('close', () => {
           if (!response.complete) reject(new Error('fetch failed: the connection closed inside the answer'))
