@@ -51,6 +51,7 @@ export interface SlackTuning {
   minRetryMs?: number
   retries?: number
   rateLimit?: RateLimitOptions
+  idleMs?: number
 }
 
 /** The Slack server; `tuning` only changes how long retries take. */

@@ -1,3 +1,4 @@
+import { estimateTokens } from '@keel-mcp/core'
 import { describe, expect, it } from 'vitest'
 import { USER_TOKEN } from './fake-slack.js'
 import { connect, fake, useCleanup } from './helpers.js'
@@ -48,6 +49,37 @@ describe('slack budgets (max_tokens)', () => {
     // The page's own cursor comes with its last part.
     expect(answers.at(-1)?.data.next_cursor).toBe(whole.data.next_cursor)
     expect(answers.slice(0, -1).every((answer) => answer.data.next_cursor === null)).toBe(true)
+  })
+
+  it('answers a page whole at every budget from the smallest that holds it, and cuts it below that', async () => {
+    const slack = await fake()
+    const connection = await connect(slack)
+    const args = { channel: 'C0GENERAL', limit: 5 }
+    const whole = await call(connection, 'get_channel_history', args)
+    const size = estimateTokens(whole.text)
+    let smallestWhole: number | undefined
+    for (let budget = size - 20; budget <= size + 30; budget++) {
+      const answer = await call(connection, 'get_channel_history', { ...args, max_tokens: budget })
+      if (answer.data.budget === undefined) {
+        expect(answer.text).toBe(whole.text)
+        smallestWhole ??= budget
+      } else {
+        expect(smallestWhole).toBeUndefined()
+        expect(answer.data.messages.length).toBeLessThan(5)
+      }
+    }
+    // Whole from exactly the budget the answer's parts count up to: the untrusted marker, the JSON
+    // without its messages, and each message's JSON with its line break (the next-page line is free).
+    const [marker = ''] = whole.text.split('\n')
+    const counted =
+      estimateTokens(marker) +
+      estimateTokens(JSON.stringify({ ...whole.data, messages: [] })) +
+      whole.data.messages.reduce(
+        (sum: number, message: unknown) => sum + estimateTokens(JSON.stringify(message)) + 1,
+        0,
+      )
+    expect(counted).toBeGreaterThan(size - 20)
+    expect(smallestWhole).toBe(counted)
   })
 
   it('list_channels and search_messages cut and continue to the same whole', async () => {

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { gzipSync } from 'node:zlib'
 import { type FeatureState, featureState, handleFeature, unreadFields } from './fake-features.js'
 import { BOT_ID, BOT_USER, type FakeChannel, type FakeMessage, FakeWorkspace } from './fake-workspace.js'
 
@@ -22,6 +23,8 @@ export interface Fault {
   error?: string
   needed?: string
   body?: string
+  /** A `Location` header (with a 3xx `status`: a redirect). */
+  location?: string
 }
 
 export interface FakeSlack {
@@ -35,6 +38,8 @@ export interface FakeSlack {
   fileRequests: Array<{ path: string; token: string | undefined }>
   /** The most Web API requests the fake was answering at one time. */
   readonly peakInFlight: number
+  /** TCP connections the fake accepted, and how many of them are open now. */
+  readonly connections: { opened: number; open: number }
   /** Queued one-shot answers: the next call of `method` gets this instead. */
   fail(fault: Fault): void
   close(): Promise<void>
@@ -76,7 +81,14 @@ function pageOf<T>(total: number, at: (index: number) => T, args: Record<string,
  * that serialises them shows it.
  */
 export async function startFakeSlack(
-  options: { users?: number; channels?: number; memberOf?: string[]; latencyMs?: number } = {},
+  options: {
+    users?: number
+    channels?: number
+    memberOf?: string[]
+    latencyMs?: number
+    /** Answers gzip-compressed to a client that accepts it, as Slack does. */
+    gzip?: boolean
+  } = {},
 ): Promise<FakeSlack> {
   const workspace = new FakeWorkspace(options.users ?? 30, options.channels ?? 5, options.memberOf)
   const channels = workspace.fixedChannels
@@ -282,6 +294,7 @@ export async function startFakeSlack(
         response.writeHead(fault.status, {
           'content-type': 'application/json',
           ...(fault.retryAfter !== undefined ? { 'retry-after': String(fault.retryAfter) } : {}),
+          ...(fault.location ? { location: fault.location } : {}),
         })
         response.end(
           fault.body ??
@@ -295,8 +308,20 @@ export async function startFakeSlack(
       )
       return
     }
+    const answer = JSON.stringify(handle(method, args, token))
+    if (options.gzip && /\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))) {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' })
+      response.end(gzipSync(answer))
+      return
+    }
     response.writeHead(200, { 'content-type': 'application/json' })
-    response.end(JSON.stringify(handle(method, args, token)))
+    response.end(answer)
+  })
+  const connections = { opened: 0, open: 0 }
+  server.on('connection', (socket) => {
+    connections.opened++
+    connections.open++
+    socket.once('close', () => connections.open--)
   })
   /** Downloads (`/files-pri/<id>/<name>`, bearer required) and uploads (`/upload/<id>`). */
   async function serveFile(request: IncomingMessage, response: import('node:http').ServerResponse) {
@@ -341,6 +366,7 @@ export async function startFakeSlack(
     get peakInFlight() {
       return peakInFlight
     },
+    connections,
     fail: (fault) => {
       faults.push(fault)
     },

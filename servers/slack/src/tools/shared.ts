@@ -116,52 +116,62 @@ function mentionsOf(
   names: Map<string, string>,
   groups: Map<string, string> | undefined,
 ): Record<string, string> | undefined {
-  const found: Record<string, string> = {}
-  for (const [, id] of text.matchAll(userMention)) if (id && names.has(id)) found[id] = `@${names.get(id)}`
-  for (const [, id] of text.matchAll(groupMention))
-    if (id && groups?.has(id)) found[id] = `@${groups.get(id)}`
-  return Object.keys(found).length ? found : undefined
+  let found: Record<string, string> | undefined
+  const add = (id: string, name: string) => {
+    found ??= {}
+    found[id] = `@${name}`
+  }
+  if (text.includes('<@'))
+    for (const [, id] of text.matchAll(userMention)) if (id && names.has(id)) add(id, names.get(id) as string)
+  if (groups && text.includes('<!subteam^'))
+    for (const [, id] of text.matchAll(groupMention))
+      if (id && groups.has(id)) add(id, groups.get(id) as string)
+  return found
 }
 
 /**
  * A message as the model reads it: names next to ids, a readable time next to `ts`, and the
  * people and groups its text mentions (`mentions`). Unknown ids stay ids: nothing waits for a
- * directory to fill.
+ * directory to fill. Built field by field, in this order, on every call of every history tool.
  */
 export async function compactMessages(
   deps: WorkspaceDeps,
   messages: Array<SlackRecord>,
 ): Promise<Array<Record<string, unknown>>> {
-  const texts = messages.map((message) => String(message.text ?? ''))
-  const mentioned = texts.flatMap((text) =>
-    [...text.matchAll(userMention)].map((match) => match[1] as string),
-  )
-  const names = await deps.directory.userNames([
-    ...messages.map((message) => message.user).filter(Boolean),
-    ...mentioned,
-  ])
-  const groups = texts.some((text) => /<!subteam\^/.test(text))
-    ? await deps.directory.groupHandles()
-    : undefined
+  const texts: string[] = []
+  const ids: string[] = []
+  let anyGroup = false
+  for (const message of messages) {
+    const text = String(message.text ?? '')
+    texts.push(text)
+    if (message.user) ids.push(message.user)
+    if (text.includes('<@')) for (const match of text.matchAll(userMention)) ids.push(match[1] as string)
+    if (!anyGroup && text.includes('<!subteam^')) anyGroup = true
+  }
+  const names = await deps.directory.userNames(ids)
+  const groups = anyGroup ? await deps.directory.groupHandles() : undefined
   return messages.map((message, index) => {
     const user = message.user as string | undefined
-    const mentions = mentionsOf(texts[index] ?? '', names, groups)
-    return {
-      ts: message.ts,
-      time: timeOf(message.ts),
-      ...(user ? { user, user_name: names.get(user) } : {}),
-      ...(message.bot_id && !user ? { bot: message.bot_profile?.name ?? message.bot_id } : {}),
-      text: message.text ?? '',
-      ...(mentions ? { mentions } : {}),
-      ...(message.thread_ts && message.thread_ts !== message.ts ? { thread_ts: message.thread_ts } : {}),
-      ...(message.reply_count ? { replies: message.reply_count, thread_ts: message.ts } : {}),
-      ...(message.reactions?.length
-        ? {
-            reactions: message.reactions.map((reaction: SlackRecord) => `${reaction.name}×${reaction.count}`),
-          }
-        : {}),
-      ...(message.files?.length ? { files: message.files.length } : {}),
+    const compact: Record<string, unknown> = { ts: message.ts, time: timeOf(message.ts) }
+    if (user) {
+      compact.user = user
+      compact.user_name = names.get(user)
     }
+    if (message.bot_id && !user) compact.bot = message.bot_profile?.name ?? message.bot_id
+    compact.text = message.text ?? ''
+    const mentions = mentionsOf(texts[index] ?? '', names, groups)
+    if (mentions) compact.mentions = mentions
+    if (message.thread_ts && message.thread_ts !== message.ts) compact.thread_ts = message.thread_ts
+    if (message.reply_count) {
+      compact.replies = message.reply_count
+      compact.thread_ts = message.ts
+    }
+    if (message.reactions?.length)
+      compact.reactions = message.reactions.map(
+        (reaction: SlackRecord) => `${reaction.name}×${reaction.count}`,
+      )
+    if (message.files?.length) compact.files = message.files.length
+    return compact
   })
 }
 
@@ -207,6 +217,14 @@ export function shapedWithin<T extends Record<string, unknown>>(
   options: { untrusted?: boolean; next?: string } = {},
 ): { data: T; text: string } {
   const items = data[key] as unknown[]
+  // Most answers are far inside the budget: the whole text, counted once, shows it. Counted item by
+  // item (below), an answer costs at most 2 tokens an item and 2 in all more than its text counted
+  // whole (each part's count rounds up, and each item's line break is a token), so an answer within
+  // the budget by that margin is the one the items' count would give, at the price of one text.
+  if (budget.start.offset === 0) {
+    const whole = shaped(data, options)
+    if (estimateTokens(whole.text) + 2 * items.length + 2 <= budget.tokens) return whole
+  }
   const reserve =
     estimateTokens(JSON.stringify({ ...data, [key]: [] })) +
     (options.untrusted ? estimateTokens(UNTRUSTED) : 0)
