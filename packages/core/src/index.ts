@@ -93,6 +93,19 @@ export {
 } from './errors.js'
 export { handleArgument } from './handles.js'
 export type { HttpEndpoint } from './http.js'
+export {
+  agentOptions,
+  arrayBufferOf,
+  createHttpFetch,
+  type FetchInit,
+  FetchResponse,
+  type HttpFetch,
+  type HttpFetchOptions,
+  httpFetch,
+  ResponseBody,
+  ResponseHeaders,
+  textOf,
+} from './http-fetch.js'
 export { nodeCrypto } from './lazy-crypto.js'
 export {
   type CappedText,

@@ -1,6 +1,5 @@
-import { nodeCrypto } from '@keel-mcp/core'
+import { arrayBufferOf, httpFetch, nodeCrypto, ResponseBody, textOf } from '@keel-mcp/core'
 import type { Octokit } from '@octokit/rest'
-import { arrayBufferOf, httpFetch, ResponseBody, textOf } from './http-fetch.js'
 
 export type { Octokit }
 
@@ -184,7 +183,7 @@ interface BodyResponse {
  * `JSON.parse`: Octokit 22's own parser (json-with-bigint) runs a regular expression over the
  * whole text and a reviver over every value to turn integers past 2^53 into BigInts, several
  * times the cost of the parse itself on Node 20, and a BigInt could not be put into a result
- * anyway (GitHub's ids fit in a double). The body is httpFetch's (http-fetch.ts).
+ * anyway (GitHub's ids fit in a double). The body is core's httpFetch's (core's http-fetch.ts).
  */
 export async function readBody(response: BodyResponse): Promise<void> {
   const body = response.data
@@ -306,7 +305,7 @@ export class GitHubClients {
       ...(token === undefined ? {} : { auth: token }),
       baseUrl: options.baseUrl,
       userAgent: options.userAgent,
-      // Requests go through node:http (http-fetch.ts), success bodies are read by readBody, below.
+      // Requests go through node:http (core's http-fetch.ts), success bodies are read by readBody, below.
       request: { fetch: httpFetch, parseSuccessResponseBody: false },
       log: {
         debug: quiet,

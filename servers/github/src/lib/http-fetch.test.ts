@@ -6,10 +6,10 @@ import type { AddressInfo, Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
+import { agentOptions, httpFetch } from '@keel-mcp/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { GitHubClients, MalformedResponseError } from './client.js'
 import { classifyGitHubError } from './errors.js'
-import { agentOptions, httpFetch } from './http-fetch.js'
 
 interface Seen {
   method: string

@@ -4,14 +4,14 @@ import { createRequire } from 'node:module'
 import type * as Zlib from 'node:zlib'
 
 /**
- * The `fetch` the GitHub clients hand to Octokit (`request.fetch`): `node:http` / `node:https` over
- * keep-alive agents, instead of Node's built-in fetch (undici). Octokit reads little of a fetch
- * response (status, URL, headers, the body as text or bytes), and undici's fetch builds much more
- * for each request (a Request, Headers lists, a Response, a web stream for the body, its own HTTP
- * parser in WebAssembly), which made it the largest single cost of a warm call after the socket
- * writes themselves.
+ * A `fetch` for the API clients the servers use (Octokit's `request.fetch`, `@slack/web-api`'s
+ * `fetch` option): `node:http` / `node:https` over keep-alive agents, instead of Node's built-in
+ * fetch (undici). The clients read little of a fetch response (status, URL, headers, the body as
+ * text or bytes), and undici's fetch builds much more for each request (a Request, Headers lists, a
+ * Response, a web stream for the body, its own HTTP parser in WebAssembly): the largest single cost
+ * of a warm GitHub or Slack call after the socket writes themselves (docs/performance.md).
  *
- * What it keeps of fetch, as the GitHub API is used here:
+ * What it keeps of fetch, as the servers' APIs are used:
  * - redirects followed (at most 20) as fetch's default does: 303, and 301/302 after a POST, become
  *   a GET without a body; across origins `Authorization`, `Cookie` and `Proxy-Authorization` are
  *   dropped (job logs reach their storage host without the token); `redirect: 'manual'` answers
@@ -28,7 +28,11 @@ import type * as Zlib from 'node:zlib'
  * - HTTP(S)_PROXY / NO_PROXY where Node's fetch reads them: only when Node is asked to
  *   (`NODE_USE_ENV_PROXY=1` or `--use-env-proxy`, Node 22.21 and 24), through the agents' own
  *   `proxyEnv` option; Node 20's fetch reads no proxy variables, and neither does this.
- * Bodies sent are strings or bytes (every tool sends JSON).
+ * Bodies sent are strings or bytes (JSON and form-encoded requests); a client with other bodies
+ * (multipart) keeps Node's fetch for those.
+ *
+ * Tested through the clients that use it: `servers/github/src/lib/http-fetch.test.ts` (redirects,
+ * abort, timeouts, decoding, https) and `servers/slack/test/transport.test.ts`.
  */
 
 export interface FetchInit {
@@ -77,6 +81,10 @@ export class ResponseHeaders {
 
   has(name: string): boolean {
     return this.#map.has(name.toLowerCase())
+  }
+
+  entries(): IterableIterator<[string, string]> {
+    return this.#map.entries()
   }
 
   [Symbol.iterator](): IterableIterator<[string, string]> {
@@ -145,26 +153,50 @@ export function arrayBufferOf(bytes: Buffer): ArrayBuffer {
   return copy
 }
 
-interface Transport {
+interface Modules {
   http: typeof Http
   https: typeof Https
   zlib: typeof Zlib
+}
+
+interface Agents {
   httpAgent: Http.Agent
   httpsAgent: Https.Agent
 }
 
-let transport: Transport | undefined
+let modules: Modules | undefined
 
-/** node:http, node:https and their agents load with the first client, never at start-up. */
-function loadTransport(): Transport {
-  if (transport) return transport
+/** node:http, node:https and node:zlib load with the first request, never at start-up. */
+function loadModules(): Modules {
+  if (modules) return modules
   const require = createRequire(import.meta.url)
-  const http = require('node:http') as typeof Http
-  const https = require('node:https') as typeof Https
-  const zlib = require('node:zlib') as typeof Zlib
-  const agent = agentOptions(process.env, process.execArgv)
-  transport = { http, https, zlib, httpAgent: new http.Agent(agent), httpsAgent: new https.Agent(agent) }
-  return transport
+  modules = {
+    http: require('node:http') as typeof Http,
+    https: require('node:https') as typeof Https,
+    zlib: require('node:zlib') as typeof Zlib,
+  }
+  return modules
+}
+
+export interface HttpFetchOptions {
+  /** How long an idle connection is kept for the next request, ms (default 4 s, undici's). */
+  keepAliveMs?: number
+}
+
+/** A `fetch` with its own keep-alive agents (made on its first request). */
+export type HttpFetch = (input: string | URL, init?: FetchInit) => Promise<FetchResponse>
+
+/** A {@link HttpFetch} with its own connection pool; see the top of this file for what it keeps of fetch. */
+export function createHttpFetch(options: HttpFetchOptions = {}): HttpFetch {
+  let agents: Agents | undefined
+  const pool = (): Agents => {
+    if (agents) return agents
+    const { http, https } = loadModules()
+    const agent = agentOptions(process.env, process.execArgv, options.keepAliveMs)
+    agents = { httpAgent: new http.Agent(agent), httpsAgent: new https.Agent(agent) }
+    return agents
+  }
+  return (input, init) => fetchWith(pool, input, init)
 }
 
 /**
@@ -177,6 +209,7 @@ function loadTransport(): Transport {
 export function agentOptions(
   env: NodeJS.ProcessEnv,
   execArgv: readonly string[],
+  keepAliveMs = KEEP_ALIVE_MS,
 ): Http.AgentOptions & { proxyEnv?: NodeJS.ProcessEnv } {
   const envProxy =
     env.NODE_USE_ENV_PROXY === '1' ||
@@ -185,7 +218,7 @@ export function agentOptions(
   return {
     keepAlive: true,
     scheduling: 'lifo',
-    timeout: KEEP_ALIVE_MS,
+    timeout: keepAliveMs,
     ...(envProxy ? { proxyEnv: env } : {}),
   }
 }
@@ -198,8 +231,14 @@ function failed(cause: unknown): TypeError {
   return new TypeError('fetch failed', { cause })
 }
 
-/** `fetch(url, init)` for Octokit: see the top of this file for what it keeps of fetch. */
-export async function httpFetch(input: string | URL, init: FetchInit = {}): Promise<FetchResponse> {
+/** `fetch(url, init)` on a pool shared by its callers: see the top of this file for what it keeps of fetch. */
+export const httpFetch: HttpFetch = createHttpFetch()
+
+async function fetchWith(
+  pool: () => Agents,
+  input: string | URL,
+  init: FetchInit = {},
+): Promise<FetchResponse> {
   const signal = init.signal ?? undefined
   if (signal?.aborted) throw abortReason(signal)
   let url: URL
@@ -215,7 +254,7 @@ export async function httpFetch(input: string | URL, init: FetchInit = {}): Prom
   const redirect = init.redirect ?? 'follow'
   headers['accept-encoding'] ??= 'gzip, deflate, br'
   for (let redirects = 0; ; redirects++) {
-    const response = await exchange(url, method, headers, body, signal, redirects)
+    const response = await exchange(pool(), url, method, headers, body, signal, redirects)
     const location = response.headers.get('location')
     if (location === null || !isRedirect(response.status) || redirect === 'manual') return response
     // Not read: the connection goes back to the pool (or closes) once the body is drained.
@@ -258,6 +297,7 @@ function bodyBytes(body: FetchInit['body']): Buffer | string | undefined {
 
 /** One request and its answer's head; the body is read on in the background (ResponseBody). */
 function exchange(
+  { httpAgent, httpsAgent }: Agents,
   url: URL,
   method: string,
   headers: Record<string, string>,
@@ -265,7 +305,7 @@ function exchange(
   signal: AbortSignal | undefined,
   redirects: number,
 ): Promise<FetchResponse> {
-  const { http, https, httpAgent, httpsAgent } = loadTransport()
+  const { http, https } = loadModules()
   const secure = url.protocol === 'https:'
   if (!secure && url.protocol !== 'http:') return Promise.reject(failed(new Error('unknown scheme')))
   const sent = { ...headers }
@@ -373,7 +413,7 @@ function decoder(
   status: number,
 ): Zlib.Gunzip | Zlib.BrotliDecompress | undefined {
   if (encoding === null || method === 'HEAD' || status === 204 || status === 304) return undefined
-  const { zlib } = loadTransport()
+  const { zlib } = loadModules()
   const coding = encoding.trim().toLowerCase()
   // Flushes as fetch's: a body cut short by the server is still read as far as it goes.
   const options = { flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH }
