@@ -11,6 +11,11 @@ type Attributes = Record<string, string | number | boolean>
 
 /** A started span, as the observer uses it. */
 export interface OtelSpan {
+  /**
+   * Whether the span is recorded (its trace is sampled). A span that is not is never made current
+   * and never a parent: its request runs with no context at all.
+   */
+  readonly recording: boolean
   setAttribute(key: string, value: string | number | boolean): void
   setError(message: string): void
   end(): void
@@ -86,25 +91,37 @@ export async function startTracing(options: {
   })
   const kinds = { server: sdk.SpanKind.SERVER, client: sdk.SpanKind.CLIENT, internal: sdk.SpanKind.INTERNAL }
 
+  type SdkSpan = ReturnType<typeof tracer.startSpan>
+  type SdkContext = ReturnType<typeof sdk.context.active>
   // A span's context (what its children are parented to) is made when a child first asks: most
   // spans (a request with no upstream call) never have one.
-  const wrap = (
-    span: ReturnType<typeof tracer.startSpan>,
-    parentContext: ReturnType<typeof sdk.context.active>,
-  ): OtelSpan => {
-    let spanContext: unknown
-    return {
-      get context() {
-        spanContext ??= sdk.trace.setSpan(parentContext, span)
-        return spanContext
-      },
-      setAttribute: (key, value) => {
-        span.setAttribute(key, value)
-      },
-      setError: (message) => span.setStatus({ code: sdk.SpanStatusCode.ERROR, message }),
-      end: () => span.end(),
+  class Handle implements OtelSpan {
+    #context: SdkContext | undefined
+    readonly recording: boolean
+    constructor(
+      readonly span: SdkSpan,
+      readonly parentContext: SdkContext,
+    ) {
+      this.recording = span.isRecording()
+    }
+    get context(): SdkContext {
+      this.#context ??= sdk.trace.setSpan(this.parentContext, this.span)
+      return this.#context
+    }
+    setAttribute(key: string, value: string | number | boolean) {
+      this.span.setAttribute(key, value)
+    }
+    setError(message: string) {
+      this.span.setStatus({ code: sdk.SpanStatusCode.ERROR, message })
+    }
+    end() {
+      this.span.end()
     }
   }
+  // Nothing is registered globally, and a host's global context is none of Keel's: a span with no
+  // parent starts a trace (the client's W3C context aside).
+  const root: SdkContext = sdk.ROOT_CONTEXT
+  const none = {}
   // The metric attributes of each tool and outcome (system and outcome), made once: a record then
   // allocates nothing of ours.
   const attributeSets = new Map<string, Attributes>()
@@ -119,22 +136,27 @@ export async function startTracing(options: {
 
   return {
     startSpan(name, { kind, parent, attributes }) {
-      const parentContext = (parent?.context as ReturnType<typeof sdk.context.active>) ?? sdk.context.active()
-      const span = tracer.startSpan(name, { kind: kinds[kind], attributes: attributes ?? {} }, parentContext)
-      return wrap(span, parentContext)
+      const parentContext = (parent?.context as SdkContext | undefined) ?? root
+      // The SDK copies the attributes into the span: a caller may pass the same object every time.
+      const span = tracer.startSpan(
+        name,
+        { kind: kinds[kind], attributes: attributes ?? none },
+        parentContext,
+      )
+      return new Handle(span, parentContext)
     },
     remoteParent(traceparent, tracestate) {
       if (typeof traceparent !== 'string') return undefined
       const match = TRACEPARENT.exec(traceparent.trim().toLowerCase())
       if (!match || /^0+$/.test(match[1] as string) || /^0+$/.test(match[2] as string)) return undefined
-      const remote = sdk.trace.setSpanContext(sdk.context.active(), {
+      const remote = sdk.trace.setSpanContext(root, {
         traceId: match[1] as string,
         spanId: match[2] as string,
         traceFlags: Number.parseInt(match[3] as string, 16) & sdk.TraceFlags.SAMPLED,
         isRemote: true,
         ...(typeof tracestate === 'string' && tracestate ? { traceState: undefined } : {}),
       })
-      return { context: remote, setAttribute() {}, setError() {}, end() {} }
+      return { recording: false, context: remote, setAttribute() {}, setError() {}, end() {} }
     },
     recordCall(tool, outcome, seconds) {
       callDuration.record(
