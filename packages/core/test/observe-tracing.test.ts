@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger } from '../src/logger.js'
 import type { CallStart } from '../src/observe/hooks.js'
 import { hashId, Observer } from '../src/observe/observer.js'
-import { startTracing } from '../src/observe/otel.js'
+import { DURATION_BOUNDARIES, startTracing } from '../src/observe/otel.js'
 import type { ObserveConfig } from '../src/observe-config.js'
 
 // The observer with OpenTelemetry spans, exported over OTLP/HTTP (JSON) to a loopback receiver:
@@ -29,6 +29,20 @@ const CLIENT = 3
 let receiver: Server
 let receiverUrl = ''
 let spans: Span[] = []
+/** Histogram points received on /v1/metrics, by metric name. */
+let histograms: Record<string, HistogramPoint[]> = {}
+
+interface HistogramPoint {
+  attributes: Record<string, unknown>
+  count: number
+  sum: number
+  bucketCounts: number[]
+  explicitBounds: number[]
+  temporality: number
+}
+
+const attributesOf = (list: Array<{ key: string; value: Record<string, unknown> }> = []) =>
+  Object.fromEntries(list.map(({ key, value }) => [key, value.stringValue ?? Object.values(value)[0]]))
 let upstream: Server
 let upstreamUrl = ''
 
@@ -56,15 +70,24 @@ beforeAll(async () => {
                 parentSpanId: span.parentSpanId || undefined,
                 name: span.name,
                 kind: span.kind,
-                attributes: Object.fromEntries(
-                  (span.attributes ?? []).map(
-                    ({ key, value }: { key: string; value: { stringValue?: unknown } }) => [
-                      key,
-                      value.stringValue ?? Object.values(value)[0],
-                    ],
-                  ),
-                ),
+                attributes: attributesOf(span.attributes),
               })
+      } else if (req.url === '/v1/metrics') {
+        const payload = JSON.parse(body)
+        for (const resource of payload.resourceMetrics ?? [])
+          for (const scope of resource.scopeMetrics ?? [])
+            for (const metric of scope.metrics ?? [])
+              for (const point of metric.histogram?.dataPoints ?? []) {
+                histograms[metric.name] ??= []
+                histograms[metric.name]?.push({
+                  attributes: attributesOf(point.attributes),
+                  count: Number(point.count),
+                  sum: point.sum,
+                  bucketCounts: point.bucketCounts.map(Number),
+                  explicitBounds: point.explicitBounds,
+                  temporality: metric.histogram.aggregationTemporality,
+                })
+              }
       }
       res.writeHead(200, { 'content-type': 'application/json' })
       res.end('{}')
@@ -105,6 +128,7 @@ const start: CallStart = {
 /** Runs `scenario` against an observer with tracing; returns the spans it exported (all of them, at close). */
 async function traced(scenario: (watching: Observer) => Promise<void>): Promise<Span[]> {
   spans = []
+  histograms = {}
   const logger = createLogger({ name: 'x', level: 'error' })
   const tracing = await startTracing({
     endpoint: receiverUrl,
@@ -176,6 +200,43 @@ describe('the observer with OpenTelemetry spans', () => {
     // An upstream call outside a recorded span is never a span of its own (a root).
     expect(exported).toEqual([])
     expect(entered).toBe(false)
+    // OpenTelemetry's metrics count every call, sampled or not (exported at close).
+    expect(histograms['mcp.server.operation.duration']).toEqual([
+      expect.objectContaining({
+        attributes: { 'gen_ai.tool.name': 'read', 'keel.tool.outcome': 'ok' },
+        count: 1,
+      }),
+    ])
+    expect(
+      histograms['keel.upstream.duration']
+        ?.map((point) => [point.attributes['keel.upstream.system'], point.count])
+        .sort(),
+    ).toEqual([
+      [`http:${new URL(upstreamUrl).host}`, 1],
+      ['postgresql', 1],
+    ])
+  })
+
+  it('exports the duration histograms with the MCP conventions’ buckets, cumulative, kept per tool and outcome', async () => {
+    await traced(async (watching) => {
+      for (const outcome of ['ok', 'ok', 'error']) {
+        const call = watching.call({ ...start, transport: 'memory' })
+        await call.run(async () => {})
+        call.end({ outcome, resultBytes: 0 })
+      }
+    })
+    const points = histograms['mcp.server.operation.duration'] ?? []
+    expect(points.map((point) => [point.attributes['keel.tool.outcome'], point.count]).sort()).toEqual([
+      ['error', 1],
+      ['ok', 2],
+    ])
+    for (const point of points) {
+      expect(point.explicitBounds).toEqual(DURATION_BOUNDARIES)
+      expect(point.bucketCounts).toHaveLength(DURATION_BOUNDARIES.length + 1)
+      expect(point.bucketCounts.reduce((sum, count) => sum + count, 0)).toBe(point.count)
+      expect(point.sum).toBeGreaterThanOrEqual(0)
+      expect(point.temporality).toBe(2) // cumulative
+    }
   })
 
   it('runs a request alone in no context, with its call on its span and its upstream requests as children', async () => {
