@@ -91,7 +91,7 @@ class CountedRequest implements RequestObservation {
   #ended = false
   constructor(
     readonly requests: Counter,
-    readonly series: Map<string, SeriesEntry<number>>,
+    readonly series: RequestSeries,
     readonly method: string,
   ) {}
   run<T>(work: () => T): T {
@@ -104,20 +104,30 @@ class CountedRequest implements RequestObservation {
   }
 }
 
+/** The request counter's series of one method, by outcome, kept: counting builds no label key. */
+type RequestSeries = Map<
+  string,
+  { ok: SeriesEntry<number> | undefined; error: SeriesEntry<number> | undefined }
+>
+
 function countRequest(
   requests: Counter,
-  series: Map<string, SeriesEntry<number>>,
+  series: RequestSeries,
   method: string,
   errorCode: number | undefined,
 ): void {
-  const outcome = errorCode === undefined ? 'ok' : 'error'
-  const key = `${method} ${outcome}`
-  let entry = series.get(key)
-  if (!entry) {
-    entry = requests.series({ method, outcome })
-    series.set(key, entry)
+  let kept = series.get(method)
+  if (!kept) {
+    kept = { ok: undefined, error: undefined }
+    series.set(method, kept)
   }
-  entry.value += 1
+  if (errorCode === undefined) {
+    kept.ok ??= requests.series({ method, outcome: 'ok' })
+    kept.ok.value += 1
+  } else {
+    kept.error ??= requests.series({ method, outcome: 'error' })
+    kept.error.value += 1
+  }
 }
 
 /** A call observed without tracing: run as it is, its metrics and audit line at its end. */
@@ -218,7 +228,7 @@ export class Observer implements ObserverHooks {
   readonly #options: ObserverOptions
   readonly #audit: AuditSink | undefined
   readonly #tools = new Map<string, ToolSeries>()
-  readonly #requestSeries = new Map<string, SeriesEntry<number>>()
+  readonly #requestSeries: RequestSeries = new Map()
   readonly #hashed = new Map<string, string>()
   readonly #requestKinds = new Map<string, { name: string; attributes: Record<string, string> }>()
   /** Tool calls running now: without tracing, what tells an HTTP request it serves a call. */
