@@ -360,10 +360,11 @@ export class Observer implements ObserverHooks {
         : undefined
     const meta = (info.params as { _meta?: Record<string, unknown> } | undefined)?._meta
     const kind = this.#requestKind(info.method, tool, info.transport)
+    // The sampler decides on the trace alone (the standard ones, all Keel reads from the
+    // environment, never look at attributes): a span not recorded is given none.
     const span = tracing.startSpan(kind.name, {
       kind: 'server',
       parent: meta ? tracing.remoteParent(meta.traceparent, meta.tracestate) : undefined,
-      attributes: kind.attributes,
     })
     // The context a request runs in: none when it is the only one running (what runs with no
     // context is then its own, #current), else its scope, or, when its trace is not sampled, a scope
@@ -374,6 +375,7 @@ export class Observer implements ObserverHooks {
     this.#open += 1
     let scope: Scope | undefined
     if (span.recording) {
+      span.setAttributes(kind.attributes)
       span.setAttribute('jsonrpc.request.id', String(info.id))
       scope = { span, tool, request: true }
       if (alone) this.#lone = scope

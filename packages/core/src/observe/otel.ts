@@ -17,6 +17,7 @@ export interface OtelSpan {
    */
   readonly recording: boolean
   setAttribute(key: string, value: string | number | boolean): void
+  setAttributes(attributes: Attributes): void
   setError(message: string): void
   end(): void
   /** The SDK context this span is current in (for children). */
@@ -233,6 +234,9 @@ export async function startTracing(options: {
     setAttribute(key: string, value: string | number | boolean) {
       this.span.setAttribute(key, value)
     }
+    setAttributes(attributes: Attributes) {
+      this.span.setAttributes(attributes)
+    }
     setError(message: string) {
       this.span.setStatus({ code: sdk.SpanStatusCode.ERROR, message })
     }
@@ -266,7 +270,14 @@ export async function startTracing(options: {
         isRemote: true,
         ...(typeof tracestate === 'string' && tracestate ? { traceState: undefined } : {}),
       })
-      return { recording: false, context: remote, setAttribute() {}, setError() {}, end() {} }
+      return {
+        recording: false,
+        context: remote,
+        setAttribute() {},
+        setAttributes() {},
+        setError() {},
+        end() {},
+      }
     },
     recordCall(tool, outcome, seconds) {
       callDuration.record(tool, outcome, seconds)
