@@ -132,6 +132,72 @@ class Durations {
   }
 }
 
+type Sdk = typeof import('./otel-sdk.vendor.js')
+
+/**
+ * The OTLP metrics: the two duration histograms, kept here and handed to the SDK's reader when it
+ * collects (a metric producer, the SDK's own extension point): a record is a lookup and a few
+ * additions, where the SDK's instrument hashes the attribute set on every record.
+ */
+function startMetrics(
+  sdk: Sdk,
+  resource: import('./otel-sdk.vendor.js').CollectionResult['resourceMetrics']['resource'],
+  base: string,
+  options: { serviceVersion: string; metricIntervalMs?: number },
+) {
+  const callDuration = new Durations(
+    'mcp.server.operation.duration',
+    'Tool call duration',
+    (tool, outcome) => ({
+      'gen_ai.tool.name': tool,
+      'keel.tool.outcome': outcome,
+    }),
+  )
+  const upstreamDuration = new Durations(
+    'keel.upstream.duration',
+    'Upstream request duration',
+    (system, outcome) => ({
+      'keel.upstream.system': system,
+      'keel.upstream.outcome': outcome,
+    }),
+  )
+  const scope = { name: 'keel-mcp', version: options.serviceVersion }
+  const reader = new sdk.PeriodicExportingMetricReader({
+    exporter: new sdk.OTLPMetricExporter({ url: `${base}/v1/metrics` }),
+    // OTEL_METRIC_EXPORT_INTERVAL is the standard knob (ms; default 60 s).
+    exportIntervalMillis:
+      options.metricIntervalMs ?? (Number(process.env.OTEL_METRIC_EXPORT_INTERVAL) || 60_000),
+    metricProducers: [
+      {
+        collect: async () => {
+          const temporality = reader.selectAggregationTemporality(sdk.InstrumentType.HISTOGRAM)
+          const delta = temporality === sdk.AggregationTemporality.DELTA
+          const now = hrTime(Date.now())
+          const metrics = [callDuration, upstreamDuration]
+            .filter((durations) => durations.size > 0)
+            .map((durations): import('./otel-sdk.vendor.js').MetricData => ({
+              descriptor: {
+                name: durations.name,
+                description: durations.description,
+                unit: 's',
+                valueType: sdk.ValueType.DOUBLE,
+              },
+              aggregationTemporality: temporality,
+              dataPointType: sdk.DataPointType.HISTOGRAM,
+              dataPoints: durations.points(now, delta),
+            }))
+          return {
+            resourceMetrics: { resource, scopeMetrics: metrics.length ? [{ scope, metrics }] : [] },
+            errors: [],
+          }
+        },
+      },
+    ],
+  })
+  const meterProvider = new sdk.MeterProvider({ resource, readers: [reader] })
+  return { meterProvider, callDuration, upstreamDuration }
+}
+
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
 export async function startTracing(options: {
@@ -162,56 +228,7 @@ export async function startTracing(options: {
   })
   const provider = new sdk.BasicTracerProvider({ resource, spanProcessors: [processor] })
   const tracer = provider.getTracer('keel-mcp', options.serviceVersion)
-  const reader = new sdk.PeriodicExportingMetricReader({
-    exporter: new sdk.OTLPMetricExporter({ url: `${base}/v1/metrics` }),
-    // OTEL_METRIC_EXPORT_INTERVAL is the standard knob (ms; default 60 s).
-    exportIntervalMillis:
-      options.metricIntervalMs ?? (Number(process.env.OTEL_METRIC_EXPORT_INTERVAL) || 60_000),
-    metricProducers: [{ collect: async () => collect() }],
-  })
-  const meterProvider = new sdk.MeterProvider({ resource, readers: [reader] })
-  // The two duration histograms are kept here and handed to the reader when it collects (a metric
-  // producer, the SDK's own extension point): a record is a lookup and a few additions, where the
-  // SDK's instrument hashes the attribute set on every record.
-  const callDuration = new Durations(
-    'mcp.server.operation.duration',
-    'Tool call duration',
-    (tool, outcome) => ({
-      'gen_ai.tool.name': tool,
-      'keel.tool.outcome': outcome,
-    }),
-  )
-  const upstreamDuration = new Durations(
-    'keel.upstream.duration',
-    'Upstream request duration',
-    (system, outcome) => ({
-      'keel.upstream.system': system,
-      'keel.upstream.outcome': outcome,
-    }),
-  )
-  const scope = { name: 'keel-mcp', version: options.serviceVersion }
-  const collect = (): import('./otel-sdk.vendor.js').CollectionResult => {
-    const temporality = reader.selectAggregationTemporality(sdk.InstrumentType.HISTOGRAM)
-    const delta = temporality === sdk.AggregationTemporality.DELTA
-    const now = hrTime(Date.now())
-    const metrics = [callDuration, upstreamDuration]
-      .filter((durations) => durations.size > 0)
-      .map((durations): import('./otel-sdk.vendor.js').MetricData => ({
-        descriptor: {
-          name: durations.name,
-          description: durations.description,
-          unit: 's',
-          valueType: sdk.ValueType.DOUBLE,
-        },
-        aggregationTemporality: temporality,
-        dataPointType: sdk.DataPointType.HISTOGRAM,
-        dataPoints: durations.points(now, delta),
-      }))
-    return {
-      resourceMetrics: { resource, scopeMetrics: metrics.length ? [{ scope, metrics }] : [] },
-      errors: [],
-    }
-  }
+  const { meterProvider, callDuration, upstreamDuration } = startMetrics(sdk, resource, base, options)
   const kinds = { server: sdk.SpanKind.SERVER, client: sdk.SpanKind.CLIENT, internal: sdk.SpanKind.INTERNAL }
 
   type SdkSpan = ReturnType<typeof tracer.startSpan>
