@@ -20,7 +20,7 @@ import {
   mcpLevelAtLeast,
   toMcpLevel,
 } from './logger.js'
-import { type CallObservation, observer } from './observe/hooks.js'
+import { type Admission, type CallObservation, observer } from './observe/hooks.js'
 import { redactor } from './redact.js'
 import { describeIssues, type ToolPlan } from './tool-schema.js'
 
@@ -163,7 +163,7 @@ export function executeCall<D, C>(
   return watching ? observedCall(parts, call, channel, watching) : runCall(parts, call, channel)
 }
 
-async function observedCall<D, C>(
+function observedCall<D, C>(
   parts: InstanceParts<D, C>,
   call: ValidatedCall,
   channel: CallChannel<D>,
@@ -190,32 +190,58 @@ async function observedCall<D, C>(
   if (channel.transport !== 'http' && watching.admit) {
     // A budget held in process answers at once: no await (and no promise) on the way.
     const decision = watching.admit(rateKeyOf(channel, subject), readOnly)
-    const admission = decision instanceof Promise ? await decision : decision
-    if (!admission.allowed) {
-      const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000))
-      const error = new ToolError(
-        'rate_limited',
-        `Too many calls: the ${admission.budget ?? 'call'} rate limit allows more in ${seconds} s`,
-        { hint: `Wait ${seconds} s before calling again.` },
+    if (decision instanceof Promise)
+      return decision.then((admission) =>
+        admission.allowed
+          ? observedRun(parts, call, channel, observation, sizes)
+          : refused(admission, observation, sizes),
       )
-      const text = formatToolError(error)
-      observation.end({
-        outcome: 'rate_limited',
-        errorKind: 'rate_limited',
-        resultBytes: sizes ? Buffer.byteLength(text) : 0,
-      })
-      return { content: [{ type: 'text', text }], isError: true }
-    }
+    if (!decision.allowed) return Promise.resolve(refused(decision, observation, sizes))
   }
-  const report = new OutcomeReport()
-  const result = await observation.run(() => runCall(parts, call, channel, report))
-  const kind = report.outcome.startsWith('error:') ? report.outcome.slice(6) : undefined
+  return observedRun(parts, call, channel, observation, sizes)
+}
+
+/** A call the rate limit holds back: a rate_limited tool error naming the wait. */
+function refused(
+  admission: Admission,
+  observation: CallObservation,
+  sizes: boolean,
+): Record<string, unknown> {
+  const seconds = Math.max(1, Math.ceil(admission.retryAfterMs / 1000))
+  const error = new ToolError(
+    'rate_limited',
+    `Too many calls: the ${admission.budget ?? 'call'} rate limit allows more in ${seconds} s`,
+    { hint: `Wait ${seconds} s before calling again.` },
+  )
+  const text = formatToolError(error)
   observation.end({
-    outcome: kind ? (kind === 'timeout' || kind === 'cancelled' ? kind : 'error') : report.outcome,
-    ...(kind ? { errorKind: kind } : {}),
-    resultBytes: sizes ? Buffer.byteLength(JSON.stringify(result)) : 0,
+    outcome: 'rate_limited',
+    errorKind: 'rate_limited',
+    resultBytes: sizes ? Buffer.byteLength(text) : 0,
   })
-  return result
+  return { content: [{ type: 'text', text }], isError: true }
+}
+
+/** Runs an admitted call in its observation, and ends the observation with the call's outcome. */
+function observedRun<D, C>(
+  parts: InstanceParts<D, C>,
+  call: ValidatedCall,
+  channel: CallChannel<D>,
+  observation: CallObservation,
+  sizes: boolean,
+): Promise<Record<string, unknown>> {
+  const report = new OutcomeReport()
+  return observation
+    .run(() => runCall(parts, call, channel, report))
+    .then((result) => {
+      const kind = report.outcome.startsWith('error:') ? report.outcome.slice(6) : undefined
+      observation.end({
+        outcome: kind ? (kind === 'timeout' || kind === 'cancelled' ? kind : 'error') : report.outcome,
+        ...(kind ? { errorKind: kind } : {}),
+        resultBytes: sizes ? Buffer.byteLength(JSON.stringify(result)) : 0,
+      })
+      return result
+    })
 }
 
 /** Where {@link runCall} reports how a call ended, for the operations hooks. */

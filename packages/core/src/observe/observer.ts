@@ -91,7 +91,7 @@ class CountedRequest implements RequestObservation {
   #ended = false
   constructor(
     readonly requests: Counter,
-    readonly series: Map<string, SeriesEntry<number>>,
+    readonly series: RequestSeries,
     readonly method: string,
   ) {}
   run<T>(work: () => T): T {
@@ -104,20 +104,30 @@ class CountedRequest implements RequestObservation {
   }
 }
 
+/** The request counter's series of one method, by outcome, kept: counting builds no label key. */
+type RequestSeries = Map<
+  string,
+  { ok: SeriesEntry<number> | undefined; error: SeriesEntry<number> | undefined }
+>
+
 function countRequest(
   requests: Counter,
-  series: Map<string, SeriesEntry<number>>,
+  series: RequestSeries,
   method: string,
   errorCode: number | undefined,
 ): void {
-  const outcome = errorCode === undefined ? 'ok' : 'error'
-  const key = `${method} ${outcome}`
-  let entry = series.get(key)
-  if (!entry) {
-    entry = requests.series({ method, outcome })
-    series.set(key, entry)
+  let kept = series.get(method)
+  if (!kept) {
+    kept = { ok: undefined, error: undefined }
+    series.set(method, kept)
   }
-  entry.value += 1
+  if (errorCode === undefined) {
+    kept.ok ??= requests.series({ method, outcome: 'ok' })
+    kept.ok.value += 1
+  } else {
+    kept.error ??= requests.series({ method, outcome: 'error' })
+    kept.error.value += 1
+  }
 }
 
 /** A call observed without tracing: run as it is, its metrics and audit line at its end. */
@@ -207,6 +217,9 @@ class AuditSink {
   }
 }
 
+/** The scope of a request whose trace is not sampled, entered when other requests run beside it. */
+const UNSAMPLED: Scope = Object.freeze({ span: undefined, tool: undefined, request: false }) as Scope
+
 const ADMITTED: Admission = Object.freeze({ allowed: true, retryAfterMs: 0 })
 
 export class Observer implements ObserverHooks {
@@ -215,12 +228,23 @@ export class Observer implements ObserverHooks {
   readonly #options: ObserverOptions
   readonly #audit: AuditSink | undefined
   readonly #tools = new Map<string, ToolSeries>()
-  readonly #requestSeries = new Map<string, SeriesEntry<number>>()
+  readonly #requestSeries: RequestSeries = new Map()
   readonly #hashed = new Map<string, string>()
+  readonly #requestKinds = new Map<string, { name: string; attributes: Record<string, string> }>()
   /** Tool calls running now: without tracing, what tells an HTTP request it serves a call. */
   #running = 0
   /** Whether a span is made for requests, calls and upstream requests (an OTLP endpoint is set). */
   readonly #traced: boolean
+  /** With tracing: requests (and calls outside any request) running now, sampled or not. */
+  #open = 0
+  /**
+   * With tracing: the scope of the recorded request that runs with no context entered, because no
+   * other request was running when it began. Only one can be (any request that begins while it
+   * runs enters a context of its own), so what runs with no context is either its work or none.
+   */
+  #lone: Scope | undefined
+  /** Whether a context has been entered since {@link #open} was last 0. */
+  #entered = false
   readonly sizes: boolean
   readonly #buckets: { call: Bucket[]; write: Bucket[] }
   readonly #unsubscribe: Array<() => void> = []
@@ -307,6 +331,14 @@ export class Observer implements ObserverHooks {
     this.#watchHttpClients()
   }
 
+  /**
+   * Whether a context is entered now (and with it, on Node 20, promise hooks on every promise of
+   * the process): only while requests overlap, a call of its own runs or an upstream call is traced.
+   */
+  get contextEntered(): boolean {
+    return this.#entered
+  }
+
   /** A gauge read at scrape time (sessions, handles), registered once by name. */
   gauge(name: string, help: string, read: () => number): void {
     if (this.#gauges.has(name)) return
@@ -327,24 +359,37 @@ export class Observer implements ObserverHooks {
         ? ((info.params as { name: string }).name as string)
         : undefined
     const meta = (info.params as { _meta?: Record<string, unknown> } | undefined)?._meta
-    const span = tracing.startSpan(tool ? `${info.method} ${tool}` : info.method, {
+    const kind = this.#requestKind(info.method, tool, info.transport)
+    // The sampler decides on the trace alone (the standard ones, all Keel reads from the
+    // environment, never look at attributes): a span not recorded is given none.
+    const span = tracing.startSpan(kind.name, {
       kind: 'server',
-      parent: tracing.remoteParent(meta?.traceparent, meta?.tracestate),
-      attributes: {
-        'mcp.method.name': info.method,
-        'jsonrpc.request.id': String(info.id),
-        'network.transport': info.transport === 'stdio' ? 'pipe' : 'tcp',
-        ...(tool ? { 'gen_ai.tool.name': tool, 'gen_ai.operation.name': 'execute_tool' } : {}),
-      },
+      parent: meta ? tracing.remoteParent(meta.traceparent, meta.tracestate) : undefined,
     })
-    const scope: Scope = { span, tool, request: true }
+    // The context a request runs in: none when it is the only one running (what runs with no
+    // context is then its own, #current), else its scope, or, when its trace is not sampled, a scope
+    // that says so. A request whose trace is not sampled is no span, and neither is anything in it
+    // (its call and upstream requests are counted, never traced: a child is only made under a
+    // recorded span).
+    const alone = this.#open === 0
+    this.#open += 1
+    let scope: Scope | undefined
+    if (span.recording) {
+      span.setAttributes(kind.attributes)
+      span.setAttribute('jsonrpc.request.id', String(info.id))
+      scope = { span, tool, request: true }
+      if (alone) this.#lone = scope
+    } else if (!alone) scope = UNSAMPLED
+    const entered = alone ? undefined : scope
     let ended = false
     return {
-      run: (work) => this.#scope.run(scope, work),
+      run: (work) => (entered ? this.#enter(entered, work) : work()),
       end: (errorCode) => {
         if (ended) return
         ended = true
+        this.#close(scope)
         countRequest(this.requests, this.#requestSeries, method, errorCode)
+        if (!span.recording) return
         if (errorCode !== undefined) {
           span.setAttribute('error.type', String(errorCode))
           span.setAttribute('rpc.response.status_code', String(errorCode))
@@ -355,21 +400,43 @@ export class Observer implements ObserverHooks {
     }
   }
 
+  /** A request span's name and its attributes that do not change from one request to the next, made once. */
+  #requestKind(
+    method: string,
+    tool: string | undefined,
+    transport: 'stdio' | 'http',
+  ): { name: string; attributes: Record<string, string> } {
+    const key = tool === undefined ? `${transport} ${method}` : `${transport} ${method}\u0000${tool}`
+    let kind = this.#requestKinds.get(key)
+    if (!kind) {
+      kind = {
+        name: tool ? `${method} ${tool}` : method,
+        attributes: Object.freeze({
+          'mcp.method.name': method,
+          'network.transport': transport === 'stdio' ? 'pipe' : 'tcp',
+          ...(tool ? { 'gen_ai.tool.name': tool, 'gen_ai.operation.name': 'execute_tool' } : {}),
+        }),
+      }
+      // Method and tool names come from clients: what is kept is bounded.
+      if (this.#requestKinds.size >= MAX_HASHED) this.#requestKinds.clear()
+      this.#requestKinds.set(key, kind)
+    }
+    return kind
+  }
+
   call(start: CallStart): CallObservation {
     const began = performance.now()
     const series = this.#toolSeries(start.tool)
     this.#inFlight.value += 1
     this.#running += 1
     const tracing = this.#options.tracing
-    if (!tracing) return new CountedCall(this.#settle, start, series, began)
-    const outer = this.#scope.getStore()
-    const attributes: Record<string, string | number | boolean> = {
-      'gen_ai.tool.name': start.tool,
-      'gen_ai.operation.name': 'execute_tool',
-      'mcp.protocol.generation': start.era === 'modern' ? '2026-07-28' : '2025',
-      ...(start.session ? { 'mcp.session.id': this.#hash(start.session) } : {}),
-      ...(start.subject ? { 'enduser.id': start.subject } : {}),
-    }
+    const outer = tracing ? this.#current() : undefined
+    // Without tracing, or in a request whose trace is not sampled (a request over stdio or HTTP
+    // always has a scope when it is recorded), the call is counted and not traced.
+    if (!tracing || (outer ? !outer.span : start.transport !== 'memory'))
+      return new CountedCall(this.#settle, start, series, began)
+    const era = start.era === 'modern' ? '2026-07-28' : '2025'
+    const session = start.session ? this.#hash(start.session) : undefined
     // A tool call served through a request span (stdio, HTTP) enriches that span and runs in the
     // request's scope (no second context entered), which it claims: a call the tool makes in
     // process then sees no request of its own, and gets a span of its own, as a call made outside
@@ -379,32 +446,69 @@ export class Observer implements ObserverHooks {
     if (outer?.request && outer.tool === start.tool && outer.span) {
       outer.request = false
       span = outer.span
-      for (const key in attributes) span.setAttribute(key, attributes[key] as string | number | boolean)
+      span.setAttribute('mcp.protocol.generation', era)
       run = (work) => work()
     } else {
       span = tracing.startSpan(`tools/call ${start.tool}`, {
         kind: 'internal',
         parent: outer?.span,
-        attributes: { 'mcp.method.name': 'tools/call', ...attributes },
+        attributes: {
+          'mcp.method.name': 'tools/call',
+          'gen_ai.tool.name': start.tool,
+          'gen_ai.operation.name': 'execute_tool',
+          'mcp.protocol.generation': era,
+        },
       })
+      if (!span.recording) return new CountedCall(this.#settle, start, series, began)
+      // A call of its own (outside any request, or one a tool makes in process) always enters its
+      // context, and counts as open until it ends.
       const scope: Scope = { span, tool: start.tool, request: false }
-      run = (work) => this.#scope.run(scope, work)
+      this.#open += 1
+      run = (work) => this.#enter(scope, work)
     }
+    if (session) span.setAttribute('mcp.session.id', session)
+    if (start.subject) span.setAttribute('enduser.id', start.subject)
     let ended = false
     return {
       run,
       end: (result: CallEnd) => {
         if (ended) return
         ended = true
-        const seconds = this.#settle(start, result, series, began)
-        tracing.recordCall(start.tool, result.outcome, seconds)
+        this.#settle(start, result, series, began)
         span.setAttribute('keel.tool.outcome', result.outcome)
         if (result.errorKind) {
           span.setAttribute('error.type', result.errorKind)
           span.setError(result.errorKind)
         }
-        if (span !== outer?.span) span.end()
+        if (span !== outer?.span) {
+          span.end()
+          this.#close(undefined)
+        }
       },
+    }
+  }
+
+  /** The scope of the running code: its context's, else the lone request's (see {@link #lone}). */
+  #current(): Scope | undefined {
+    return this.#scope.getStore() ?? this.#lone
+  }
+
+  #enter<T>(scope: Scope, work: () => T): T {
+    this.#entered = true
+    return this.#scope.run(scope, work)
+  }
+
+  /**
+   * A request (or a call of its own) ended. Once none runs, the context is switched off: on Node 20
+   * an AsyncLocalStorage that has run keeps promise hooks on every promise of the process until it
+   * is disabled, and requests that never overlap need none.
+   */
+  #close(scope: Scope | undefined) {
+    this.#open -= 1
+    if (scope !== undefined && this.#lone === scope) this.#lone = undefined
+    if (this.#open === 0 && this.#entered) {
+      this.#entered = false
+      this.#scope.disable()
     }
   }
 
@@ -429,6 +533,8 @@ export class Observer implements ObserverHooks {
     }
     series.duration ??= this.durations.series({ tool: start.tool })
     this.durations.record(series.duration, seconds)
+    // OpenTelemetry's metrics count every call, sampled or not.
+    this.#options.tracing?.recordCall(start.tool, result.outcome, seconds)
     if (this.#audit) this.#writeAudit(start, result, seconds, series)
     return seconds
   }
@@ -489,15 +595,27 @@ export class Observer implements ObserverHooks {
         throw error
       }
     }
-    const outer = this.#scope.getStore()
+    // An upstream span is only ever a child of a recorded one: outside a call, or in a call whose
+    // trace is not sampled, the request is counted and not traced.
+    const outer = this.#current()
+    if (!outer?.span) {
+      try {
+        const result = await work()
+        this.#upstreamDone(system, 'ok', began, undefined)
+        return result
+      } catch (error) {
+        this.#upstreamDone(system, 'error', began, undefined, (error as Error)?.name ?? 'Error')
+        throw error
+      }
+    }
     const span = tracing.startSpan(`${system} ${operation}`, {
       kind: 'client',
-      parent: outer?.span,
+      parent: outer.span,
       attributes: { 'keel.upstream.system': system, ...attributes },
     })
-    const inner: Scope = { span, tool: outer?.tool, request: false }
+    const inner: Scope = { span, tool: outer.tool, request: false }
     try {
-      const result = await this.#scope.run(inner, work)
+      const result = await this.#enter(inner, work)
       this.#upstreamDone(system, 'ok', began, span)
       return result
     } catch (error) {
@@ -534,11 +652,12 @@ export class Observer implements ObserverHooks {
   #watchHttpClients() {
     const open = new WeakMap<object, { began: number; span: OtelSpan | undefined; system: string }>()
     const begin = (request: object, origin: string, method: string, path: string) => {
-      // With tracing, the call's scope says whether a request serves a call (and which span is its
-      // parent). Without it no scope is kept (see the top of this file): a request started while a
-      // tool call runs is counted as that call's (docs/observability.md says where that differs).
-      const scope = this.#traced ? this.#scope.getStore() : undefined
-      if (this.#traced ? !scope?.tool : this.#running === 0) return
+      // In a recorded trace, the call's scope says whether a request serves a call (and which span
+      // is its parent). Without tracing, or when the trace is not sampled, no scope is kept (see
+      // the top of this file): a request started while a tool call runs is counted as that call's
+      // (docs/observability.md says where that differs), and not traced.
+      const scope = this.#traced ? this.#current() : undefined
+      if (scope?.span ? !scope.tool : this.#running === 0) return
       if (this.#excludedOrigins.includes(origin)) return
       const host = (() => {
         try {
@@ -547,15 +666,17 @@ export class Observer implements ObserverHooks {
           return origin
         }
       })()
-      const span = this.#options.tracing?.startSpan(`${method} ${host}`, {
-        kind: 'client',
-        parent: scope?.span,
-        attributes: {
-          'http.request.method': method,
-          'server.address': host,
-          'url.path': path.split('?')[0] ?? path,
-        },
-      })
+      const span = scope?.span
+        ? this.#options.tracing?.startSpan(`${method} ${host}`, {
+            kind: 'client',
+            parent: scope.span,
+            attributes: {
+              'http.request.method': method,
+              'server.address': host,
+              'url.path': path.split('?')[0] ?? path,
+            },
+          })
+        : undefined
       open.set(request, { began: performance.now(), span, system: `http:${host}` })
     }
     const finish = (request: object, status: number | undefined, error?: string) => {

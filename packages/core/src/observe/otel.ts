@@ -11,7 +11,13 @@ type Attributes = Record<string, string | number | boolean>
 
 /** A started span, as the observer uses it. */
 export interface OtelSpan {
+  /**
+   * Whether the span is recorded (its trace is sampled). A span that is not is never made current
+   * and never a parent: its request runs with no context at all.
+   */
+  readonly recording: boolean
   setAttribute(key: string, value: string | number | boolean): void
+  setAttributes(attributes: Attributes): void
   setError(message: string): void
   end(): void
   /** The SDK context this span is current in (for children). */
@@ -32,6 +38,164 @@ export interface OtelTracing {
   recordCall(tool: string, outcome: string, seconds: number): void
   recordUpstream(system: string, outcome: string, seconds: number): void
   shutdown(): Promise<void>
+}
+
+/**
+ * The buckets of both duration histograms, in seconds: the ones the MCP semantic conventions give
+ * for `mcp.server.operation.duration`.
+ */
+export const DURATION_BOUNDARIES = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]
+
+type HrTime = [number, number]
+const hrTime = (ms: number): HrTime => [Math.trunc(ms / 1000), Math.round((ms % 1000) * 1e6)]
+
+/** One attribute set's histogram: bucket counts (the last one above every boundary), sum, count, range. */
+interface DurationSeries {
+  readonly attributes: Attributes
+  counts: number[]
+  sum: number
+  count: number
+  min: number
+  max: number
+  start: HrTime
+}
+
+/** Series kept per two attribute values (tool and outcome, system and outcome); at most 10,000 of them. */
+class Durations {
+  readonly #series = new Map<string, Map<string, DurationSeries>>()
+  size = 0
+  constructor(
+    readonly name: string,
+    readonly description: string,
+    readonly attributesOf: (first: string, second: string) => Attributes,
+  ) {}
+
+  record(first: string, second: string, seconds: number): void {
+    let inner = this.#series.get(first)
+    if (!inner) {
+      if (this.size >= 10_000) return
+      inner = new Map()
+      this.#series.set(first, inner)
+    }
+    let series = inner.get(second)
+    if (!series) {
+      if (this.size >= 10_000) return
+      series = {
+        attributes: this.attributesOf(first, second),
+        counts: new Array(DURATION_BOUNDARIES.length + 1).fill(0),
+        sum: 0,
+        count: 0,
+        min: Number.POSITIVE_INFINITY,
+        max: Number.NEGATIVE_INFINITY,
+        start: hrTime(Date.now()),
+      }
+      inner.set(second, series)
+      this.size += 1
+    }
+    let bucket = 0
+    while (bucket < DURATION_BOUNDARIES.length && seconds > (DURATION_BOUNDARIES[bucket] as number)) bucket++
+    ;(series.counts[bucket] as number) += 1
+    series.sum += seconds
+    series.count += 1
+    if (seconds < series.min) series.min = seconds
+    if (seconds > series.max) series.max = seconds
+  }
+
+  /** The data points as the SDK's reader exports them; with delta temporality, each series starts over. */
+  points(now: HrTime, delta: boolean) {
+    const points = []
+    for (const inner of this.#series.values())
+      for (const series of inner.values()) {
+        if (delta && series.count === 0) continue
+        points.push({
+          attributes: series.attributes,
+          startTime: series.start,
+          endTime: now,
+          value: {
+            buckets: { boundaries: DURATION_BOUNDARIES, counts: [...series.counts] },
+            sum: series.sum,
+            count: series.count,
+            min: series.min,
+            max: series.max,
+          },
+        })
+        if (delta) {
+          series.counts.fill(0)
+          series.sum = 0
+          series.count = 0
+          series.min = Number.POSITIVE_INFINITY
+          series.max = Number.NEGATIVE_INFINITY
+          series.start = now
+        }
+      }
+    return points
+  }
+}
+
+type Sdk = typeof import('./otel-sdk.vendor.js')
+
+/**
+ * The OTLP metrics: the two duration histograms, kept here and handed to the SDK's reader when it
+ * collects (a metric producer, the SDK's own extension point): a record is a lookup and a few
+ * additions, where the SDK's instrument hashes the attribute set on every record.
+ */
+function startMetrics(
+  sdk: Sdk,
+  resource: import('./otel-sdk.vendor.js').CollectionResult['resourceMetrics']['resource'],
+  base: string,
+  options: { serviceVersion: string; metricIntervalMs?: number },
+) {
+  const callDuration = new Durations(
+    'mcp.server.operation.duration',
+    'Tool call duration',
+    (tool, outcome) => ({
+      'gen_ai.tool.name': tool,
+      'keel.tool.outcome': outcome,
+    }),
+  )
+  const upstreamDuration = new Durations(
+    'keel.upstream.duration',
+    'Upstream request duration',
+    (system, outcome) => ({
+      'keel.upstream.system': system,
+      'keel.upstream.outcome': outcome,
+    }),
+  )
+  const scope = { name: 'keel-mcp', version: options.serviceVersion }
+  const reader = new sdk.PeriodicExportingMetricReader({
+    exporter: new sdk.OTLPMetricExporter({ url: `${base}/v1/metrics` }),
+    // OTEL_METRIC_EXPORT_INTERVAL is the standard knob (ms; default 60 s).
+    exportIntervalMillis:
+      options.metricIntervalMs ?? (Number(process.env.OTEL_METRIC_EXPORT_INTERVAL) || 60_000),
+    metricProducers: [
+      {
+        collect: async () => {
+          const temporality = reader.selectAggregationTemporality(sdk.InstrumentType.HISTOGRAM)
+          const delta = temporality === sdk.AggregationTemporality.DELTA
+          const now = hrTime(Date.now())
+          const metrics = [callDuration, upstreamDuration]
+            .filter((durations) => durations.size > 0)
+            .map((durations): import('./otel-sdk.vendor.js').MetricData => ({
+              descriptor: {
+                name: durations.name,
+                description: durations.description,
+                unit: 's',
+                valueType: sdk.ValueType.DOUBLE,
+              },
+              aggregationTemporality: temporality,
+              dataPointType: sdk.DataPointType.HISTOGRAM,
+              dataPoints: durations.points(now, delta),
+            }))
+          return {
+            resourceMetrics: { resource, scopeMetrics: metrics.length ? [{ scope, metrics }] : [] },
+            errors: [],
+          }
+        },
+      },
+    ],
+  })
+  const meterProvider = new sdk.MeterProvider({ resource, readers: [reader] })
+  return { meterProvider, callDuration, upstreamDuration }
 }
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
@@ -64,95 +228,79 @@ export async function startTracing(options: {
   })
   const provider = new sdk.BasicTracerProvider({ resource, spanProcessors: [processor] })
   const tracer = provider.getTracer('keel-mcp', options.serviceVersion)
-  const meterProvider = new sdk.MeterProvider({
-    resource,
-    readers: [
-      new sdk.PeriodicExportingMetricReader({
-        exporter: new sdk.OTLPMetricExporter({ url: `${base}/v1/metrics` }),
-        // OTEL_METRIC_EXPORT_INTERVAL is the standard knob (ms; default 60 s).
-        exportIntervalMillis:
-          options.metricIntervalMs ?? (Number(process.env.OTEL_METRIC_EXPORT_INTERVAL) || 60_000),
-      }),
-    ],
-  })
-  const meter = meterProvider.getMeter('keel-mcp', options.serviceVersion)
-  const callDuration = meter.createHistogram('mcp.server.operation.duration', {
-    unit: 's',
-    description: 'Tool call duration',
-  })
-  const upstreamDuration = meter.createHistogram('keel.upstream.duration', {
-    unit: 's',
-    description: 'Upstream request duration',
-  })
+  const { meterProvider, callDuration, upstreamDuration } = startMetrics(sdk, resource, base, options)
   const kinds = { server: sdk.SpanKind.SERVER, client: sdk.SpanKind.CLIENT, internal: sdk.SpanKind.INTERNAL }
 
+  type SdkSpan = ReturnType<typeof tracer.startSpan>
+  type SdkContext = ReturnType<typeof sdk.context.active>
   // A span's context (what its children are parented to) is made when a child first asks: most
   // spans (a request with no upstream call) never have one.
-  const wrap = (
-    span: ReturnType<typeof tracer.startSpan>,
-    parentContext: ReturnType<typeof sdk.context.active>,
-  ): OtelSpan => {
-    let spanContext: unknown
-    return {
-      get context() {
-        spanContext ??= sdk.trace.setSpan(parentContext, span)
-        return spanContext
-      },
-      setAttribute: (key, value) => {
-        span.setAttribute(key, value)
-      },
-      setError: (message) => span.setStatus({ code: sdk.SpanStatusCode.ERROR, message }),
-      end: () => span.end(),
+  class Handle implements OtelSpan {
+    #context: SdkContext | undefined
+    readonly recording: boolean
+    constructor(
+      readonly span: SdkSpan,
+      readonly parentContext: SdkContext,
+    ) {
+      this.recording = span.isRecording()
+    }
+    get context(): SdkContext {
+      this.#context ??= sdk.trace.setSpan(this.parentContext, this.span)
+      return this.#context
+    }
+    setAttribute(key: string, value: string | number | boolean) {
+      this.span.setAttribute(key, value)
+    }
+    setAttributes(attributes: Attributes) {
+      this.span.setAttributes(attributes)
+    }
+    setError(message: string) {
+      this.span.setStatus({ code: sdk.SpanStatusCode.ERROR, message })
+    }
+    end() {
+      this.span.end()
     }
   }
-  // The metric attributes of each tool and outcome (system and outcome), made once: a record then
-  // allocates nothing of ours.
-  const attributeSets = new Map<string, Attributes>()
-  const attributesOf = (key: string, make: () => Attributes): Attributes => {
-    let attributes = attributeSets.get(key)
-    if (!attributes) {
-      attributes = make()
-      if (attributeSets.size < 10_000) attributeSets.set(key, attributes)
-    }
-    return attributes
-  }
-
+  // Nothing is registered globally, and a host's global context is none of Keel's: a span with no
+  // parent starts a trace (the client's W3C context aside).
+  const root: SdkContext = sdk.ROOT_CONTEXT
+  const none = {}
   return {
     startSpan(name, { kind, parent, attributes }) {
-      const parentContext = (parent?.context as ReturnType<typeof sdk.context.active>) ?? sdk.context.active()
-      const span = tracer.startSpan(name, { kind: kinds[kind], attributes: attributes ?? {} }, parentContext)
-      return wrap(span, parentContext)
+      const parentContext = (parent?.context as SdkContext | undefined) ?? root
+      // The SDK copies the attributes into the span: a caller may pass the same object every time.
+      const span = tracer.startSpan(
+        name,
+        { kind: kinds[kind], attributes: attributes ?? none },
+        parentContext,
+      )
+      return new Handle(span, parentContext)
     },
     remoteParent(traceparent, tracestate) {
       if (typeof traceparent !== 'string') return undefined
       const match = TRACEPARENT.exec(traceparent.trim().toLowerCase())
       if (!match || /^0+$/.test(match[1] as string) || /^0+$/.test(match[2] as string)) return undefined
-      const remote = sdk.trace.setSpanContext(sdk.context.active(), {
+      const remote = sdk.trace.setSpanContext(root, {
         traceId: match[1] as string,
         spanId: match[2] as string,
         traceFlags: Number.parseInt(match[3] as string, 16) & sdk.TraceFlags.SAMPLED,
         isRemote: true,
         ...(typeof tracestate === 'string' && tracestate ? { traceState: undefined } : {}),
       })
-      return { context: remote, setAttribute() {}, setError() {}, end() {} }
+      return {
+        recording: false,
+        context: remote,
+        setAttribute() {},
+        setAttributes() {},
+        setError() {},
+        end() {},
+      }
     },
     recordCall(tool, outcome, seconds) {
-      callDuration.record(
-        seconds,
-        attributesOf(`call\u0000${tool}\u0000${outcome}`, () => ({
-          'gen_ai.tool.name': tool,
-          'keel.tool.outcome': outcome,
-        })),
-      )
+      callDuration.record(tool, outcome, seconds)
     },
     recordUpstream(system, outcome, seconds) {
-      upstreamDuration.record(
-        seconds,
-        attributesOf(`upstream\u0000${system}\u0000${outcome}`, () => ({
-          'keel.upstream.system': system,
-          'keel.upstream.outcome': outcome,
-        })),
-      )
+      upstreamDuration.record(system, outcome, seconds)
     },
     async shutdown() {
       await Promise.allSettled([provider.shutdown(), meterProvider.shutdown()]).then((results) => {

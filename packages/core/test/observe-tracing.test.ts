@@ -1,0 +1,332 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createLogger } from '../src/logger.js'
+import type { CallStart } from '../src/observe/hooks.js'
+import { hashId, Observer } from '../src/observe/observer.js'
+import { DURATION_BOUNDARIES, startTracing } from '../src/observe/otel.js'
+import type { ObserveConfig } from '../src/observe-config.js'
+
+// The observer with OpenTelemetry spans, exported over OTLP/HTTP (JSON) to a loopback receiver:
+// which requests are spans, which context each runs in, and whose child each upstream request is.
+
+interface Span {
+  traceId: string
+  spanId: string
+  parentSpanId: string | undefined
+  name: string
+  kind: number
+  attributes: Record<string, unknown>
+}
+
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736'
+const PARENT_SPAN = '00f067aa0ba902b7'
+/** A client's W3C trace context whose trace is not sampled (flags 00). */
+const NOT_SAMPLED = `00-${TRACE_ID}-${PARENT_SPAN}-00`
+const SERVER = 2
+const CLIENT = 3
+
+let receiver: Server
+let receiverUrl = ''
+let spans: Span[] = []
+/** Histogram points received on /v1/metrics, by metric name. */
+let histograms: Record<string, HistogramPoint[]> = {}
+
+interface HistogramPoint {
+  attributes: Record<string, unknown>
+  count: number
+  sum: number
+  bucketCounts: number[]
+  explicitBounds: number[]
+  temporality: number
+}
+
+const attributesOf = (list: Array<{ key: string; value: Record<string, unknown> }> = []) =>
+  Object.fromEntries(list.map(({ key, value }) => [key, value.stringValue ?? Object.values(value)[0]]))
+let upstream: Server
+let upstreamUrl = ''
+
+const listen = async (server: Server) => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    let body = ''
+    req.setEncoding('utf8')
+    req.on('data', (chunk: string) => {
+      body += chunk
+    })
+    req.on('end', () => {
+      if (req.url === '/v1/traces') {
+        const payload = JSON.parse(body)
+        for (const resource of payload.resourceSpans ?? [])
+          for (const scope of resource.scopeSpans ?? [])
+            for (const span of scope.spans ?? [])
+              spans.push({
+                traceId: span.traceId,
+                spanId: span.spanId,
+                parentSpanId: span.parentSpanId || undefined,
+                name: span.name,
+                kind: span.kind,
+                attributes: attributesOf(span.attributes),
+              })
+      } else if (req.url === '/v1/metrics') {
+        const payload = JSON.parse(body)
+        for (const resource of payload.resourceMetrics ?? [])
+          for (const scope of resource.scopeMetrics ?? [])
+            for (const metric of scope.metrics ?? [])
+              for (const point of metric.histogram?.dataPoints ?? []) {
+                histograms[metric.name] ??= []
+                histograms[metric.name]?.push({
+                  attributes: attributesOf(point.attributes),
+                  count: Number(point.count),
+                  sum: point.sum,
+                  bucketCounts: point.bucketCounts.map(Number),
+                  explicitBounds: point.explicitBounds,
+                  temporality: metric.histogram.aggregationTemporality,
+                })
+              }
+      }
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{}')
+    })
+  })
+  receiverUrl = await listen(receiver)
+  upstream = createServer((_req, res) => res.end('{}'))
+  upstreamUrl = await listen(upstream)
+})
+
+afterAll(async () => {
+  await new Promise((resolve) => receiver.close(resolve))
+  await new Promise((resolve) => upstream.close(resolve))
+})
+
+const config = (): ObserveConfig => ({
+  metrics: true,
+  metricsPort: undefined,
+  otelEndpoint: receiverUrl,
+  auditLog: undefined,
+  rateLimit: undefined,
+  rateLimitBurst: undefined,
+  writeRateLimit: undefined,
+  maxAnswerTokens: 25_000,
+})
+
+const start: CallStart = {
+  tool: 'read',
+  readOnly: true,
+  transport: 'stdio',
+  session: 'session-1',
+  subject: undefined,
+  era: 'legacy',
+  argumentsBytes: 0,
+  safeArguments: undefined,
+}
+
+/** Runs `scenario` against an observer with tracing; returns the spans it exported (all of them, at close). */
+async function traced(scenario: (watching: Observer) => Promise<void>): Promise<Span[]> {
+  spans = []
+  histograms = {}
+  const logger = createLogger({ name: 'x', level: 'error' })
+  const tracing = await startTracing({
+    endpoint: receiverUrl,
+    serviceName: 'x',
+    serviceVersion: '1.0.0',
+    logger,
+    metricIntervalMs: 60_000,
+  })
+  const watching = new Observer({
+    config: config(),
+    serviceName: 'x',
+    serviceVersion: '1.0.0',
+    logger,
+    limiter: undefined,
+    tracing,
+  })
+  try {
+    await scenario(watching)
+  } finally {
+    await watching.close()
+  }
+  return spans
+}
+
+/** One tools/call request as the stdio transport serves it: the request observed, its call inside. */
+async function serve(
+  watching: Observer,
+  id: number,
+  work: () => Promise<unknown>,
+  meta?: Record<string, string>,
+): Promise<void> {
+  const request = watching.request({
+    method: 'tools/call',
+    id,
+    transport: 'stdio',
+    params: { name: 'read', arguments: {}, ...(meta ? { _meta: meta } : {}) },
+  })
+  await request.run(async () => {
+    const call = watching.call(start)
+    await call.run(work)
+    call.end({ outcome: 'ok', resultBytes: 0 })
+  })
+  request.end()
+}
+
+const get = async (path: string) => (await fetch(`${upstreamUrl}${path}`)).text()
+
+describe('the observer with OpenTelemetry spans', () => {
+  it('makes no span of a request whose trace is not sampled, nor of anything in it, and counts it all', async () => {
+    let entered: boolean | undefined
+    const exported = await traced(async (watching) => {
+      await serve(
+        watching,
+        1,
+        async () => {
+          await get('/unsampled')
+          await watching.upstream('postgresql', 'query', async () => {
+            entered = watching.contextEntered
+          })
+        },
+        { traceparent: NOT_SAMPLED },
+      )
+      expect(watching.calls.get({ tool: 'read', outcome: 'ok' })).toBe(1)
+      expect(watching.upstreamCalls.get({ system: 'postgresql', outcome: 'ok' })).toBe(1)
+      expect(watching.upstreamCalls.get({ system: `http:${new URL(upstreamUrl).host}`, outcome: 'ok' })).toBe(
+        1,
+      )
+    })
+    // An upstream call outside a recorded span is never a span of its own (a root).
+    expect(exported).toEqual([])
+    expect(entered).toBe(false)
+    // OpenTelemetry's metrics count every call, sampled or not (exported at close).
+    expect(histograms['mcp.server.operation.duration']).toEqual([
+      expect.objectContaining({
+        attributes: { 'gen_ai.tool.name': 'read', 'keel.tool.outcome': 'ok' },
+        count: 1,
+      }),
+    ])
+    expect(
+      histograms['keel.upstream.duration']
+        ?.map((point) => [point.attributes['keel.upstream.system'], point.count])
+        .sort(),
+    ).toEqual([
+      [`http:${new URL(upstreamUrl).host}`, 1],
+      ['postgresql', 1],
+    ])
+  })
+
+  it('exports the duration histograms with the MCP conventions’ buckets, cumulative, kept per tool and outcome', async () => {
+    await traced(async (watching) => {
+      for (const outcome of ['ok', 'ok', 'error']) {
+        const call = watching.call({ ...start, transport: 'memory' })
+        await call.run(async () => {})
+        call.end({ outcome, resultBytes: 0 })
+      }
+    })
+    const points = histograms['mcp.server.operation.duration'] ?? []
+    expect(points.map((point) => [point.attributes['keel.tool.outcome'], point.count]).sort()).toEqual([
+      ['error', 1],
+      ['ok', 2],
+    ])
+    for (const point of points) {
+      expect(point.explicitBounds).toEqual(DURATION_BOUNDARIES)
+      expect(point.bucketCounts).toHaveLength(DURATION_BOUNDARIES.length + 1)
+      expect(point.bucketCounts.reduce((sum, count) => sum + count, 0)).toBe(point.count)
+      expect(point.sum).toBeGreaterThanOrEqual(0)
+      expect(point.temporality).toBe(2) // cumulative
+    }
+  })
+
+  it('runs a request alone in no context, with its call on its span and its upstream requests as children', async () => {
+    const entered: boolean[] = []
+    let after: boolean | undefined
+    const exported = await traced(async (watching) => {
+      await serve(watching, 1, async () => {
+        entered.push(watching.contextEntered)
+        await get('/alone')
+        entered.push(watching.contextEntered)
+        await watching.upstream('postgresql', 'query', async () => {
+          entered.push(watching.contextEntered)
+          await get('/inside')
+        })
+      })
+      after = watching.contextEntered
+    })
+    expect(entered).toEqual([false, false, true])
+    expect(after).toBe(false)
+    const request = exported.find((span) => span.kind === SERVER)
+    expect(request).toMatchObject({
+      name: 'tools/call read',
+      parentSpanId: undefined,
+      attributes: {
+        'mcp.method.name': 'tools/call',
+        'jsonrpc.request.id': '1',
+        'network.transport': 'pipe',
+        'gen_ai.tool.name': 'read',
+        'gen_ai.operation.name': 'execute_tool',
+        'mcp.protocol.generation': '2025',
+        'mcp.session.id': hashId('session-1'),
+        'keel.tool.outcome': 'ok',
+      },
+    })
+    const query = exported.find((span) => span.name === 'postgresql query')
+    const byPath = (path: string) => exported.find((span) => span.attributes['url.path'] === path)
+    expect(byPath('/alone')).toMatchObject({ kind: CLIENT, parentSpanId: request?.spanId })
+    expect(query).toMatchObject({ kind: CLIENT, parentSpanId: request?.spanId })
+    expect(byPath('/inside')).toMatchObject({ kind: CLIENT, parentSpanId: query?.spanId })
+    expect(exported).toHaveLength(4)
+  })
+
+  it('gives requests that overlap a context each: every upstream request is its own call’s child, or nobody’s when not sampled', async () => {
+    let during: boolean | undefined
+    let later: boolean[] = []
+    const exported = await traced(async (watching) => {
+      let release = () => {}
+      const gate = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      // The first runs alone (no context); the others begin while it waits.
+      const first = serve(watching, 1, async () => {
+        await get('/first-before')
+        await gate
+        await get('/first-after')
+      })
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      await Promise.all([
+        serve(watching, 2, async () => {
+          during = watching.contextEntered
+          await get('/second')
+        }),
+        serve(watching, 3, () => get('/unsampled'), { traceparent: NOT_SAMPLED }),
+      ])
+      release()
+      await first
+      // Nothing runs: the context is off again, and a request alone enters none.
+      later.push(watching.contextEntered)
+      await serve(watching, 4, async () => {
+        later.push(watching.contextEntered)
+        await get('/fourth')
+      })
+      later = [...later, watching.contextEntered]
+    })
+    expect(during).toBe(true)
+    expect(later).toEqual([false, false, false])
+    const requestOf = (id: string) =>
+      exported.find((span) => span.kind === SERVER && span.attributes['jsonrpc.request.id'] === id)
+    const byPath = (path: string) => exported.filter((span) => span.attributes['url.path'] === path)
+    expect(requestOf('3')).toBeUndefined()
+    expect(byPath('/unsampled')).toEqual([])
+    for (const [path, id] of [
+      ['/first-before', '1'],
+      ['/first-after', '1'],
+      ['/second', '2'],
+      ['/fourth', '4'],
+    ] as const) {
+      expect(byPath(path), path).toHaveLength(1)
+      expect(byPath(path)[0]?.parentSpanId, path).toBe(requestOf(id)?.spanId)
+    }
+    expect(exported).toHaveLength(7)
+  })
+})
