@@ -13,7 +13,8 @@
 import { createHash } from 'node:crypto'
 import { chmod, readFile, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { build } from 'esbuild'
+import { build, formatMessages } from 'esbuild'
+import { authImportOf, lazyAuthSchemas, lazyEraSchemas } from './lazy-era-schemas.mjs'
 
 const root = process.cwd()
 const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'))
@@ -130,29 +131,112 @@ const lazyLocales = {
   },
 }
 
-const result = await build({
-  absWorkingDir: root,
-  entryPoints: entries,
-  outdir: 'dist',
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node20',
-  external,
-  // Workspace packages export their TypeScript sources under this condition (see vitest.shared.ts):
-  // a server bundles core from source, so a fresh clone needs no build of core first.
-  conditions: ['keel-source'],
-  splitting: false,
-  // Smaller source compiles faster at every start; stacks stay readable enough for the logs.
-  minify: true,
-  legalComments: 'linked',
-  metafile: true,
-  plugins: [vendorPlugin, lazyShims, lazyLocales],
-  logLevel: 'warning',
-  // import.meta.url has no CJS counterpart; give the inlined ESM code one.
-  define: { 'import.meta.url': '__keelImportMetaUrl' },
-  banner: { js: "const __keelImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+// Two parts of the SDK built at start that a handshake does not need, each built on first use in
+// the bin's copy (lazy-era-schemas.mjs): the server's 2025-era wire schemas (about 750, all built on
+// a connection's first message though a handshake reads a handful) and core's OAuth schemas (about
+// 270, registered in specTypeSchemas at start). The build fails if the SDK no longer has that shape.
+// A bundle that also holds code importing the OAuth schemas by name (the SDK's client, in a test
+// bin) keeps them eager: the first build fails on exactly those imports, and the bin is built again
+// without that part.
+let eraSchemasRewritten = 0
+const authModules = new Map()
+const lazySdkSchemas = (deferAuth) => ({
+  name: 'keel-lazy-sdk-schemas',
+  setup(builder) {
+    const authOf = async (internalPath) => {
+      if (!authModules.has(internalPath)) {
+        const { path, names, internal } = authImportOf(internalPath, await readFile(internalPath, 'utf8'))
+        authModules.set(internalPath, { path: join(dirname(internalPath), path), names, internal })
+      }
+      return authModules.get(internalPath)
+    }
+    if (deferAuth)
+      builder.onLoad(
+        { filter: /[\\/]@modelcontextprotocol[\\/]core[\\/]dist[\\/]internal\.mjs$/ },
+        async (args) => ({
+          contents: (await authOf(args.path)).internal,
+          loader: 'js',
+          resolveDir: dirname(args.path),
+        }),
+      )
+    builder.onLoad(
+      { filter: /[\\/]@modelcontextprotocol[\\/]server[\\/]dist[\\/][\w-]+\.mjs$/ },
+      async (args) => {
+        const source = await readFile(args.path, 'utf8')
+        if (!source.includes('function buildSchemas2025(')) return undefined
+        eraSchemasRewritten++
+        let contents = lazyEraSchemas(args.path, source)
+        if (deferAuth) {
+          const internal = await builder.resolve('@modelcontextprotocol/core/internal', {
+            resolveDir: dirname(args.path),
+            kind: 'import-statement',
+          })
+          if (internal.errors.length > 0) throw new Error(internal.errors[0].text)
+          const auth = await authOf(internal.path)
+          contents = lazyAuthSchemas(args.path, contents, auth.path, auth.names)
+        }
+        return { contents, loader: 'js', resolveDir: dirname(args.path) }
+      },
+    )
+  },
 })
+
+/** True when every error of a failed build is an import of an OAuth schema from internal.mjs. */
+function importsOAuthSchemas(error) {
+  const names = new Set([...authModules.values()].flatMap(({ names }) => [...names.keys()]))
+  return (
+    Array.isArray(error?.errors) &&
+    error.errors.length > 0 &&
+    error.errors.every((message) => {
+      const match =
+        /^No matching export in ".*[\\/]@modelcontextprotocol[\\/]core[\\/]dist[\\/]internal\.mjs" for import "(\w+)"$/.exec(
+          message.text,
+        )
+      return match !== null && names.has(match[1])
+    })
+  )
+}
+
+const bundleWith = (deferAuth) =>
+  build({
+    absWorkingDir: root,
+    entryPoints: entries,
+    outdir: 'dist',
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    external,
+    // Workspace packages export their TypeScript sources under this condition (see vitest.shared.ts):
+    // a server bundles core from source, so a fresh clone needs no build of core first.
+    conditions: ['keel-source'],
+    splitting: false,
+    // Smaller source compiles faster at every start; stacks stay readable enough for the logs.
+    minify: true,
+    legalComments: 'linked',
+    metafile: true,
+    plugins: [vendorPlugin, lazyShims, lazyLocales, lazySdkSchemas(deferAuth)],
+    // The first attempt reports its warnings below; its errors go with the error it throws.
+    logLevel: deferAuth ? 'silent' : 'warning',
+    // import.meta.url has no CJS counterpart; give the inlined ESM code one.
+    define: { 'import.meta.url': '__keelImportMetaUrl' },
+    banner: { js: "const __keelImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  })
+let result
+try {
+  result = await bundleWith(true)
+  for (const warning of await formatMessages(result.warnings, { kind: 'warning', color: false }))
+    process.stderr.write(warning)
+} catch (error) {
+  if (!importsOAuthSchemas(error)) throw error
+  eraSchemasRewritten = 0
+  result = await bundleWith(false)
+}
+const bundlesSdkServer = Object.keys(result.metafile.inputs).some((input) =>
+  /[\\/]@modelcontextprotocol[\\/]server[\\/]dist[\\/]/.test(input),
+)
+if (bundlesSdkServer && eraSchemasRewritten === 0)
+  throw new Error('lazy era schemas: the SDK server was bundled but no module defines buildSchemas2025()')
 // Each vendored client, bundled alone from where the package that imports it resolves it.
 for (const [name, { specifier, resolveDir }] of vendored) {
   await build({
