@@ -14,7 +14,13 @@ import { createHash } from 'node:crypto'
 import { chmod, readFile, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { build, formatMessages } from 'esbuild'
-import { authImportOf, lazyAuthSchemas, lazyEraSchemas } from './lazy-era-schemas.mjs'
+import {
+  lazyAuthSchemas,
+  lazyEraSchemas,
+  lazyInternal,
+  lazySchemasModule,
+  lazyServerSchemaImports,
+} from './lazy-sdk-schemas.mjs'
 
 const root = process.cwd()
 const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'))
@@ -131,34 +137,61 @@ const lazyLocales = {
   },
 }
 
-// Two parts of the SDK built at start that a handshake does not need, each built on first use in
-// the bin's copy (lazy-era-schemas.mjs): the server's 2025-era wire schemas (about 750, all built on
-// a connection's first message though a handshake reads a handful) and core's OAuth schemas (about
-// 270, registered in specTypeSchemas at start). The build fails if the SDK no longer has that shape.
-// A bundle that also holds code importing the OAuth schemas by name (the SDK's client, in a test
-// bin) keeps them eager: the first build fails on exactly those imports, and the bin is built again
-// without that part.
+// Parts of the SDK built at start that a handshake does not need, each built on first use in the
+// bin's copy (lazy-sdk-schemas.mjs): the server's 2025-era wire schemas (about 750, all built on a
+// connection's first message though a handshake reads a handful), core's protocol schemas (about
+// 800, evaluated with the module and registered in specTypeSchemas) and its OAuth schemas (about
+// 270, registered likewise). The build fails if the SDK no longer has the shape these rewrites
+// expect. A bundle that also holds code importing those schemas by name (the SDK's client, in a
+// test bin) keeps the protocol and OAuth schemas eager: the first build fails on exactly those
+// imports, and the bin is built again without that part.
 let eraSchemasRewritten = 0
-const authModules = new Map()
-const lazySdkSchemas = (deferAuth) => ({
+const SCHEMAS_MODULE = /^\.\/schemas-[\w-]+\.mjs$/
+const sdkModules = new Map()
+/** Every name the deferred parts stop exporting under its usual name (for the retry below). */
+const deferredNames = new Set()
+const lazySdkSchemas = (deferAll) => ({
   name: 'keel-lazy-sdk-schemas',
   setup(builder) {
-    const authOf = async (internalPath) => {
-      if (!authModules.has(internalPath)) {
-        const { path, names, internal } = authImportOf(internalPath, await readFile(internalPath, 'utf8'))
-        authModules.set(internalPath, { path: join(dirname(internalPath), path), names, internal })
-      }
-      return authModules.get(internalPath)
+    const once = async (key, make) => {
+      if (!sdkModules.has(key)) sdkModules.set(key, await make())
+      return sdkModules.get(key)
     }
-    if (deferAuth)
+    const schemasModule = (path) =>
+      once(path, async () => lazySchemasModule(path, await readFile(path, 'utf8')))
+    const internalModule = (path) =>
+      once(path, async () => {
+        const source = await readFile(path, 'utf8')
+        const schemasPath = [...source.matchAll(/from "(\.\/schemas-[\w-]+\.mjs)"/g)].map((match) => match[1])
+        if (new Set(schemasPath).size !== 1 || !SCHEMAS_MODULE.test(schemasPath[0]))
+          throw new Error(`lazy SDK schemas: ${path} does not import one schemas module`)
+        const { lazyExports } = await schemasModule(join(dirname(path), schemasPath[0]))
+        const internal = lazyInternal(path, source, {
+          deferAuth: true,
+          schemas: { path: schemasPath[0], lazyExports },
+        })
+        for (const name of [...lazyExports, ...internal.lazyNames, ...internal.authNames.keys()])
+          deferredNames.add(name)
+        return { ...internal, authPath: join(dirname(path), internal.authPath) }
+      })
+    if (deferAll) {
       builder.onLoad(
         { filter: /[\\/]@modelcontextprotocol[\\/]core[\\/]dist[\\/]internal\.mjs$/ },
         async (args) => ({
-          contents: (await authOf(args.path)).internal,
+          contents: (await internalModule(args.path)).contents,
           loader: 'js',
           resolveDir: dirname(args.path),
         }),
       )
+      builder.onLoad(
+        { filter: /[\\/]@modelcontextprotocol[\\/]core[\\/]dist[\\/]schemas-[\w-]+\.mjs$/ },
+        async (args) => ({
+          contents: (await schemasModule(args.path)).contents,
+          loader: 'js',
+          resolveDir: dirname(args.path),
+        }),
+      )
+    }
     builder.onLoad(
       { filter: /[\\/]@modelcontextprotocol[\\/]server[\\/]dist[\\/][\w-]+\.mjs$/ },
       async (args) => {
@@ -166,14 +199,15 @@ const lazySdkSchemas = (deferAuth) => ({
         if (!source.includes('function buildSchemas2025(')) return undefined
         eraSchemasRewritten++
         let contents = lazyEraSchemas(args.path, source)
-        if (deferAuth) {
-          const internal = await builder.resolve('@modelcontextprotocol/core/internal', {
+        if (deferAll) {
+          const resolved = await builder.resolve('@modelcontextprotocol/core/internal', {
             resolveDir: dirname(args.path),
             kind: 'import-statement',
           })
-          if (internal.errors.length > 0) throw new Error(internal.errors[0].text)
-          const auth = await authOf(internal.path)
-          contents = lazyAuthSchemas(args.path, contents, auth.path, auth.names)
+          if (resolved.errors.length > 0) throw new Error(resolved.errors[0].text)
+          const internal = await internalModule(resolved.path)
+          contents = lazyAuthSchemas(args.path, contents, internal.authPath, internal.authNames)
+          contents = lazyServerSchemaImports(args.path, contents, internal.lazyNames)
         }
         return { contents, loader: 'js', resolveDir: dirname(args.path) }
       },
@@ -181,23 +215,22 @@ const lazySdkSchemas = (deferAuth) => ({
   },
 })
 
-/** True when every error of a failed build is an import of an OAuth schema from internal.mjs. */
-function importsOAuthSchemas(error) {
-  const names = new Set([...authModules.values()].flatMap(({ names }) => [...names.keys()]))
+/** True when every error of a failed build is an import of a schema the deferred parts renamed. */
+function importsDeferredSchemas(error) {
   return (
     Array.isArray(error?.errors) &&
     error.errors.length > 0 &&
     error.errors.every((message) => {
       const match =
-        /^No matching export in ".*[\\/]@modelcontextprotocol[\\/]core[\\/]dist[\\/]internal\.mjs" for import "(\w+)"$/.exec(
+        /^No matching export in ".*[\\/]@modelcontextprotocol[\\/]core[\\/]dist[\\/][\w-]+\.mjs" for import "([\w$]+)"$/.exec(
           message.text,
         )
-      return match !== null && names.has(match[1])
+      return match !== null && deferredNames.has(match[1])
     })
   )
 }
 
-const bundleWith = (deferAuth) =>
+const bundleWith = (deferAll) =>
   build({
     absWorkingDir: root,
     entryPoints: entries,
@@ -215,9 +248,9 @@ const bundleWith = (deferAuth) =>
     minify: true,
     legalComments: 'linked',
     metafile: true,
-    plugins: [vendorPlugin, lazyShims, lazyLocales, lazySdkSchemas(deferAuth)],
+    plugins: [vendorPlugin, lazyShims, lazyLocales, lazySdkSchemas(deferAll)],
     // The first attempt reports its warnings below; its errors go with the error it throws.
-    logLevel: deferAuth ? 'silent' : 'warning',
+    logLevel: deferAll ? 'silent' : 'warning',
     // import.meta.url has no CJS counterpart; give the inlined ESM code one.
     define: { 'import.meta.url': '__keelImportMetaUrl' },
     banner: { js: "const __keelImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
@@ -228,7 +261,7 @@ try {
   for (const warning of await formatMessages(result.warnings, { kind: 'warning', color: false }))
     process.stderr.write(warning)
 } catch (error) {
-  if (!importsOAuthSchemas(error)) throw error
+  if (!importsDeferredSchemas(error)) throw error
   eraSchemasRewritten = 0
   result = await bundleWith(false)
 }

@@ -25,7 +25,7 @@ function splice(source, edits) {
 
 function fail(file, message) {
   throw new Error(
-    `lazy era schemas: ${message} in ${file}; the SDK changed, update tools/bundle/lazy-era-schemas.mjs`,
+    `lazy era schemas: ${message} in ${file}; the SDK changed, update tools/bundl./lazy-sdk-schemas.mjs`,
   )
 }
 
@@ -349,4 +349,255 @@ const authSchemas = ${JSON.stringify(keys)};`,
 export function lazyAuthSchemas(file, source, authPath, names) {
   const sourceFile = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.JS)
   return splice(source, lazyAuthRegistration(file, sourceFile, authPath, names))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The SDK's protocol schemas module (`@modelcontextprotocol/core/dist/schemas-*.mjs`, about 800
+// zod schemas) evaluates every schema when the bin starts, and the server module then registers
+// each in specTypeSchemas. In the bin's copy each schema becomes a memoized thunk built on first
+// use: the module, `internal.mjs` (which re-exports it) and the server module (its one consumer
+// in a server bin) are rewritten together, and the thunks are exported only under names of their
+// own (`<name>__keelLazy`), so that any other module importing a schema by its usual name fails
+// the build instead of receiving a thunk (the bundler then builds that bin without this part).
+
+const LAZY = '__keelLazy'
+
+/** Identifiers that name a declaration or a property, not a reference to a binding. */
+function isNotReference(node) {
+  const parent = node.parent
+  return (
+    ((ts.isPropertyAccessExpression(parent) ||
+      ts.isPropertyAssignment(parent) ||
+      ts.isMethodDeclaration(parent) ||
+      ts.isPropertyDeclaration(parent) ||
+      ts.isGetAccessorDeclaration(parent) ||
+      ts.isSetAccessorDeclaration(parent) ||
+      ts.isVariableDeclaration(parent) ||
+      ts.isLabeledStatement(parent) ||
+      ts.isBreakOrContinueStatement(parent)) &&
+      parent.name === node) ||
+    (ts.isLabeledStatement(parent) && parent.label === node) ||
+    (ts.isBreakOrContinueStatement(parent) && parent.label === node)
+  )
+}
+
+/**
+ * Edits that turn every reference to one of `names` under `root` into a call (`X` → `X()`,
+ * `{ X }` → `{ X: X() }`). Imports and exports are left to the caller; a declaration of one of the
+ * names other than `allowed` (a shadowing parameter, variable or function) fails the build.
+ */
+function referenceEdits(file, sourceFile, statements, names, allowed) {
+  const edits = []
+  const visit = (node) => {
+    if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) return
+    if (
+      (ts.isParameter(node) ||
+        ts.isVariableDeclaration(node) ||
+        ts.isFunctionDeclaration(node) ||
+        ts.isFunctionExpression(node) ||
+        ts.isClassDeclaration(node) ||
+        ts.isClassExpression(node) ||
+        ts.isBindingElement(node)) &&
+      node.name &&
+      ts.isIdentifier(node.name) &&
+      names.has(node.name.text) &&
+      !allowed.has(node)
+    )
+      fail(file, `${node.name.text} is declared again`)
+    if (ts.isShorthandPropertyAssignment(node) && names.has(node.name.text)) {
+      edits.push([node.getStart(sourceFile), node.end, `${node.name.text}: ${node.name.text}()`])
+      return
+    }
+    if (ts.isIdentifier(node) && names.has(node.text) && !isNotReference(node))
+      edits.push([node.getStart(sourceFile), node.end, `${node.text}()`])
+    ts.forEachChild(node, visit)
+  }
+  for (const statement of statements) visit(statement)
+  return edits
+}
+
+/** The single `export { … }` list (no `from`) of a module. */
+function exportList(file, sourceFile) {
+  const lists = sourceFile.statements.filter(
+    (statement) =>
+      ts.isExportDeclaration(statement) &&
+      !statement.moduleSpecifier &&
+      statement.exportClause &&
+      ts.isNamedExports(statement.exportClause),
+  )
+  if (lists.length !== 1) fail(file, `expected one export list, found ${lists.length}`)
+  return lists[0]
+}
+
+/**
+ * The protocol schemas module with each schema a memoized thunk. Returns its new text and the
+ * module's export names that are now thunks (exported as `<name>__keelLazy`).
+ */
+export function lazySchemasModule(file, source) {
+  const sourceFile = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.JS)
+  const declarations = []
+  for (const statement of sourceFile.statements) {
+    if (ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) continue
+    const list = ts.isVariableStatement(statement) ? statement.declarationList : undefined
+    if (!list || !(list.flags & ts.NodeFlags.Const) || list.declarations.length !== 1)
+      fail(file, 'the schemas module has a statement other than one const declaration')
+    const [declaration] = list.declarations
+    if (!ts.isIdentifier(declaration.name) || !declaration.initializer)
+      fail(file, 'the schemas module has a const that is not a plain name')
+    declarations.push(declaration)
+  }
+  // A schema: an initializer that calls something (zod), or names another schema (an alias).
+  const thunks = new Set()
+  const allowed = new Set()
+  for (const declaration of declarations) {
+    let calls = false
+    const visit = (node) => {
+      if (ts.isCallExpression(node)) calls = true
+      else ts.forEachChild(node, visit)
+    }
+    visit(declaration.initializer)
+    const alias = ts.isIdentifier(declaration.initializer) && thunks.has(declaration.initializer.text)
+    if (calls || alias) {
+      thunks.add(declaration.name.text)
+      allowed.add(declaration)
+    }
+  }
+  if (thunks.size < 100) fail(file, `only ${thunks.size} schemas found`)
+  const edits = referenceEdits(file, sourceFile, sourceFile.statements, thunks, allowed)
+  const memos = []
+  for (const declaration of declarations) {
+    if (!thunks.has(declaration.name.text)) continue
+    const memo = `${LAZY}Schema${memos.length}`
+    memos.push(memo)
+    const { initializer } = declaration
+    edits.push(
+      [initializer.getStart(sourceFile), initializer.getStart(sourceFile), `() => (${memo} ??= (`],
+      [initializer.end, initializer.end, '))'],
+    )
+  }
+  const firstDeclaration = declarations[0].parent.parent
+  edits.push([
+    firstDeclaration.getStart(sourceFile),
+    firstDeclaration.getStart(sourceFile),
+    `let ${memos.join(', ')};\n`,
+  ])
+  const lazyExports = new Set()
+  const list = exportList(file, sourceFile)
+  for (const element of list.exportClause.elements) {
+    const local = (element.propertyName ?? element.name).text
+    if (!thunks.has(local)) continue
+    lazyExports.add(element.name.text)
+    edits.push([element.getStart(sourceFile), element.end, `${local} as ${element.name.text}${LAZY}`])
+  }
+  return { contents: splice(source, edits), lazyExports }
+}
+
+/**
+ * `internal.mjs` without the OAuth module (when `deferAuth`) and with the protocol schemas it
+ * re-exports passed on as thunks under their `__keelLazy` names (when `schemas` is given: the
+ * schemas module's path relative to internal.mjs and its thunk exports). Returns the new text, the
+ * auth module's path and names, and the re-exported names that are now thunks.
+ */
+export function lazyInternal(file, source, { deferAuth, schemas }) {
+  const sourceFile = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.JS)
+  const { path: authPath, names: authNames } = authImportOf(file, source)
+  const edits = []
+  const removed = new Set()
+  /** internal.mjs's local name → its export is a thunk */
+  const lazyLocals = new Set()
+  for (const statement of sourceFile.statements) {
+    if (!ts.isImportDeclaration(statement) || !ts.isStringLiteral(statement.moduleSpecifier)) continue
+    const from = statement.moduleSpecifier.text
+    if (deferAuth && from === authPath) {
+      edits.push([statement.getStart(sourceFile), statement.end, ''])
+      for (const name of authNames.keys()) removed.add(name)
+    }
+    if (schemas && from === schemas.path) {
+      const bindings = statement.importClause?.namedBindings
+      if (!bindings || !ts.isNamedImports(bindings)) fail(file, 'the schemas module is not imported by name')
+      for (const element of bindings.elements) {
+        const imported = (element.propertyName ?? element.name).text
+        if (!schemas.lazyExports.has(imported)) continue
+        lazyLocals.add(element.name.text)
+        edits.push([element.getStart(sourceFile), element.end, `${imported}${LAZY} as ${element.name.text}`])
+      }
+      if (lazyLocals.size === 0) fail(file, 'no schema is imported from the schemas module')
+    }
+  }
+  const list = exportList(file, sourceFile)
+  const lazyNames = new Set()
+  const kept = []
+  for (const element of list.exportClause.elements) {
+    const local = (element.propertyName ?? element.name).text
+    if (removed.has(local)) continue
+    if (lazyLocals.has(local)) {
+      lazyNames.add(element.name.text)
+      kept.push(`${local} as ${element.name.text}${LAZY}`)
+    } else kept.push(element.getText(sourceFile))
+  }
+  edits.push([list.exportClause.getStart(sourceFile), list.exportClause.end, `{ ${kept.join(', ')} }`])
+  // Nothing else in internal.mjs may use a schema (it only re-exports).
+  for (const statement of sourceFile.statements)
+    if (!ts.isImportDeclaration(statement) && !ts.isExportDeclaration(statement))
+      fail(file, 'internal.mjs does more than re-export')
+  return { contents: splice(source, edits), authPath, authNames, lazyNames }
+}
+
+/**
+ * The server module's use of the protocol schemas as thunks: its import of `lazyNames` from
+ * internal.mjs takes the `__keelLazy` exports, every reference calls the thunk, a schema the module
+ * exports in turn is built when the module is evaluated (`export { X as y }` exports it built), and
+ * the spec-type registry reads each schema on first use.
+ */
+export function lazyServerSchemaImports(file, source, lazyNames) {
+  const sourceFile = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.JS)
+  const edits = []
+  const locals = new Set()
+  const imports = sourceFile.statements.filter(
+    (statement) =>
+      ts.isImportDeclaration(statement) &&
+      ts.isStringLiteral(statement.moduleSpecifier) &&
+      statement.moduleSpecifier.text === '@modelcontextprotocol/core/internal',
+  )
+  if (imports.length !== 1) fail(file, 'expected one import of @modelcontextprotocol/core/internal')
+  const bindings = imports[0].importClause?.namedBindings
+  if (!bindings || !ts.isNamedImports(bindings)) fail(file, 'internal.mjs is not imported by name')
+  for (const element of bindings.elements) {
+    const imported = (element.propertyName ?? element.name).text
+    if (!lazyNames.has(imported)) continue
+    locals.add(element.name.text)
+    edits.push([element.getStart(sourceFile), element.end, `${imported}${LAZY} as ${element.name.text}`])
+  }
+  if (locals.size === 0) fail(file, 'no protocol schema is imported')
+  edits.push(...referenceEdits(file, sourceFile, sourceFile.statements, locals, new Set()))
+  // export { X as y } of a schema: exported built, as the SDK exports it.
+  const list = exportList(file, sourceFile)
+  const eager = []
+  for (const element of list.exportClause.elements) {
+    const local = (element.propertyName ?? element.name).text
+    if (!locals.has(local)) continue
+    eager.push(`const ${LAZY}Built_${local} = ${local}();`)
+    edits.push([element.getStart(sourceFile), element.end, `${LAZY}Built_${local} as ${element.name.text}`])
+  }
+  if (eager.length > 0)
+    edits.push([list.getStart(sourceFile), list.getStart(sourceFile), `${eager.join('\n')}\n`])
+  // for (const key of SPEC_SCHEMA_KEYS) register(key, schemas_exports[key]): entries read on use.
+  const loops = sourceFile.statements.filter(
+    (statement) =>
+      ts.isForOfStatement(statement) && statement.expression.getText(sourceFile) === 'SPEC_SCHEMA_KEYS',
+  )
+  const loopBody = loops[0]?.statement.getText(sourceFile)
+  const namespace = /^register\(key, (\w+)\[key\]\);?$/.exec(loopBody ?? '')?.[1]
+  if (loops.length !== 1 || !namespace)
+    fail(file, 'the spec schemas are not registered by one register() loop')
+  edits.push([
+    loops[0].getStart(sourceFile),
+    loops[0].end,
+    `for (const key of SPEC_SCHEMA_KEYS) {
+	const name = key.slice(0, -6);
+	Object.defineProperty(_specTypeSchemas, name, { get: () => ${namespace}[key], enumerable: true, configurable: true });
+	_isSpecType[name] = (v) => ${namespace}[key].safeParse(v).success;
+}`,
+  ])
+  return splice(source, edits)
 }
