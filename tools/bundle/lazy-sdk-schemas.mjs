@@ -29,6 +29,35 @@ function fail(file, message) {
   )
 }
 
+/** The leftmost name of a call or property chain (`z` of `z.object({…}).describe(…)`). */
+function chainRoot(expression) {
+  let node = expression
+  while (
+    ts.isCallExpression(node) ||
+    ts.isPropertyAccessExpression(node) ||
+    ts.isElementAccessExpression(node) ||
+    ts.isParenthesizedExpression(node) ||
+    ts.isNonNullExpression(node)
+  )
+    node = node.expression
+  return ts.isIdentifier(node) ? node.text : undefined
+}
+
+/** The name a module imports zod as (`import * as z from "zod/v4"`). */
+function zodNamespace(file, sourceFile) {
+  for (const statement of sourceFile.statements) {
+    const bindings = ts.isImportDeclaration(statement) ? statement.importClause?.namedBindings : undefined
+    if (
+      bindings &&
+      ts.isNamespaceImport(bindings) &&
+      ts.isStringLiteral(statement.moduleSpecifier) &&
+      /^zod(\/v4)?$/.test(statement.moduleSpecifier.text)
+    )
+      return bindings.name.text
+  }
+  fail(file, 'zod is not imported as a namespace')
+}
+
 /** The top-level function declaration named `name`. */
 function functionNamed(file, sourceFile, name) {
   const found = sourceFile.statements.filter(
@@ -77,6 +106,12 @@ function lazyBuild(file, sourceFile, name) {
     )
       fail(file, `${name} has a statement other than one const declaration`)
     locals.set(list.declarations[0].name.text, list.declarations[0])
+  }
+  // Only zod schemas are made lazy: each local is a chain on zod or on an earlier local.
+  const zod = zodNamespace(file, sourceFile)
+  for (const [local, declaration] of locals) {
+    const root = chainRoot(declaration.initializer)
+    if (root !== zod && !locals.has(root)) fail(file, `${name} builds ${local} from something other than zod`)
   }
   const last = statements.at(-1)
   if (!ts.isReturnStatement(last) || !last.expression || !ts.isObjectLiteralExpression(last.expression))
@@ -446,18 +481,17 @@ export function lazySchemasModule(file, source) {
       fail(file, 'the schemas module has a const that is not a plain name')
     declarations.push(declaration)
   }
-  // A schema: an initializer that calls something (zod), or names another schema (an alias).
+  // A schema: a chain on zod or on another schema (`z.object(…)`, `A.extend(…)`), or another
+  // schema's name (an alias). Anything else (constants, a call of something else) stays as it is.
+  const zod = zodNamespace(file, sourceFile)
   const thunks = new Set()
   const allowed = new Set()
   for (const declaration of declarations) {
-    let calls = false
-    const visit = (node) => {
-      if (ts.isCallExpression(node)) calls = true
-      else ts.forEachChild(node, visit)
-    }
-    visit(declaration.initializer)
-    const alias = ts.isIdentifier(declaration.initializer) && thunks.has(declaration.initializer.text)
-    if (calls || alias) {
+    const { initializer } = declaration
+    const root = chainRoot(initializer)
+    const chain = !ts.isIdentifier(initializer) && (root === zod || thunks.has(root))
+    const alias = ts.isIdentifier(initializer) && thunks.has(initializer.text)
+    if (chain || alias) {
       thunks.add(declaration.name.text)
       allowed.add(declaration)
     }
