@@ -269,7 +269,7 @@ const bundlesSdkServer = Object.keys(result.metafile.inputs).some((input) =>
   /[\\/]@modelcontextprotocol[\\/]server[\\/]dist[\\/]/.test(input),
 )
 if (bundlesSdkServer && eraSchemasRewritten === 0)
-  throw new Error('lazy era schemas: the SDK server was bundled but no module defines buildSchemas2025()')
+  throw new Error('lazy SDK schemas: the SDK server was bundled but no module defines buildSchemas2025()')
 // Each vendored client, bundled alone from where the package that imports it resolves it.
 for (const [name, { specifier, resolveDir }] of vendored) {
   await build({

@@ -25,7 +25,7 @@ function splice(source, edits) {
 
 function fail(file, message) {
   throw new Error(
-    `lazy era schemas: ${message} in ${file}; the SDK changed, update tools/bundl./lazy-sdk-schemas.mjs`,
+    `lazy SDK schemas: ${message} in ${file}; the SDK changed, update tools/bundle/lazy-sdk-schemas.mjs`,
   )
 }
 
@@ -468,7 +468,7 @@ function exportList(file, sourceFile) {
  * The protocol schemas module with each schema a memoized thunk. Returns its new text and the
  * module's export names that are now thunks (exported as `<name>__keelLazy`).
  */
-export function lazySchemasModule(file, source) {
+export function lazySchemasModule(file, source, { minimum = 100 } = {}) {
   const sourceFile = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.JS)
   const declarations = []
   for (const statement of sourceFile.statements) {
@@ -496,7 +496,7 @@ export function lazySchemasModule(file, source) {
       allowed.add(declaration)
     }
   }
-  if (thunks.size < 100) fail(file, `only ${thunks.size} schemas found`)
+  if (thunks.size < minimum) fail(file, `only ${thunks.size} schemas found`)
   const edits = referenceEdits(file, sourceFile, sourceFile.statements, thunks, allowed)
   const memos = []
   for (const declaration of declarations) {
