@@ -13,7 +13,14 @@
 import { createHash } from 'node:crypto'
 import { chmod, readFile, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { build } from 'esbuild'
+import { build, formatMessages } from 'esbuild'
+import {
+  lazyAuthSchemas,
+  lazyEraSchemas,
+  lazyInternal,
+  lazySchemasModule,
+  lazyServerSchemaImports,
+} from './lazy-sdk-schemas.mjs'
 
 const root = process.cwd()
 const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'))
@@ -130,29 +137,139 @@ const lazyLocales = {
   },
 }
 
-const result = await build({
-  absWorkingDir: root,
-  entryPoints: entries,
-  outdir: 'dist',
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node20',
-  external,
-  // Workspace packages export their TypeScript sources under this condition (see vitest.shared.ts):
-  // a server bundles core from source, so a fresh clone needs no build of core first.
-  conditions: ['keel-source'],
-  splitting: false,
-  // Smaller source compiles faster at every start; stacks stay readable enough for the logs.
-  minify: true,
-  legalComments: 'linked',
-  metafile: true,
-  plugins: [vendorPlugin, lazyShims, lazyLocales],
-  logLevel: 'warning',
-  // import.meta.url has no CJS counterpart; give the inlined ESM code one.
-  define: { 'import.meta.url': '__keelImportMetaUrl' },
-  banner: { js: "const __keelImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+// Parts of the SDK built at start that a handshake does not need, each built on first use in the
+// bin's copy (lazy-sdk-schemas.mjs): the server's 2025-era wire schemas (about 750, all built on a
+// connection's first message though a handshake reads a handful), core's protocol schemas (about
+// 800, evaluated with the module and registered in specTypeSchemas) and its OAuth schemas (about
+// 270, registered likewise). The build fails if the SDK no longer has the shape these rewrites
+// expect. A bundle that also holds code importing those schemas by name (the SDK's client, in a
+// test bin) keeps the protocol and OAuth schemas eager: the first build fails on exactly those
+// imports, and the bin is built again without that part.
+let eraSchemasRewritten = 0
+const SCHEMAS_MODULE = /^\.\/schemas-[\w-]+\.mjs$/
+const sdkModules = new Map()
+/** Every name the deferred parts stop exporting under its usual name (for the retry below). */
+const deferredNames = new Set()
+const lazySdkSchemas = (deferAll) => ({
+  name: 'keel-lazy-sdk-schemas',
+  setup(builder) {
+    const once = async (key, make) => {
+      if (!sdkModules.has(key)) sdkModules.set(key, await make())
+      return sdkModules.get(key)
+    }
+    const schemasModule = (path) =>
+      once(path, async () => lazySchemasModule(path, await readFile(path, 'utf8')))
+    const internalModule = (path) =>
+      once(path, async () => {
+        const source = await readFile(path, 'utf8')
+        const schemasPath = [...source.matchAll(/from "(\.\/schemas-[\w-]+\.mjs)"/g)].map((match) => match[1])
+        if (new Set(schemasPath).size !== 1 || !SCHEMAS_MODULE.test(schemasPath[0]))
+          throw new Error(`lazy SDK schemas: ${path} does not import one schemas module`)
+        const { lazyExports } = await schemasModule(join(dirname(path), schemasPath[0]))
+        const internal = lazyInternal(path, source, {
+          deferAuth: true,
+          schemas: { path: schemasPath[0], lazyExports },
+        })
+        for (const name of [...lazyExports, ...internal.lazyNames, ...internal.authNames.keys()])
+          deferredNames.add(name)
+        return { ...internal, authPath: join(dirname(path), internal.authPath) }
+      })
+    if (deferAll) {
+      builder.onLoad(
+        { filter: /[\\/]@modelcontextprotocol[\\/]core[\\/]dist[\\/]internal\.mjs$/ },
+        async (args) => ({
+          contents: (await internalModule(args.path)).contents,
+          loader: 'js',
+          resolveDir: dirname(args.path),
+        }),
+      )
+      builder.onLoad(
+        { filter: /[\\/]@modelcontextprotocol[\\/]core[\\/]dist[\\/]schemas-[\w-]+\.mjs$/ },
+        async (args) => ({
+          contents: (await schemasModule(args.path)).contents,
+          loader: 'js',
+          resolveDir: dirname(args.path),
+        }),
+      )
+    }
+    builder.onLoad(
+      { filter: /[\\/]@modelcontextprotocol[\\/]server[\\/]dist[\\/][\w-]+\.mjs$/ },
+      async (args) => {
+        const source = await readFile(args.path, 'utf8')
+        if (!source.includes('function buildSchemas2025(')) return undefined
+        eraSchemasRewritten++
+        let contents = lazyEraSchemas(args.path, source)
+        if (deferAll) {
+          const resolved = await builder.resolve('@modelcontextprotocol/core/internal', {
+            resolveDir: dirname(args.path),
+            kind: 'import-statement',
+          })
+          if (resolved.errors.length > 0) throw new Error(resolved.errors[0].text)
+          const internal = await internalModule(resolved.path)
+          contents = lazyAuthSchemas(args.path, contents, internal.authPath, internal.authNames)
+          contents = lazyServerSchemaImports(args.path, contents, internal.lazyNames)
+        }
+        return { contents, loader: 'js', resolveDir: dirname(args.path) }
+      },
+    )
+  },
 })
+
+/** True when every error of a failed build is an import of a schema the deferred parts renamed. */
+function importsDeferredSchemas(error) {
+  return (
+    Array.isArray(error?.errors) &&
+    error.errors.length > 0 &&
+    error.errors.every((message) => {
+      const match =
+        /^No matching export in ".*[\\/]@modelcontextprotocol[\\/]core[\\/]dist[\\/][\w-]+\.mjs" for import "([\w$]+)"$/.exec(
+          message.text,
+        )
+      return match !== null && deferredNames.has(match[1])
+    })
+  )
+}
+
+const bundleWith = (deferAll) =>
+  build({
+    absWorkingDir: root,
+    entryPoints: entries,
+    outdir: 'dist',
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    external,
+    // Workspace packages export their TypeScript sources under this condition (see vitest.shared.ts):
+    // a server bundles core from source, so a fresh clone needs no build of core first.
+    conditions: ['keel-source'],
+    splitting: false,
+    // Smaller source compiles faster at every start; stacks stay readable enough for the logs.
+    minify: true,
+    legalComments: 'linked',
+    metafile: true,
+    plugins: [vendorPlugin, lazyShims, lazyLocales, lazySdkSchemas(deferAll)],
+    // The first attempt reports its warnings below; its errors go with the error it throws.
+    logLevel: deferAll ? 'silent' : 'warning',
+    // import.meta.url has no CJS counterpart; give the inlined ESM code one.
+    define: { 'import.meta.url': '__keelImportMetaUrl' },
+    banner: { js: "const __keelImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  })
+let result
+try {
+  result = await bundleWith(true)
+  for (const warning of await formatMessages(result.warnings, { kind: 'warning', color: false }))
+    process.stderr.write(warning)
+} catch (error) {
+  if (!importsDeferredSchemas(error)) throw error
+  eraSchemasRewritten = 0
+  result = await bundleWith(false)
+}
+const bundlesSdkServer = Object.keys(result.metafile.inputs).some((input) =>
+  /[\\/]@modelcontextprotocol[\\/]server[\\/]dist[\\/]/.test(input),
+)
+if (bundlesSdkServer && eraSchemasRewritten === 0)
+  throw new Error('lazy SDK schemas: the SDK server was bundled but no module defines buildSchemas2025()')
 // Each vendored client, bundled alone from where the package that imports it resolves it.
 for (const [name, { specifier, resolveDir }] of vendored) {
   await build({
