@@ -119,8 +119,8 @@ export class Database {
     positiveInteger('limits.idleInTransactionTimeoutMs', limits.idleInTransactionTimeoutMs)
     this.#poolSize = positiveInteger('poolSize', options.poolSize ?? defaultPoolSize)
     this.#maxResultBytes = positiveInteger('maxResultBytes', options.maxResultBytes ?? defaultMaxResultBytes)
-    this.#sessionSetup = sessionSetupSql(options.role)
-    this.#sessionResetSql = sessionResetStatements(options.role).join('; ')
+    this.#sessionSetup = sessionSetupSql(options.role, limits)
+    this.#sessionResetSql = sessionResetStatements(options.role, limits).join('; ')
     this.#limits = limits
     this.#schemas = options.schemas === undefined ? null : [...options.schemas]
     this.#options = options
@@ -200,7 +200,7 @@ export class Database {
    */
   async #begin(limits: QueryLimits, deferred: boolean): Promise<PoolClient> {
     if (deferred) return (await this.#getPool()).pool.connect()
-    const begin = beginStatements(limits).join('; ')
+    const begin = beginStatements(limits, this.#limits).join('; ')
     for (let attempt = 0; ; attempt++) {
       const { pool } = await this.#getPool()
       const client = await pool.connect()
@@ -373,7 +373,7 @@ export class Database {
       let rows: unknown[][]
       if (session.reset) {
         const lookup = new BoundedStatement(sql, [unknown], unknown.length, {
-          preamble: beginStatements(limits),
+          preamble: beginStatements(limits, this.#limits),
           tail: callEndStatements,
         })
         client.query(lookup as never)
@@ -426,7 +426,7 @@ export class Database {
             // here. Only maxRows + 1 rows are asked for, and the session reset follows in the same
             // round trip.
             const statement = new BoundedStatement(sql, params, limits.maxRows + 1, {
-              preamble: judged ? [] : beginStatements(limits),
+              preamble: judged ? [] : beginStatements(limits, this.#limits),
               tail: callEndStatements,
             })
             client.query(statement as never)
@@ -521,18 +521,26 @@ export class Database {
 }
 
 /**
- * Opens the call's transaction: read only, with statement, lock and idle timeouts. Integers
- * validated by resolveLimits: nothing from a caller is spliced in as text.
+ * Opens the call's transaction: read only, with statement, lock and idle timeouts. The session
+ * already has the Database's default timeouts (session.ts, sessionSetupStatements; a rollback
+ * returns to them): a call with other limits sets its own with SET LOCAL. Integers validated by
+ * resolveLimits: nothing from a caller is spliced in as text.
  */
-function beginStatements(limits: QueryLimits): readonly string[] {
-  const key = `${limits.timeoutMs}/${limits.lockTimeoutMs}/${limits.idleInTransactionTimeoutMs}`
+function beginStatements(limits: QueryLimits, defaults: QueryLimits): readonly string[] {
+  const key = `${limits.timeoutMs}/${limits.lockTimeoutMs}/${limits.idleInTransactionTimeoutMs}/${defaults.timeoutMs}/${defaults.lockTimeoutMs}/${defaults.idleInTransactionTimeoutMs}`
   let statements = begins.get(key)
   if (statements === undefined) {
     statements = [
       'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
-      `SET LOCAL statement_timeout = ${limits.timeoutMs}`,
-      `SET LOCAL lock_timeout = ${limits.lockTimeoutMs}`,
-      `SET LOCAL idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`,
+      ...(limits.timeoutMs === defaults.timeoutMs
+        ? []
+        : [`SET LOCAL statement_timeout = ${limits.timeoutMs}`]),
+      ...(limits.lockTimeoutMs === defaults.lockTimeoutMs
+        ? []
+        : [`SET LOCAL lock_timeout = ${limits.lockTimeoutMs}`]),
+      ...(limits.idleInTransactionTimeoutMs === defaults.idleInTransactionTimeoutMs
+        ? []
+        : [`SET LOCAL idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`]),
       // What the end of the call checks: this transaction is still the one open (session.ts).
       callMarker,
     ]

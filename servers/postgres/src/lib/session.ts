@@ -99,22 +99,34 @@ export function quoteIdentifier(name: string): string {
   return `"${name.replace(/"/g, '""')}"`
 }
 
+/** The call timeouts a session starts with (a call that asks for others sets them with SET LOCAL). */
+export interface SessionTimeouts {
+  readonly timeoutMs: number
+  readonly lockTimeoutMs: number
+  readonly idleInTransactionTimeoutMs: number
+}
+
 /**
- * Run on every new connection and again after every call's DISCARD ALL, before anything else.
- * Repeats the startup settings, in case a connection string's own options replaced them.
+ * Run on every new connection and again after every full reset, before anything else. Repeats the
+ * startup settings, in case a connection string's own options replaced them, and sets the default
+ * call timeouts for the session: a call's rollback returns every setting to these values, so a
+ * call with the default limits needs no SET LOCAL of its own. Integers validated by the caller.
  */
-export function sessionSetupStatements(role: string | undefined): string[] {
+export function sessionSetupStatements(role: string | undefined, timeouts: SessionTimeouts): string[] {
   return [
     'SET standard_conforming_strings = on',
     'SET backslash_quote = safe_encoding',
     'SET default_transaction_read_only = on',
+    `SET statement_timeout = ${timeouts.timeoutMs}`,
+    `SET lock_timeout = ${timeouts.lockTimeoutMs}`,
+    `SET idle_in_transaction_session_timeout = ${timeouts.idleInTransactionTimeoutMs}`,
     ...(role === undefined ? [] : [`SET ROLE ${quoteIdentifier(role)}`]),
   ]
 }
 
 /** {@link sessionSetupStatements} as one simple query. */
-export function sessionSetupSql(role: string | undefined): string {
-  return sessionSetupStatements(role).join('; ')
+export function sessionSetupSql(role: string | undefined, timeouts: SessionTimeouts): string {
+  return sessionSetupStatements(role, timeouts).join('; ')
 }
 
 /** The node TLS options for an sslmode, with libpq's meaning of each mode. */
@@ -239,8 +251,8 @@ const discardAll = [
  * transaction did not end as {@link callEndStatements} proves it should; the connection is
  * destroyed when this fails too.
  */
-export function sessionResetStatements(role: string | undefined): string[] {
-  return ['ROLLBACK', ...discardAll, ...sessionSetupStatements(role)]
+export function sessionResetStatements(role: string | undefined, timeouts: SessionTimeouts): string[] {
+  return ['ROLLBACK', ...discardAll, ...sessionSetupStatements(role, timeouts)]
 }
 
 /**
@@ -259,8 +271,13 @@ export const callMarker = `SET LOCAL keel.call = 'on'`
  *   transaction is nothing else in the same statement, and a setting made with SET LOCAL lasts until
  *   the end of its transaction only, so the marker cannot survive into a transaction of its own;
  * - it releases session-level advisory locks (a lock taken in a transaction that rolls back is
- *   still held after it), hypopg's hypothetical indexes (backend memory) and dblink's named
- *   connections (they outlive the transaction), where those extensions are installed.
+ *   still held after it);
+ * - it removes hypopg's hypothetical indexes (backend memory, outside any transaction). They exist
+ *   only in a backend that has loaded hypopg's library, and loading it defines the setting
+ *   `hypopg.enabled` (hypopg 1.1 and later): where that setting is undefined there is nothing to
+ *   remove, and the lookup of hypopg's schema (a catalog query planned on each run, most of what
+ *   the old reset cost the backend) is skipped. A library stays loaded, so a backend that ever ran
+ *   hypopg pays the lookup on every later call.
  *
  * DEALLOCATE ALL: prepared statements outlive a rollback. The ROLLBACK then undoes everything else a
  * statement can change in the session, because it is all transactional: settings (SET, SET
@@ -271,18 +288,18 @@ export const callMarker = `SET LOCAL keel.call = 'on'`
  * (nextval and setval are refused). The caller then checks that the connection reports no open
  * transaction (ReadyForQuery's status `I`), and otherwise resets in full.
  *
+ * Not reset, here or by DISCARD ALL: state an extension keeps in backend memory by its own rules,
+ * such as dblink's named connections or a procedural language's session variables.
+ *
  * Each piece's effect on a real server is held by test/lib/session-reset.test.ts.
  */
 export const callEndStatements: readonly string[] = [
   `SELECT 1 / (pg_catalog.current_setting('keel.call') = 'on'
                AND pg_catalog.current_setting('transaction_read_only') = 'on')::int4,
           pg_catalog.pg_advisory_unlock_all(),
-          (SELECT pg_catalog.count(pg_catalog.query_to_xml(CASE e.extname
-                    WHEN 'hypopg' THEN pg_catalog.format('SELECT %I.hypopg_reset()', n.nspname)
-                    ELSE pg_catalog.format('SELECT %1$I.dblink_disconnect(c) FROM pg_catalog.unnest(%1$I.dblink_get_connections()) AS c', n.nspname)
-                  END, false, false, ''))
-             FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
-            WHERE e.extname IN ('hypopg', 'dblink'))`,
+          CASE WHEN pg_catalog.current_setting('hypopg.enabled', true) IS NOT NULL THEN
+            pg_catalog.query_to_xml('SELECT pg_catalog.count(pg_catalog.query_to_xml(pg_catalog.format(''SELECT %s.hypopg_reset()'', e.extnamespace::pg_catalog.regnamespace), false, false, '''')) FROM pg_catalog.pg_extension e WHERE e.extname = ''hypopg''', false, false, '')
+          END`,
   'DEALLOCATE ALL',
   'ROLLBACK',
 ]

@@ -11,7 +11,7 @@ import { adminQuery, createScratchDatabase, sharedPostgres } from '../harness/in
  *
  * A call that succeeded ends with the reset of what outlives a rollback and the ROLLBACK
  * (session.ts, callEndStatements): each effect below that a rollback does not undo is one that
- * piece of the reset exists for (advisory locks, prepared statements, hypopg, dblink), and each
+ * piece of the reset exists for (advisory locks, prepared statements, hypopg), and each
  * statement that ends or changes the transaction is one the proof before the ROLLBACK must catch.
  */
 const shared = sharedPostgres()
@@ -26,14 +26,12 @@ beforeAll(async () => {
   // hypopg keeps its hypothetical indexes in backend memory, where a rollback does not reach.
   await adminQuery(
     scratch.superuserUrl,
-    `CREATE EXTENSION hypopg; CREATE EXTENSION dblink; CREATE TABLE public.keel_plain (x int);
+    `CREATE EXTENSION hypopg; CREATE TABLE public.keel_plain (x int);
      CREATE SEQUENCE public.keel_sequence; GRANT USAGE ON SEQUENCE public.keel_sequence TO PUBLIC`,
   )
   // Functions a caller's statement reaches through the parser gate and the function policy:
   // declared STABLE (PostgreSQL does not check that), executable by PUBLIC. A STABLE PL/pgSQL body
-  // may still take session locks, set session settings and create hypothetical indexes. dblink
-  // refuses a plain role's connection without a password: a SECURITY DEFINER function connects.
-  const link = scratch.superuserUrl.replace(/'/g, "''")
+  // may still take session locks, set session settings and create hypothetical indexes.
   await adminQuery(
     scratch.superuserUrl,
     `CREATE FUNCTION public.keel_stable_lock() RETURNS int LANGUAGE plpgsql STABLE AS $$
@@ -43,8 +41,6 @@ beforeAll(async () => {
        RETURN 1; END $$;
      CREATE FUNCTION public.keel_stable_hypothetical() RETURNS int LANGUAGE plpgsql STABLE AS $$
        BEGIN PERFORM public.hypopg_create_index('CREATE INDEX ON public.keel_plain (x)'); RETURN 1; END $$;
-     CREATE FUNCTION public.keel_stable_link() RETURNS int LANGUAGE plpgsql STABLE SECURITY DEFINER AS $$
-       BEGIN PERFORM public.dblink_connect('keel_link', '${link}'); RETURN 1; END $$;
      CREATE FUNCTION public.keel_prepare() RETURNS int LANGUAGE plpgsql AS $$
        BEGIN EXECUTE 'PREPARE keel_prepared_inside AS SELECT 1'; RETURN 1; END $$;
      CREATE FUNCTION public.keel_hold_cursor() RETURNS int LANGUAGE plpgsql AS $$
@@ -81,10 +77,12 @@ interface SessionState {
   read_only: string
   strings: string
   hypothetical: number
-  links: number
   user: string
   session_user: string
   temporary: number
+  statement_timeout: string
+  lock_timeout: string
+  idle_timeout: string
 }
 
 const stateQuery = `SELECT pg_backend_pid() AS pid,
@@ -97,9 +95,10 @@ const stateQuery = `SELECT pg_backend_pid() AS pid,
   current_setting('default_transaction_read_only') AS read_only,
   current_setting('standard_conforming_strings') AS strings,
   (SELECT count(*)::int FROM public.hypopg_list_indexes) AS hypothetical,
-  (SELECT count(*)::int FROM unnest(public.dblink_get_connections())) AS links,
   current_user AS user, session_user AS session_user,
-  (SELECT count(*)::int FROM pg_class WHERE relpersistence = 't') AS temporary`
+  (SELECT count(*)::int FROM pg_class WHERE relpersistence = 't') AS temporary,
+  current_setting('statement_timeout') AS statement_timeout, current_setting('lock_timeout') AS lock_timeout,
+  current_setting('idle_in_transaction_session_timeout') AS idle_timeout`
 
 async function state(database: Database): Promise<SessionState> {
   const result = await database.readQuery(stateQuery)
@@ -117,6 +116,9 @@ const effects = [
   "SELECT set_config('work_mem', '1MB', false)",
   "SELECT set_config('application_name', 'hijacked', false)",
   "SET work_mem = '2MB'",
+  "SELECT set_config('statement_timeout', '0', false)",
+  'SET lock_timeout = 0',
+  'SET SESSION idle_in_transaction_session_timeout = 0',
   'SET default_transaction_read_only = off',
   'SET standard_conforming_strings = off',
   'SELECT public.keel_leave_traces()',
@@ -124,7 +126,6 @@ const effects = [
   "SELECT public.hypopg_create_index('CREATE INDEX ON public.keel_plain (x)')",
   // Created, then the transaction fails: the index must go all the same.
   "SELECT count(public.hypopg_create_index('CREATE INDEX ON public.keel_plain (x)')) / 0",
-  'SELECT public.keel_stable_link()',
   'SELECT public.keel_prepare()',
   'SELECT public.keel_hold_cursor()',
   "SELECT set_config('role', 'pg_monitor', false)",
@@ -154,7 +155,6 @@ const gatedEffects = [
   'SELECT public.keel_stable_lock()',
   'SELECT public.keel_stable_setting()',
   'SELECT public.keel_stable_hypothetical()',
-  'SELECT public.keel_stable_link()',
 ]
 
 describe.each([
@@ -175,6 +175,10 @@ describe.each([
       read_only: 'on',
       strings: 'on',
       hypothetical: 0,
+      // The default limits, set for the session: a call with them sends no SET LOCAL of its own.
+      statement_timeout: '30s',
+      lock_timeout: '5s',
+      idle_timeout: '1min',
     })
   })
 
@@ -209,6 +213,17 @@ describe.each([
     expect(result.rows).toEqual([[1]])
     const after = await state(database)
     expect(after).toEqual(clean)
+  })
+
+  it('runs a call with other limits under them, and the next call under the defaults again', async () => {
+    const limited = await database.readQuery(
+      "SELECT current_setting('statement_timeout'), current_setting('lock_timeout'), current_setting('idle_in_transaction_session_timeout')",
+      [],
+      { timeoutMs: 1234 },
+    )
+    // The lock timeout is capped by the statement timeout (limits.ts).
+    expect(limited.rows).toEqual([['1234ms', '1234ms', '1min']])
+    expect(await state(database)).toEqual(clean)
   })
 
   it('ran every effect on the same backend it then checked (the connection was reset, not replaced)', async () => {
