@@ -75,3 +75,52 @@ describe('warmUp', () => {
     expect(result.isError).toBeFalsy()
   })
 })
+
+describe('warmCall', () => {
+  interface CallDeps {
+    runs: Array<{ requestId: string | number; probe: number }>
+    called: Promise<void>
+    onCall: () => void
+  }
+  const defineCallTool = toolFactory<CallDeps>()
+  const callSpec = () =>
+    defineServer<CallDeps>({
+      name: 'warm-call',
+      version: '1.0.0',
+      description: 'warm call fixture',
+      tools: [
+        defineCallTool({
+          name: 'probe',
+          title: 'Probe',
+          description: 'Records each run.',
+          input: { probe: z.number() },
+          output: { runs: z.number() },
+          annotations: { readOnlyHint: true, openWorldHint: false },
+          run: (input, { deps, requestId }) => {
+            deps.runs.push({ requestId, probe: input.probe })
+            deps.onCall()
+            return { data: { runs: deps.runs.length } }
+          },
+        }),
+      ],
+      createDeps() {
+        let onCall = () => {}
+        const called = new Promise<void>((resolve) => {
+          onCall = resolve
+        })
+        return { runs: [], called, onCall }
+      },
+      warmCall: { tool: 'probe', arguments: { probe: 7 } },
+    })
+
+  it('runs the call once through the pipeline after initialize, with its arguments checked, and answers nothing', async () => {
+    const connection = await connectInMemory(callSpec())
+    open.push(connection)
+    const deps = connection.runtime.deps
+    await deps.called
+    expect(deps.runs).toEqual([{ requestId: 'warm-up', probe: 7 }])
+    const result = await connection.client.callTool({ name: 'probe', arguments: { probe: 1 } })
+    expect(result.structuredContent).toEqual({ runs: 2 })
+    expect(deps.runs.map((run) => run.probe)).toEqual([7, 1])
+  })
+})
