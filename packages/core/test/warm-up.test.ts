@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { defineServer, toolFactory, z } from '../src/index.js'
+import { installObserver } from '../src/observe/hooks.js'
 import { type Connection, connectInMemory } from '../src/testing/index.js'
 
 interface Deps {
@@ -122,5 +123,29 @@ describe('warmCall', () => {
     const result = await connection.client.callTool({ name: 'probe', arguments: { probe: 1 } })
     expect(result.structuredContent).toEqual({ runs: 2 })
     expect(deps.runs.map((run) => run.probe)).toEqual([7, 1])
+  })
+
+  it('is not observed (no metrics, audit line or rate budget): no one made the call', async () => {
+    const observed: string[] = []
+    installObserver({
+      sizes: false,
+      request: () => ({ run: (work: () => unknown) => work(), end() {} }),
+      call: (start: { tool: string }) => {
+        observed.push(start.tool)
+        return { run: (work: () => Promise<unknown>) => work(), end() {} }
+      },
+      upstream: (_system: string, _operation: string, work: () => Promise<unknown>) => work(),
+    } as never)
+    try {
+      const connection = await connectInMemory(callSpec())
+      open.push(connection)
+      const deps = connection.runtime.deps
+      await deps.called
+      await connection.client.callTool({ name: 'probe', arguments: { probe: 1 } })
+      expect(deps.runs.map((run) => run.probe)).toEqual([7, 1])
+      expect(observed).toEqual(['probe'])
+    } finally {
+      installObserver(undefined)
+    }
   })
 })
