@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Database } from '../../src/lib/database.js'
 import { SqlRefusedError } from '../../src/lib/errors.js'
 import { adminQuery, createScratchDatabase, sharedPostgres } from '../harness/index.js'
+import { closeAll, connect } from '../helpers.js'
 
 /**
  * No session-level effect of a call survives it, whatever the SQL went through. The statements run
@@ -41,6 +42,11 @@ beforeAll(async () => {
        RETURN 1; END $$;
      CREATE FUNCTION public.keel_stable_hypothetical() RETURNS int LANGUAGE plpgsql STABLE AS $$
        BEGIN PERFORM public.hypopg_create_index('CREATE INDEX ON public.keel_plain (x)'); RETURN 1; END $$;
+     CREATE FUNCTION public.keel_stable_state() RETURNS text LANGUAGE sql STABLE AS $$
+       SELECT concat_ws(' ', pg_backend_pid(),
+         (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()),
+         current_setting('work_mem'), current_setting('default_transaction_read_only'),
+         (SELECT count(*) FROM public.hypopg_list_indexes)) $$;
      CREATE FUNCTION public.keel_prepare() RETURNS int LANGUAGE plpgsql AS $$
        BEGIN EXECUTE 'PREPARE keel_prepared_inside AS SELECT 1'; RETURN 1; END $$;
      CREATE FUNCTION public.keel_hold_cursor() RETURNS int LANGUAGE plpgsql AS $$
@@ -62,6 +68,7 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
+  await closeAll()
   await Promise.all(opened.map((database) => database.close()))
   await scratch?.drop()
 })
@@ -229,5 +236,24 @@ describe.each([
   it('ran every effect on the same backend it then checked (the connection was reset, not replaced)', async () => {
     await database.readQuery('SELECT pg_advisory_lock(4304)')
     expect((await state(database)).pid).toBe(clean.pid)
+  })
+})
+
+describe('the session after a call of the query tool, with one pooled connection', () => {
+  it.each(gatedEffects)('keeps nothing of %s', async (sql) => {
+    const { client } = await connect(scratch.url, { argv: ['--pool-size', '1'] })
+    const stateOf = async () => {
+      const result = await client.callTool({
+        name: 'query',
+        arguments: { sql: 'SELECT public.keel_stable_state()' },
+      })
+      expect(result.isError).toBeFalsy()
+      return String((result.structuredContent as { rows: unknown[][] }).rows[0]?.[0])
+    }
+    const before = await stateOf()
+    expect(before).toMatch(/^\d+ 0 4MB on 0$/)
+    const result = await client.callTool({ name: 'query', arguments: { sql } })
+    expect(result.isError).toBeFalsy()
+    expect(await stateOf()).toBe(before)
   })
 })
