@@ -6,7 +6,7 @@ import { logData, type McpLogLevel, mcpLevelAtLeast, toMcpLevel } from './logger
 import { registerPrompts } from './prompts.js'
 import { registerResources } from './resources.js'
 import { registerTaskHandlers, TASKS_CAPABILITY, TaskRegistry } from './tasks.js'
-import { registerTools } from './tool-call.js'
+import { registerTools, runWarmCall } from './tool-call.js'
 
 // One McpServer per connection (or per lone request), assembled from the pieces that serve it:
 // the tool-call pipeline (tool-call.ts), resources and subscriptions (resources.ts), prompts
@@ -19,15 +19,16 @@ export { describeIssues, selectTools, useSchemaCache } from './tool-schema.js'
 /** Runtimes whose `spec.warmUp` has been started: once per process, whatever the connections. */
 const warmedUp = new WeakSet<object>()
 
-function warmUpOnce<D, C>(runtime: Runtime<D, C>): void {
+function warmUpOnce<D, C>(runtime: Runtime<D, C>, warmCall: () => Promise<void>): void {
   const warmUp = runtime.spec.warmUp
-  if (warmUp === undefined || warmedUp.has(runtime)) return
+  if ((warmUp === undefined && runtime.spec.warmCall === undefined) || warmedUp.has(runtime)) return
   warmedUp.add(runtime)
   // On the next turn: the initialize exchange is over, and nothing waits for this.
   setImmediate(() => {
     const started = performance.now()
     Promise.resolve()
-      .then(() => warmUp(runtime.deps, runtime.shutdownSignal))
+      .then(() => warmUp?.(runtime.deps, runtime.shutdownSignal))
+      .then(warmCall)
       .then(() => runtime.logger.debug('warmed up', { durationMs: Math.round(performance.now() - started) }))
       .catch((error: unknown) =>
         runtime.logger.debug('warm-up failed; the first call does the work', {
@@ -107,12 +108,15 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
   )
   const server = mcp.server
   const initializedBefore = server.oninitialized
+  // The warm call runs on this instance, whose parts exist by the time the warm-up gets to it.
+  let parts: InstanceParts<D, C> | undefined
+  const warmCall = () => (parts === undefined ? Promise.resolve() : runWarmCall(parts, sessionFor))
   server.oninitialized = () => {
     initializedBefore?.()
-    warmUpOnce(runtime)
+    warmUpOnce(runtime, warmCall)
   }
   // A lone request (2026-07-28, --stateless) has no initialize: its first request starts it.
-  if (connection === 'request') warmUpOnce(runtime)
+  if (connection === 'request') warmUpOnce(runtime, warmCall)
   const state: InstanceState = {
     clientLevel: undefined,
     roots: undefined,
@@ -196,7 +200,7 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     tasks = registry
   }
 
-  const parts: InstanceParts<D, C> = { runtime, mcp, state, client, handlerContext, sessionFor, tasks }
+  parts = { runtime, mcp, state, client, handlerContext, sessionFor, tasks }
   registerTools(parts)
   registerResources(parts)
   registerPrompts(parts)

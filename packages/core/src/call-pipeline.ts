@@ -492,7 +492,7 @@ function failureResult(toolError: ToolError): Record<string, unknown> {
  * Runs one validated call to its result: signal (caller ∪ timeout ∪ shutdown), progress, log
  * forwarding, output schema check, error mapping and the per-call log line. Never throws.
  */
-async function runCall<D, C>(
+export async function runCall<D, C>(
   parts: InstanceParts<D, C>,
   call: ValidatedCall,
   channel: CallChannel<D>,

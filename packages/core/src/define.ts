@@ -472,6 +472,13 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
    * the first call simply does the work itself. `signal` aborts when the process shuts down.
    */
   warmUp?(deps: D, signal: AbortSignal): Promise<void> | void
+  /**
+   * Optional: one call core runs after `warmUp` resolves, through its own tools/call pipeline
+   * (arguments checked, the tool run, its output checked and projected), with the result discarded
+   * and nothing observed (no metrics, audit line or rate budget). The first real call then finds
+   * that code compiled and its schemas built. It must be read-only and cheap; a failure is ignored.
+   */
+  warmCall?: { readonly tool: string; readonly arguments: Record<string, unknown> }
   /** Releases what `createDeps` built (pools, browsers). Called once on shutdown, with a deadline. */
   dispose?(deps: D): Promise<void> | void
   /**

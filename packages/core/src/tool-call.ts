@@ -1,6 +1,6 @@
 import { LOG_LEVEL_META_KEY, ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server'
 import { assertWriteScope, requestAuthOf } from './auth/context.js'
-import { type CallChannel, executeCall, listedTools, type ValidatedCall } from './call-pipeline.js'
+import { type CallChannel, executeCall, listedTools, runCall, type ValidatedCall } from './call-pipeline.js'
 import { modernClientAccess, servesModernEra } from './client-access.js'
 import type { AnyTool, ClientAccess, RequestAuth, SessionAccess } from './define.js'
 import { formatToolError, ToolError } from './errors.js'
@@ -156,6 +156,41 @@ export function coreCallToolOf(mcp: object): CoreCallTool | undefined {
 }
 
 type RawHandler = (request: { params?: unknown }, ctx: unknown) => unknown
+
+/**
+ * Runs the spec's `warmCall` on this instance through the same pipeline as a real call (input
+ * schema, the tool, output schema, result projection) and discards the result. Not observed: no
+ * metrics, audit line or rate budget, since no one made the call. Never throws.
+ */
+export async function runWarmCall<D, C>(
+  parts: InstanceParts<D, C>,
+  sessionFor: (key: undefined) => SessionAccess,
+): Promise<void> {
+  const { runtime } = parts
+  const warm = runtime.spec.warmCall
+  if (warm === undefined || runtime.shutdownSignal.aborted) return
+  const call = validateCall(
+    listedTools(runtime, parts.state.enabledTools, undefined),
+    warm.tool,
+    warm.arguments,
+  )
+  const channel: CallChannel<D> = {
+    signal: runtime.shutdownSignal,
+    requestId: 'warm-up',
+    session: sessionFor(undefined),
+    auth: undefined,
+    get client(): ClientAccess {
+      throw new Error('core: a warm-up call has no client')
+    },
+    progressToken: undefined,
+    logThreshold: 'none',
+    transport: 'memory',
+    era: 'legacy',
+    notify: async () => {},
+    log: async () => {},
+  }
+  await runCall(parts, call, channel)
+}
 
 /** Serves `tools/list` and `tools/call` on one instance (and task-augmented calls where offered). */
 export function registerTools<D, C>(parts: InstanceParts<D, C>): void {

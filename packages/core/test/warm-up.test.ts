@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { defineServer, toolFactory, z } from '../src/index.js'
+import { installObserver } from '../src/observe/hooks.js'
 import { type Connection, connectInMemory } from '../src/testing/index.js'
 
 interface Deps {
@@ -73,5 +74,78 @@ describe('warmUp', () => {
     await connection.runtime.deps.warmed
     const result = await connection.client.callTool({ name: 'count', arguments: {} })
     expect(result.isError).toBeFalsy()
+  })
+})
+
+describe('warmCall', () => {
+  interface CallDeps {
+    runs: Array<{ requestId: string | number; probe: number }>
+    called: Promise<void>
+    onCall: () => void
+  }
+  const defineCallTool = toolFactory<CallDeps>()
+  const callSpec = () =>
+    defineServer<CallDeps>({
+      name: 'warm-call',
+      version: '1.0.0',
+      description: 'warm call fixture',
+      tools: [
+        defineCallTool({
+          name: 'probe',
+          title: 'Probe',
+          description: 'Records each run.',
+          input: { probe: z.number() },
+          output: { runs: z.number() },
+          annotations: { readOnlyHint: true, openWorldHint: false },
+          run: (input, { deps, requestId }) => {
+            deps.runs.push({ requestId, probe: input.probe })
+            deps.onCall()
+            return { data: { runs: deps.runs.length } }
+          },
+        }),
+      ],
+      createDeps() {
+        let onCall = () => {}
+        const called = new Promise<void>((resolve) => {
+          onCall = resolve
+        })
+        return { runs: [], called, onCall }
+      },
+      warmCall: { tool: 'probe', arguments: { probe: 7 } },
+    })
+
+  it('runs the call once through the pipeline after initialize, with its arguments checked, and answers nothing', async () => {
+    const connection = await connectInMemory(callSpec())
+    open.push(connection)
+    const deps = connection.runtime.deps
+    await deps.called
+    expect(deps.runs).toEqual([{ requestId: 'warm-up', probe: 7 }])
+    const result = await connection.client.callTool({ name: 'probe', arguments: { probe: 1 } })
+    expect(result.structuredContent).toEqual({ runs: 2 })
+    expect(deps.runs.map((run) => run.probe)).toEqual([7, 1])
+  })
+
+  it('is not observed (no metrics, audit line or rate budget): no one made the call', async () => {
+    const observed: string[] = []
+    installObserver({
+      sizes: false,
+      request: () => ({ run: (work: () => unknown) => work(), end() {} }),
+      call: (start: { tool: string }) => {
+        observed.push(start.tool)
+        return { run: (work: () => Promise<unknown>) => work(), end() {} }
+      },
+      upstream: (_system: string, _operation: string, work: () => Promise<unknown>) => work(),
+    } as never)
+    try {
+      const connection = await connectInMemory(callSpec())
+      open.push(connection)
+      const deps = connection.runtime.deps
+      await deps.called
+      await connection.client.callTool({ name: 'probe', arguments: { probe: 1 } })
+      expect(deps.runs.map((run) => run.probe)).toEqual([7, 1])
+      expect(observed).toEqual(['probe'])
+    } finally {
+      installObserver(undefined)
+    }
   })
 })

@@ -11,8 +11,11 @@
  *   or role default can change them) and the configured role;
  * - every function, operator, cast and view a statement reaches is judged by the catalog before it
  *   runs (function-policy.ts);
- * - after every call the session is reset (ROLLBACK, DISCARD ALL: advisory locks, LISTEN, prepared
- *   statements, cursors, settings) and set up again, or the connection is destroyed;
+ * - after every call the session is returned to its setup: a call that succeeded proves its
+ *   statement ran in, and did not end, the read-only transaction the call opened, resets what
+ *   outlives a rollback (advisory locks, prepared statements, hypopg, dblink) and rolls back, which
+ *   undoes the rest (session.ts, callEndStatements); any other call, or one whose proof fails, gets
+ *   the full reset (ROLLBACK, DISCARD ALL's steps, the setup again), or the connection is destroyed;
  * - the bytes a call receives are counted as they arrive; past the budget the backend is cancelled
  *   and the connection destroyed, so no result can exhaust the process's memory;
  * - every statement runs in `BEGIN … READ ONLY` and is always rolled back, never committed;
@@ -43,14 +46,18 @@ import {
   resolveLimits,
 } from './limits.js'
 import {
+  callEndStatements,
+  callMarker,
   capPoolSize,
   createPool,
   defaultPoolSize,
+  endCall,
   identifierPattern,
   type PoolHandle,
   resetSession,
   sessionResetStatements,
   sessionSetupSql,
+  transactionStatus,
 } from './session.js'
 import { checkReadOnlySql, loadSqlParser, type SqlReferences } from './sql-guard.js'
 import { BoundedStatement } from './statement.js'
@@ -93,8 +100,7 @@ export class Database {
    * Repeats the startup settings, in case a connection string's own options replaced them.
    */
   readonly #sessionSetup: string
-  /** The reset after every call (session.ts): ROLLBACK, DISCARD ALL's steps, the session setup. */
-  readonly #sessionReset: readonly string[]
+  /** The full reset (session.ts): ROLLBACK, DISCARD ALL's steps, the session setup. */
   readonly #sessionResetSql: string
 
   constructor(options: DatabaseOptions = {}) {
@@ -113,9 +119,8 @@ export class Database {
     positiveInteger('limits.idleInTransactionTimeoutMs', limits.idleInTransactionTimeoutMs)
     this.#poolSize = positiveInteger('poolSize', options.poolSize ?? defaultPoolSize)
     this.#maxResultBytes = positiveInteger('maxResultBytes', options.maxResultBytes ?? defaultMaxResultBytes)
-    this.#sessionSetup = sessionSetupSql(options.role)
-    this.#sessionReset = sessionResetStatements(options.role)
-    this.#sessionResetSql = this.#sessionReset.join('; ')
+    this.#sessionSetup = sessionSetupSql(options.role, limits)
+    this.#sessionResetSql = sessionResetStatements(options.role, limits).join('; ')
     this.#limits = limits
     this.#schemas = options.schemas === undefined ? null : [...options.schemas]
     this.#options = options
@@ -195,7 +200,7 @@ export class Database {
    */
   async #begin(limits: QueryLimits, deferred: boolean): Promise<PoolClient> {
     if (deferred) return (await this.#getPool()).pool.connect()
-    const begin = beginStatements(limits).join('; ')
+    const begin = beginStatements(limits, this.#limits).join('; ')
     for (let attempt = 0; ; attempt++) {
       const { pool } = await this.#getPool()
       const client = await pool.connect()
@@ -279,9 +284,11 @@ export class Database {
     const session = { reset: false }
     const running = work(client, session)
     running.catch(() => undefined)
+    let failed = false
     try {
       return await Promise.race([running, interrupted])
     } catch (error) {
+      failed = true
       if (interruption === undefined) throw error
       // The statement may still be running on the server: cancel it there, then never reuse this
       // connection (a late cancel could otherwise hit the next statement run on it).
@@ -293,7 +300,13 @@ export class Database {
       stopCounting?.()
       if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort)
       if (this.#broken.has(client)) destroy = true
-      if (!destroy && !session.reset) destroy = !(await resetSession(client, this.#sessionResetSql))
+      if (!destroy && !session.reset) {
+        // A failed call's transaction is aborted: only the full reset (its ROLLBACK first) applies.
+        const reset = failed
+          ? resetSession(client, this.#sessionResetSql)
+          : endCall(client, this.#sessionResetSql)
+        destroy = !(await reset)
+      }
       client.release(destroy ? true : undefined)
     }
   }
@@ -305,6 +318,39 @@ export class Database {
       poolSize: this.#poolSize,
       broken: this.#broken,
     }
+  }
+
+  /**
+   * After a batch whose tail is {@link callEndStatements}: the session is reset when the tail ran
+   * and the connection reports no open transaction. When the tail's proof failed (its division by
+   * zero) or a transaction is still open, the statement did not run as a call must (it ended or
+   * changed the read-only transaction): its result is discarded, the call refused, and the full
+   * reset follows. Any other failure of the tail gets the full reset here, and the result stands.
+   */
+  async #checkCallEnd(
+    client: PoolClient,
+    result: { resetDone: boolean; tailError?: Error },
+    session: { reset: boolean },
+  ): Promise<void> {
+    const proofFailed =
+      (result.tailError as { code?: unknown } | undefined)?.code === '22012' ||
+      (result.resetDone && transactionStatus(client) !== 'I')
+    if (proofFailed) {
+      session.reset = false
+      throw new SqlRefusedError(
+        'not_read_only',
+        'The statement ended or changed the read-only transaction it ran in: its result was discarded and the session reset.',
+      )
+    }
+    if (result.resetDone) {
+      session.reset = true
+      return
+    }
+    if (!(await resetSession(client, this.#sessionResetSql))) {
+      this.#broken.add(client)
+      throw new Error('The session could not be reset after the call.', { cause: result.tailError })
+    }
+    session.reset = true
   }
 
   /**
@@ -327,12 +373,12 @@ export class Database {
       let rows: unknown[][]
       if (session.reset) {
         const lookup = new BoundedStatement(sql, [unknown], unknown.length, {
-          preamble: beginStatements(limits),
-          tail: this.#sessionReset,
+          preamble: beginStatements(limits, this.#limits),
+          tail: callEndStatements,
         })
         client.query(lookup as never)
         const result = await lookup.promise
-        session.reset = result.resetDone
+        await this.#checkCallEnd(client, result, session)
         rows = result.rows
       } else {
         rows = (await client.query({ text: sql, values: [unknown], rowMode: 'array' })).rows
@@ -380,16 +426,17 @@ export class Database {
             // here. Only maxRows + 1 rows are asked for, and the session reset follows in the same
             // round trip.
             const statement = new BoundedStatement(sql, params, limits.maxRows + 1, {
-              preamble: judged ? [] : beginStatements(limits),
-              tail: this.#sessionReset,
+              preamble: judged ? [] : beginStatements(limits, this.#limits),
+              tail: callEndStatements,
             })
             client.query(statement as never)
-            const { rows, fields, resetDone } = await statement.promise.catch((error: unknown) => {
+            const result = await statement.promise.catch((error: unknown) => {
               // Nothing of the statement ran: a dead idle connection may be retried on a fresh one.
               if (!statement.begun && isConnectionError(error)) throw new NotStartedError(error)
               throw error
             })
-            session.reset = resetDone
+            await this.#checkCallEnd(client, result, session)
+            const { rows, fields } = result
             const truncated = rows.length > limits.maxRows
             const kept = truncated ? rows.slice(0, limits.maxRows) : rows
             return {
@@ -474,18 +521,28 @@ export class Database {
 }
 
 /**
- * Opens the call's transaction: read only, with statement, lock and idle timeouts. Integers
- * validated by resolveLimits: nothing from a caller is spliced in as text.
+ * Opens the call's transaction: read only, with statement, lock and idle timeouts. The session
+ * already has the Database's default timeouts (session.ts, sessionSetupStatements; a rollback
+ * returns to them): a call with other limits sets its own with SET LOCAL. Integers validated by
+ * resolveLimits: nothing from a caller is spliced in as text.
  */
-function beginStatements(limits: QueryLimits): readonly string[] {
-  const key = `${limits.timeoutMs}/${limits.lockTimeoutMs}/${limits.idleInTransactionTimeoutMs}`
+function beginStatements(limits: QueryLimits, defaults: QueryLimits): readonly string[] {
+  const key = `${limits.timeoutMs}/${limits.lockTimeoutMs}/${limits.idleInTransactionTimeoutMs}/${defaults.timeoutMs}/${defaults.lockTimeoutMs}/${defaults.idleInTransactionTimeoutMs}`
   let statements = begins.get(key)
   if (statements === undefined) {
     statements = [
       'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
-      `SET LOCAL statement_timeout = ${limits.timeoutMs}`,
-      `SET LOCAL lock_timeout = ${limits.lockTimeoutMs}`,
-      `SET LOCAL idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`,
+      ...(limits.timeoutMs === defaults.timeoutMs
+        ? []
+        : [`SET LOCAL statement_timeout = ${limits.timeoutMs}`]),
+      ...(limits.lockTimeoutMs === defaults.lockTimeoutMs
+        ? []
+        : [`SET LOCAL lock_timeout = ${limits.lockTimeoutMs}`]),
+      ...(limits.idleInTransactionTimeoutMs === defaults.idleInTransactionTimeoutMs
+        ? []
+        : [`SET LOCAL idle_in_transaction_session_timeout = ${limits.idleInTransactionTimeoutMs}`]),
+      // What the end of the call checks: this transaction is still the one open (session.ts).
+      callMarker,
     ]
     // A few keys in practice (one per distinct timeout a call asks for); the bound is a guard.
     if (begins.size >= 32) begins.clear()

@@ -99,22 +99,34 @@ export function quoteIdentifier(name: string): string {
   return `"${name.replace(/"/g, '""')}"`
 }
 
+/** The call timeouts a session starts with (a call that asks for others sets them with SET LOCAL). */
+export interface SessionTimeouts {
+  readonly timeoutMs: number
+  readonly lockTimeoutMs: number
+  readonly idleInTransactionTimeoutMs: number
+}
+
 /**
- * Run on every new connection and again after every call's DISCARD ALL, before anything else.
- * Repeats the startup settings, in case a connection string's own options replaced them.
+ * Run on every new connection and again after every full reset, before anything else. Repeats the
+ * startup settings, in case a connection string's own options replaced them, and sets the default
+ * call timeouts for the session: a call's rollback returns every setting to these values, so a
+ * call with the default limits needs no SET LOCAL of its own. Integers validated by the caller.
  */
-export function sessionSetupStatements(role: string | undefined): string[] {
+export function sessionSetupStatements(role: string | undefined, timeouts: SessionTimeouts): string[] {
   return [
     'SET standard_conforming_strings = on',
     'SET backslash_quote = safe_encoding',
     'SET default_transaction_read_only = on',
+    `SET statement_timeout = ${timeouts.timeoutMs}`,
+    `SET lock_timeout = ${timeouts.lockTimeoutMs}`,
+    `SET idle_in_transaction_session_timeout = ${timeouts.idleInTransactionTimeoutMs}`,
     ...(role === undefined ? [] : [`SET ROLE ${quoteIdentifier(role)}`]),
   ]
 }
 
 /** {@link sessionSetupStatements} as one simple query. */
-export function sessionSetupSql(role: string | undefined): string {
-  return sessionSetupStatements(role).join('; ')
+export function sessionSetupSql(role: string | undefined, timeouts: SessionTimeouts): string {
+  return sessionSetupStatements(role, timeouts).join('; ')
 }
 
 /** The node TLS options for an sslmode, with libpq's meaning of each mode. */
@@ -232,15 +244,72 @@ const discardAll = [
 ]
 
 /**
- * The reset after every call: ROLLBACK, then DISCARD ALL's steps (session-level advisory locks,
- * LISTEN, prepared statements, cursors, temporary tables, settings: whatever a function or view did
- * that a rollback keeps), hypopg's hypothetical indexes and the session setup again. Sent as one simple query (after ROLLBACK the
- * rest runs in one implicit transaction, committed at its end) or at the end of a call's
- * extended-protocol batch (statement.ts: after ROLLBACK the rest runs in one transaction that the
- * Sync commits).
+ * The full reset: ROLLBACK, then DISCARD ALL's steps (session-level advisory locks, LISTEN,
+ * prepared statements, cursors, temporary tables, settings), hypopg's hypothetical indexes and the
+ * session setup again. Sent as one simple query (after ROLLBACK the rest runs in one implicit
+ * transaction, committed at its end). What a call ends with when its statement failed or its
+ * transaction did not end as {@link callEndStatements} proves it should; the connection is
+ * destroyed when this fails too.
  */
-export function sessionResetStatements(role: string | undefined): string[] {
-  return ['ROLLBACK', ...discardAll, ...sessionSetupStatements(role)]
+export function sessionResetStatements(role: string | undefined, timeouts: SessionTimeouts): string[] {
+  return ['ROLLBACK', ...discardAll, ...sessionSetupStatements(role, timeouts)]
+}
+
+/**
+ * Set by the transaction's opening statements (`SET LOCAL`): a setting that exists only until the
+ * transaction that set it ends, whichever way it ends. Checked before the ROLLBACK that ends a call.
+ */
+export const callMarker = `SET LOCAL keel.call = 'on'`
+
+/**
+ * How a call ends when its statement succeeded: the reset of exactly what can outlive a rolled-back
+ * transaction, then the ROLLBACK. One statement before the ROLLBACK both proves and resets:
+ *
+ * - it fails (division by zero) unless the marker set by the transaction's opening statements is
+ *   still set and the transaction is still read only: the statement ran in, and did not end, change
+ *   or replace (COMMIT AND CHAIN) the read-only transaction the call opened. A statement that ends a
+ *   transaction is nothing else in the same statement, and a setting made with SET LOCAL lasts until
+ *   the end of its transaction only, so the marker cannot survive into a transaction of its own;
+ * - it releases session-level advisory locks (a lock taken in a transaction that rolls back is
+ *   still held after it);
+ * - it removes hypopg's hypothetical indexes (backend memory, outside any transaction). They exist
+ *   only in a backend that has loaded hypopg's library, and loading it defines the setting
+ *   `hypopg.enabled` (hypopg 1.1 and later): where that setting is undefined there is nothing to
+ *   remove, and the lookup of hypopg's schema (a catalog query planned on each run, most of what
+ *   the old reset cost the backend) is skipped. A library stays loaded, so a backend that ever ran
+ *   hypopg pays the lookup on every later call.
+ *
+ * DEALLOCATE ALL: prepared statements outlive a rollback. The ROLLBACK then undoes everything else a
+ * statement can change in the session, because it is all transactional: settings (SET, SET
+ * SESSION, set_config(…, false), the role, the session authorization, read-only default and string
+ * rules included: they return to the values of the session setup), LISTEN, cursors (WITH HOLD ones
+ * too: a holdable cursor of a rolled-back transaction is dropped). What a read-only transaction
+ * cannot do at all needs no reset: temporary tables (CREATE is refused) and sequences' currval
+ * (nextval and setval are refused). The caller then checks that the connection reports no open
+ * transaction (ReadyForQuery's status `I`), and otherwise resets in full.
+ *
+ * Not reset, here or by DISCARD ALL: state an extension keeps in backend memory by its own rules,
+ * such as dblink's named connections or a procedural language's session variables.
+ *
+ * Each piece's effect on a real server is held by test/lib/session-reset.test.ts.
+ */
+export const callEndStatements: readonly string[] = [
+  `SELECT 1 / (pg_catalog.current_setting('keel.call') = 'on'
+               AND pg_catalog.current_setting('transaction_read_only') = 'on')::int4,
+          pg_catalog.pg_advisory_unlock_all(),
+          CASE WHEN pg_catalog.current_setting('hypopg.enabled', true) IS NOT NULL THEN
+            pg_catalog.query_to_xml('SELECT pg_catalog.count(pg_catalog.query_to_xml(pg_catalog.format(''SELECT %s.hypopg_reset()'', e.extnamespace::pg_catalog.regnamespace), false, false, '''')) FROM pg_catalog.pg_extension e WHERE e.extname = ''hypopg''', false, false, '')
+          END`,
+  'DEALLOCATE ALL',
+  'ROLLBACK',
+]
+
+/** {@link callEndStatements} as one simple query. */
+export const callEndSql = callEndStatements.join('; ')
+
+/** pg's Client reports the status of the last ReadyForQuery (not in its typings). */
+export function transactionStatus(client: PoolClient): string | null {
+  return (client as unknown as { getTransactionStatus(): string | null }).getTransactionStatus()
 }
 
 /**
@@ -253,7 +322,17 @@ export async function resetSession(client: PoolClient, reset: string): Promise<b
   running.catch(() => undefined)
   if (!(await settleWithin(running, rollbackDeadlineMs))) return false
   return running.then(
-    () => true,
+    () => transactionStatus(client) === 'I',
     () => false,
   )
+}
+
+/**
+ * Ends a call whose work succeeded: {@link callEndSql} (the proof that the transaction is the
+ * call's own, the reset of what outlives a rollback, the ROLLBACK), then the full reset if that
+ * failed or left a transaction open. False when the connection must be destroyed.
+ */
+export async function endCall(client: PoolClient, fullReset: string): Promise<boolean> {
+  if (await resetSession(client, callEndSql)) return true
+  return resetSession(client, fullReset)
 }

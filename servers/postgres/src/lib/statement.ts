@@ -4,7 +4,7 @@
  *
  *   [BEGIN … READ ONLY, SET LOCAL timeouts]     the preamble, when the transaction is not open yet
  *   Parse/Bind/Describe/Execute(maxRows + 1)    the statement
- *   [ROLLBACK, DISCARD ALL's steps, setup]      the tail: the session reset (session.ts)
+ *   [proof and reset, DEALLOCATE ALL, ROLLBACK]  the tail: how a call ends (session.ts)
  *   Sync
  *
  * PostgreSQL runs them in order and, on the first error, skips to the Sync: nothing after a failed
@@ -99,8 +99,10 @@ function executeMessage(serialize: Serializer, rows: number): Buffer {
 export interface StatementResult {
   fields: FieldDef[]
   rows: unknown[][]
-  /** Whether the tail ran: the session is then already reset and its transaction ended. */
+  /** Whether the tail ran without error (the caller still checks the transaction status). */
   resetDone: boolean
+  /** The error the tail failed with, if it failed: the statement's rows are complete all the same. */
+  tailError?: Error
 }
 
 export interface BatchOptions {
@@ -177,7 +179,7 @@ export class BoundedStatement {
   }
 
   handleDataRow(message: { fields: unknown[] }): void {
-    // Rows of the tail (pg_advisory_unlock_all's) are not the statement's.
+    // Rows of the tail (its proof and reset's) are not the statement's.
     if (!this.#statementDone) this.#rows.push(this._result.parseRow(message.fields))
   }
 
@@ -200,20 +202,21 @@ export class BoundedStatement {
   }
 
   handleError(error: Error): void {
-    if (this.#statementDone) this.#settle(false)
+    if (this.#statementDone) this.#settle(false, error)
     else if (!this.#settled) {
       this.#settled = true
       this.#reject(error)
     }
   }
 
-  #settle(resetDone: boolean): void {
+  #settle(resetDone: boolean, tailError?: Error): void {
     if (this.#settled) return
     this.#settled = true
     this.#resolve({
       fields: this._result.fields,
       rows: this.#rows,
       resetDone: resetDone && this.#tail.length > 0,
+      ...(tailError === undefined ? {} : { tailError }),
     })
   }
 
