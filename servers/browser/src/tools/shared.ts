@@ -225,12 +225,14 @@ export async function fullSnapshot(
     const info = pageInfo(tab)
     return { data: info, text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
   }
+  // The title comes from the browser process: asked while the page's tree is read, not after.
+  const titled = titleOf(tab)
   const snapshot = await takeSnapshot(tab, {
     ...options,
     maxChars: options.maxChars ?? settings.snapshotMaxChars,
   })
   const info = pageInfo(tab)
-  const title = await titleOf(tab)
+  const title = await titled
   return {
     data: info,
     text: `Tab ${tab.id}\n${untrusted(`url: ${info.url}\ntitle: ${JSON.stringify(title)}\n${snapshot.text}`)}`,
