@@ -118,6 +118,11 @@ export class TreeReader {
     return this.asked.has(node.nodeId)
   }
 
+  /** How {@link children} reads a node's children: its subtree, its subtree if small, or a level. */
+  kind(node: AXNode): 'subtree' | 'ask' | 'level' {
+    return batching(node, this.batching)
+  }
+
   /** A node's children, one level (`getChildAXNodes`). */
   private async level(node: AXNode): Promise<AXNode[]> {
     const { nodes } = (await this.tab.cdp.send('Accessibility.getChildAXNodes', {
@@ -305,9 +310,11 @@ function before(a: number[], b: number[]): boolean {
  * `counted`: what the budget counts. `children`: the children of each node read. `read`: every
  * node the reader holds, those a subtree read brought (a paragraph's texts and line boxes)
  * included; nodes already read cost nothing, and a request is sent only while the budget covers
- * what the requests in flight are expected to bring (what a node of the same role and child count
- * brought, or the average so far), so the last requests sent do not bring several times the
- * budget (24 sections of a catalogue, 156 nodes each).
+ * what the requests in flight are expected to bring, so the last requests sent do not bring
+ * several times the budget (24 sections of a catalogue, 156 nodes each). A level brings its
+ * children; a small element's subtree what one of the same role and child count brought, else
+ * three nodes a child; a container read whole if small, what one of its role and child count
+ * brought, and the first of those is read alone (its answer tells what the others will bring).
  */
 export async function readTree(
   reader: TreeReader,
@@ -336,10 +343,11 @@ export async function readTree(
   /** The most nodes a read brought, by the shape of the node read; shapes being read a first time. */
   const shapes = new Map<string, number>()
   const firstReads = new Set<string>()
-  // A read of what the reader holds costs nothing: always sent. Another, while the budget lasts,
-  // and one at a time for a shape not read yet (its answer tells what the others will bring).
+  // A read of what the reader holds costs nothing: always sent. Another, while the budget lasts.
   const sendable = (pending: Pending): boolean =>
-    !reads || reader.has(pending.node) || (left - expected > 0 && !firstReads.has(shapeOf(pending.node)))
+    !reads ||
+    reader.has(pending.node) ||
+    (left - expected > 0 && !(reader.kind(pending.node) === 'ask' && firstReads.has(shapeOf(pending.node))))
   const inFlight = new Set<Promise<void>>()
   while (waiting.length || inFlight.size) {
     while (waiting.length && inFlight.size < PARALLEL && (reads || left > 0)) {
@@ -352,12 +360,15 @@ export async function readTree(
       if (first < 0) break
       const [pending] = waiting.splice(first, 1) as [Pending]
       const fresh = reads && !reader.has(pending.node)
+      const kind = reader.kind(pending.node)
       const shape = shapeOf(pending.node)
       const known = shapes.get(shape)
-      const guess = fresh
-        ? (known ?? (answered ? brought / answered : (pending.node.childIds?.length ?? 1)))
-        : 0
-      if (fresh && known === undefined) firstReads.add(shape)
+      const count = pending.node.childIds?.length ?? 1
+      let guess = 0
+      if (fresh && kind === 'level') guess = count
+      else if (fresh && kind === 'subtree') guess = known ?? 3 * count
+      else if (fresh) guess = known ?? Math.max(count, answered ? brought / answered : 0)
+      if (fresh && kind === 'ask' && known === undefined) firstReads.add(shape)
       expected += guess
       const request: Promise<void> = reader
         .children(pending.node)
