@@ -3,7 +3,7 @@ import { BrowserAttachError, BrowserLimitError, TabGoneError } from './lib/brows
 import { INSTALL_HINT, NoBrowserError } from './lib/discover.js'
 import { NotVisibleError } from './lib/element.js'
 import { PageTooLargeError } from './lib/limits.js'
-import { CallTimeoutError, StaleRefError } from './lib/tab.js'
+import { CallTimeoutError, PageStoppedError, StaleRefError } from './lib/tab.js'
 import { UploadError } from './lib/upload.js'
 
 /** Browser and puppeteer failures as tool errors the model can act on (pure). */
@@ -13,6 +13,7 @@ export function toToolError(error: unknown): ToolError | undefined {
     return new ToolError('not_found', error.message, { hint: 'Call snapshot for fresh refs.' })
   if (error instanceof TabGoneError)
     return new ToolError('not_found', error.message, { hint: 'list_tabs shows the open tabs.' })
+  if (error instanceof PageStoppedError) return new ToolError(error.kind, error.message, { hint: error.hint })
   if (error instanceof BrowserLimitError)
     return new ToolError('rate_limited', error.message, { hint: error.hint })
   if (error instanceof PageTooLargeError)

@@ -23,7 +23,8 @@ import { compareServers } from './harness.mjs'
 import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
-const OURS = join(repo, 'servers/browser/dist/index.js')
+// BENCH_BROWSER_SERVER: another build of the server (a copy of dist/ kept while the source changes).
+const OURS = process.env.BENCH_BROWSER_SERVER ?? join(repo, 'servers/browser/dist/index.js')
 const REFERENCE = join(
   dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-puppeteer/package.json')),
   'dist/index.js',

@@ -256,6 +256,11 @@ function report(servers, pages, results) {
       lines.push(
         `navigate (snapshot included) ${ratio(t(ours.navigate), t(peer['navigate + snapshot']))} ${name}'s navigate + snapshot`,
       )
+    const spread = (slot) =>
+      slot ? `${Math.min(...slot.ms).toFixed(0)}–${Math.max(...slot.ms).toFixed(0)} ms` : '—'
+    lines.push(
+      `navigate spread over the ${ROUNDS} rounds (min–max): ${servers.map((server, index) => `${server.label} ${spread(results[index][page.name].navigate)}`).join(', ')}`,
+    )
     console.log(`\n${lines.map((line) => `- ${line}`).join('\n')}`)
   }
 }

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs'
 // node:fs/promises loads on first use through the getter, not at start.
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Browser, BrowserContext, ConnectOptions, Page } from 'puppeteer-core'
+import type { Browser, BrowserContext, ConnectOptions, Page, Target } from 'puppeteer-core'
 import type { CdpEndpoint } from './cdp-endpoint.js'
 import { discoverBrowser } from './discover.js'
 import type { UrlPolicy } from './policy.js'
@@ -10,7 +10,7 @@ import type { PolicyProxy } from './proxy.js'
 import { type RefCounter, useRefCounter } from './refs.js'
 import type { Route } from './routes.js'
 import { restoreScript, type StorageState } from './storage-state.js'
-import { bounded, type RefusedRequest, Tab } from './tab.js'
+import { bounded, type PageStoppedError, type RefusedRequest, Tab } from './tab.js'
 
 /** How the browser is launched; only the command line sets these, never a tool. */
 export interface LaunchSettings {
@@ -40,9 +40,15 @@ export interface BrowserLimits {
   contexts: number
   /** Tabs per session, pop-ups included. */
   tabs: number
-  /** Chromium's resident memory (all its processes) above which no context or tab is opened. */
+  /**
+   * Chromium's resident memory (all its processes) above which no context or tab is opened. In an
+   * attached browser: the memory the server's pages use together, and the most one page may use.
+   */
   memoryBytes: number
 }
+
+/** How often the server's pages in an attached browser are measured against the memory limits. */
+const MEMORY_POLL_MS = 500
 
 /** JavaScript heap of one renderer: a page that allocates without end crashes its own tab there. */
 export const RENDERER_HEAP_MB = 512
@@ -102,6 +108,10 @@ export class BrowserSession {
   private readonly replacing = new Map<string, Promise<Tab>>()
   /** Set when this session's state was lost with a crashed browser; said once in the next result. */
   notice: string | undefined
+  /** Set when the session may not go on (attached browser: an extension runs in its context). */
+  refused: PageStoppedError | undefined
+  /** The latest {@link stop}: done once the stopped page is closed and its tab has a blank one. */
+  stopping: Promise<unknown> = Promise.resolve()
   /** Requests this session's tabs mock or block (--caps network), in the order added. */
   readonly routes: Route[] = []
   /** Where this session's downloads are saved (with --caps downloads): its own folder over HTTP. */
@@ -120,12 +130,23 @@ export class BrowserSession {
 
   /** Opens a tab and makes it current (refused past the tab and memory limits). */
   async newTab(page?: Page): Promise<Tab> {
+    try {
+      return await this.openTab(page)
+    } catch (error) {
+      // The context closed under it because the session was refused: that is the reason to give.
+      throw this.refused ?? error
+    }
+  }
+
+  private async openTab(page?: Page): Promise<Tab> {
+    if (this.refused) throw this.refused
     if (!page) await this.host.assertRoom('tab', this.tabs.size)
     const id = `t${++this.counter}`
     const opened = page ?? (await this.context.newPage())
     const tab = await Tab.attach(id, opened, this.host.policy, (entry) => this.host.refused(entry))
     tab.routes = this.routes
     this.trackOrigins(tab)
+    await this.host.watchTab(tab, this)
     const restore = this.host.settings.storageState && restoreScript(this.host.settings.storageState)
     if (restore)
       await tab.cdp.send('Page.addScriptToEvaluateOnNewDocument', {
@@ -211,12 +232,40 @@ export class BrowserSession {
     const fresh = await Tab.attach(tab.id, page, this.host.policy, (entry) => this.host.refused(entry))
     fresh.routes = this.routes
     this.trackOrigins(fresh)
+    await this.host.watchTab(fresh, this)
     // The new page takes the id first: closing the old one then leaves the tab (and which tab is
     // current) as it was.
     this.tabs.set(tab.id, fresh)
     await bounded(tab.page.close({ runBeforeUnload: false }), 5000).catch(() => undefined)
     page.on('close', () => this.forget(tab.id, page))
     return fresh
+  }
+
+  /**
+   * Closes a tab's page for `error` (attached browser: over its memory limit): its running script is
+   * stopped first, and the tab goes on with a blank page. The call running on it, or else the next
+   * call, says why.
+   */
+  async stop(tab: Tab, error: PageStoppedError): Promise<void> {
+    if (tab.stopped || tab.closed || this.tabs.get(tab.id) !== tab) return
+    tab.stopped = error
+    this.stopping = Promise.all([
+      // Chromium runs this between two steps of a script that never returns (unlike most calls).
+      bounded(tab.cdp.send('Runtime.terminateExecution'), 1000).catch(() => undefined),
+      this.replacePage(tab).catch(() => undefined),
+    ])
+    await this.stopping
+    // Said by the next call, which finds the tab on its blank page (unless the call running on the
+    // stopped page said it).
+    this.notice = `${error.message}.`
+  }
+
+  /** Ends the session for `error` (an extension runs in its context): its context and pages close. */
+  async refuse(error: PageStoppedError): Promise<void> {
+    if (this.refused) return
+    this.refused = error
+    for (const tab of this.tabs.values()) tab.stopped ??= error
+    await this.close()
   }
 
   async close(): Promise<void> {
@@ -270,6 +319,10 @@ export class BrowserHost {
   private proxyAddress: string | undefined
   /** Ids of the contexts this server made in an attached browser: WebRTC is removed from their documents. */
   private readonly guardedContexts = new Set<string>()
+  /** Attached browser: the memory the server's pages used together at the last measure. */
+  private attachedBytes = 0
+  private memoryTimer: NodeJS.Timeout | undefined
+  private measuring = false
 
   constructor(
     readonly settings: LaunchSettings,
@@ -313,13 +366,17 @@ export class BrowserHost {
     const used = await this.memoryBytes()
     if (used !== undefined && used >= limits.memoryBytes)
       throw new BrowserLimitError(
-        `Chromium uses ${Math.round(used / 1048576)} MiB, at its ceiling (--max-memory ${Math.round(limits.memoryBytes / 1048576)})`,
+        `${this.settings.cdpEndpoint ? "The server's pages in the attached browser use" : 'Chromium uses'} ${Math.round(used / 1048576)} MiB, at its ceiling (--max-memory ${Math.round(limits.memoryBytes / 1048576)})`,
         'Close tabs (close_tab) or sessions to free memory.',
       )
   }
 
-  /** Chromium's resident memory, all its processes together (Linux; undefined elsewhere). */
+  /**
+   * Chromium's resident memory, all its processes together (Linux; undefined elsewhere). In an
+   * attached browser, what the server's pages used together at the last measure.
+   */
   async memoryBytes(): Promise<number | undefined> {
+    if (this.settings.cdpEndpoint) return this.attachedBytes
     const pid = this.pid()
     if (pid === undefined) return undefined
     const { treeResidentBytes } = await import('./memory.js')
@@ -461,8 +518,9 @@ export class BrowserHost {
       const { guardContexts } = await import('./egress-guard.js')
       await guardContexts(browser, (context) => !!context.id && this.guardedContexts.has(context.id))
     }
+    if (endpoint) this.watchAttached(browser)
     // An attached browser's pages are the user's: none becomes a tab.
-    if (!endpoint) this.initialPage = (await browser.pages())[0]
+    else this.initialPage = (await browser.pages())[0]
     this.launches++
     this.log.info(endpoint ? 'browser attached' : 'browser launched', {
       ...(endpoint ? {} : { executablePath }),
@@ -479,6 +537,93 @@ export class BrowserHost {
     })
     this.browser = browser
     return browser
+  }
+
+  /**
+   * Attached browser: watches the server's contexts for extensions (a target of theirs in one ends
+   * its session) and measures the server's pages against the memory limits (see attached-guard.ts).
+   */
+  private watchAttached(browser: Browser): void {
+    const onTarget = (target: Target) => {
+      const id = target.browserContext().id
+      if (!id || !this.guardedContexts.has(id) || !target.url().startsWith('chrome-extension://')) return
+      void this.refuseExtension(browser, id, target.url())
+    }
+    browser.on('targetcreated', onTarget)
+    browser.on('targetchanged', onTarget)
+    clearInterval(this.memoryTimer)
+    this.memoryTimer = setInterval(() => {
+      if (this.browser === browser) void this.measureAttached()
+      else clearInterval(this.memoryTimer)
+    }, MEMORY_POLL_MS).unref()
+  }
+
+  /** Ends the session whose context `contextId` an extension's target runs in, and closes the target. */
+  private async refuseExtension(browser: Browser, contextId: string, url: string): Promise<void> {
+    const { closeExtensionTargets, extensionRefusal } = await import('./attached-guard.js')
+    const origin = /^chrome-extension:\/\/[^/]+/.exec(url)?.[0] ?? url
+    this.log.warn('an extension runs in a context of the server; its session is refused', { origin })
+    const session = [...this.sessions.values()].find((each) => each.context.id === contextId)
+    await Promise.all([
+      session?.refuse(extensionRefusal(origin)),
+      closeExtensionTargets(browser, (id) => id === contextId).catch(() => undefined),
+    ])
+  }
+
+  /** Attached browser: a tab's page is watched for extensions and measured (see attached-guard.ts). */
+  async watchTab(tab: Tab, session: BrowserSession): Promise<void> {
+    if (!this.settings.cdpEndpoint) return
+    const { extensionRefusal, watchTab } = await import('./attached-guard.js')
+    await watchTab(tab, (name, origin) => {
+      this.log.warn('an extension runs in a page of the server; its session is refused', { origin })
+      void session.refuse(extensionRefusal(`${name}, ${origin}`))
+    })
+  }
+
+  /**
+   * Measures every page of the server's contexts in an attached browser: a page over its limit
+   * (the renderer heap cap, or --max-memory when lower) is closed, and so is the largest page when
+   * they are over --max-memory together. A measure still running is not started again.
+   */
+  private async measureAttached(): Promise<void> {
+    if (this.measuring) return
+    this.measuring = true
+    try {
+      const { measure, memoryStop } = await import('./attached-guard.js')
+      const limit = this.settings.limits.memoryBytes
+      const perPage = Math.min(RENDERER_HEAP_MB * 1048576, limit)
+      const pages = [...this.sessions.values()].flatMap((session) =>
+        [...session.tabs.values()]
+          .filter((tab) => !tab.closed && !tab.stopped)
+          .map((tab) => ({ session, tab, bytes: 0 })),
+      )
+      await Promise.all(
+        pages.map(async (page) => {
+          page.bytes = await measure(page.tab)
+        }),
+      )
+      let total = 0
+      for (const page of pages) {
+        if (page.bytes > perPage)
+          await page.session.stop(page.tab, memoryStop(page.tab, page.bytes, perPage, false))
+        else total += page.bytes
+      }
+      const largest = pages
+        .filter((page) => !page.tab.stopped)
+        .reduce<(typeof pages)[number] | undefined>(
+          (most, page) => (page.bytes > (most?.bytes ?? -1) ? page : most),
+          undefined,
+        )
+      if (largest && total > limit) {
+        await largest.session.stop(largest.tab, memoryStop(largest.tab, total, limit, true))
+        total -= largest.bytes
+      }
+      this.attachedBytes = total
+    } catch (error) {
+      this.log.debug('measuring the pages failed', { error: (error as Error).message })
+    } finally {
+      this.measuring = false
+    }
   }
 
   /** Connects to the running browser of --cdp-endpoint, or says why it cannot. */
@@ -519,6 +664,7 @@ export class BrowserHost {
 
   async dispose(): Promise<void> {
     this.disposed = true
+    clearInterval(this.memoryTimer)
     const browser = this.browser ?? (await this.launching?.catch(() => undefined))
     this.browser = undefined
     const sessions = [...this.sessions.values()]

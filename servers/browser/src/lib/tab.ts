@@ -79,6 +79,22 @@ export function bounded<T>(work: Promise<T>, limitMs: number, signal?: AbortSign
   })
 }
 
+/**
+ * Why the server closed a tab's page, or a session's context, in a browser it attached to: the page
+ * went over its memory limit, or an extension ran in it. The call that was running on it, or the
+ * session's next call, answers with it.
+ */
+export class PageStoppedError extends Error {
+  override name = 'PageStoppedError'
+  constructor(
+    message: string,
+    readonly kind: 'too_large' | 'permission_denied',
+    readonly hint: string,
+  ) {
+    super(message)
+  }
+}
+
 /** Error from puppeteer/CDP when a ref's node is gone. */
 export class StaleRefError extends Error {
   override name = 'StaleRefError'
@@ -123,6 +139,8 @@ export class Tab {
   navigationRequests = 0
   crashed = false
   closed = false
+  /** Set when the server closed this tab's page (attached browser: memory, an extension). */
+  stopped: PageStoppedError | undefined
   /**
    * The generation of the document a call is navigating away from, while it does: that document's
    * dialogs are closed at once (a beforeunload prompt accepted), so a page cannot hold the tab with

@@ -40,8 +40,10 @@ async function navigation(
   tab: Tab,
   settings: BrowserSettings,
   go: () => Promise<unknown>,
+  released = false,
 ): Promise<{ data: { tab: string; url: string }; text: string }> {
-  await leave(tab)
+  // `released`: the caller let the page go just before (navigate does, to replace a stuck page).
+  if (!released) await leave(tab)
   const refusedBefore = tab.refusedCount
   tab.lastRefusedTopLevel = undefined
   // Leaving the page is what was asked: the dialogs of the page being left are closed, a
@@ -112,11 +114,15 @@ export const navigate = defineTool({
       // A page that does not let go (a script that never returns, a dialog loop) is left behind:
       // the tab goes on in a fresh page.
       const tab = (await leave(stuck)) ? stuck : await session.replacePage(stuck)
-      return navigation(tab, deps.settings, () =>
-        tab.page.goto(target.href, {
-          waitUntil: puppeteerWait[wait_until],
-          timeout: deps.settings.timeoutNavigation,
-        }),
+      return navigation(
+        tab,
+        deps.settings,
+        () =>
+          tab.page.goto(target.href, {
+            waitUntil: puppeteerWait[wait_until],
+            timeout: deps.settings.timeoutNavigation,
+          }),
+        true,
       )
     })
   },

@@ -138,6 +138,7 @@ export async function sessionOf(context: Context): Promise<{ session: BrowserSes
     })
   }
   const session = await deps.host.session(key)
+  if (session.refused) throw session.refused
   const notices: string[] = []
   if (session.notice) notices.push(session.notice)
   session.notice = undefined
@@ -173,10 +174,29 @@ export async function onTab<T extends { text: string }>(
           `The ${open.type} dialog ${JSON.stringify(open.message)} was closed unanswered before this call.`,
         )
     }
-    const result = await work(tab, session)
+    let result: T
+    try {
+      result = await work(tab, session)
+    } catch (error) {
+      throw (await stoppedError(tab, session)) ?? error
+    }
+    // The page was closed under the call (attached browser: its memory, an extension): that is the answer.
+    const stopped = await stoppedError(tab, session)
+    if (stopped) throw stopped
     return notices.length ? { ...result, text: `${notices.join('\n')}\n${result.text}` } : result
   }
   return tab.run(call, limit, context.signal)
+}
+
+/** Why the server closed the tab's page during a call, said by the call (and not again by the next). */
+async function stoppedError(tab: Tab, session: BrowserSession): Promise<Error | undefined> {
+  const stopped = session.refused ?? tab.stopped
+  if (!stopped) return undefined
+  // Answered once the tab has its blank page: the next call finds it there, and is not told again.
+  await session.stopping
+  await Promise.resolve()
+  if (session.notice === `${stopped.message}.`) session.notice = undefined
+  return stopped
 }
 
 /**
@@ -225,12 +245,14 @@ export async function fullSnapshot(
     const info = pageInfo(tab)
     return { data: info, text: `Tab ${tab.id}. ${dialogText(tab.dialog)}` }
   }
+  // The title comes from the browser process: asked while the page's tree is read, not after.
+  const titled = titleOf(tab)
   const snapshot = await takeSnapshot(tab, {
     ...options,
     maxChars: options.maxChars ?? settings.snapshotMaxChars,
   })
   const info = pageInfo(tab)
-  const title = await titleOf(tab)
+  const title = await titled
   return {
     data: info,
     text: `Tab ${tab.id}\n${untrusted(`url: ${info.url}\ntitle: ${JSON.stringify(title)}\n${snapshot.text}`)}`,
