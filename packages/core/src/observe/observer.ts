@@ -708,7 +708,9 @@ export class Observer implements ObserverHooks {
       finish(request, statuses.get(request), error?.name ?? 'Error'),
     )
     subscribe('http.client.request.start', ({ request }) => {
-      const origin = `${request.protocol ?? 'http:'}//${request.host}`
+      // `host` is the name alone; the Host header Node sets carries the port when it is not the
+      // scheme's default, as undici's `origin` does (the same span name whichever client sent it).
+      const origin = `${request.protocol ?? 'http:'}//${request.getHeader?.('host') ?? request.host}`
       begin(request, origin, request.method, request.path)
       request.once('error', (error: Error) => finish(request, undefined, error.name))
     })
