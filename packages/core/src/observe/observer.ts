@@ -585,20 +585,10 @@ export class Observer implements ObserverHooks {
   ): Promise<T> {
     const began = performance.now()
     const tracing = this.#options.tracing
-    if (!tracing) {
-      try {
-        const result = await work()
-        this.#upstreamDone(system, 'ok', began, undefined)
-        return result
-      } catch (error) {
-        this.#upstreamDone(system, 'error', began, undefined, (error as Error)?.name ?? 'Error')
-        throw error
-      }
-    }
-    // An upstream span is only ever a child of a recorded one: outside a call, or in a call whose
-    // trace is not sampled, the request is counted and not traced.
-    const outer = this.#current()
-    if (!outer?.span) {
+    // An upstream span is only ever a child of a recorded one: without tracing, outside a call, or
+    // in a call whose trace is not sampled, the request is counted and not traced.
+    const outer = tracing ? this.#current() : undefined
+    if (!tracing || !outer?.span) {
       try {
         const result = await work()
         this.#upstreamDone(system, 'ok', began, undefined)
