@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { createSocket, type Socket } from 'node:dgram'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { createServer as createTcpServer, type Server } from 'node:net'
@@ -9,13 +9,12 @@ import { type Connection, connectStdio } from '@keel-mcp/core/testing'
 import puppeteer from 'puppeteer-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Fixtures, startFixtures } from './fixtures.js'
-import { call, refOf, until } from './helpers.js'
+import { call, refOf, spawnUserChromium, until } from './helpers.js'
 
 // --cdp-endpoint against a stock Chromium: none of the launch flags that hold WebRTC to the proxy
 // in a browser the server starts. The same egress page as the launched mode's safety test, plus
 // an iframe of another site (an out-of-process frame), a worker and a window the page opens.
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
-const CHROMIUM = process.env.PUPPETEER_EXECUTABLE_PATH ?? '/usr/bin/chromium'
 
 /** A UDP and a TCP listener on loopback that count what reaches them. */
 interface Listeners {
@@ -63,33 +62,19 @@ beforeAll(async () => {
   ;[site, frameSite] = await Promise.all([startFixtures(), startFixtures()])
   profile = await mkdtemp(join(tmpdir(), 'keel-attach-egress-'))
   netLog = join(profile, 'net-log.json')
-  chrome = spawn(
-    CHROMIUM,
-    [
-      // What this machine needs to run Chromium at all; nothing that limits WebRTC, QUIC or DNS.
-      '--headless=new',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-dev-shm-usage',
-      '--no-first-run',
-      '--remote-debugging-address=127.0.0.1',
-      '--remote-debugging-port=0',
-      `--user-data-dir=${profile}`,
-      // Not a limit: the record the DNS test reads (written out when the browser exits).
-      `--log-net-log=${netLog}`,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  )
-  endpoint = await new Promise<string>((resolve, reject) => {
-    let seen = ''
-    chrome.stderr?.setEncoding('utf8')
-    chrome.stderr?.on('data', (chunk: string) => {
-      seen += chunk
-      const match = /DevTools listening on (ws:\/\/\S+)/.exec(seen)
-      if (match?.[1]) resolve(match[1])
-    })
-    chrome.once('exit', (code) => reject(new Error(`Chromium exited (${code}): ${seen}`)))
-  })
+  ;({ chrome, endpoint } = await spawnUserChromium([
+    // What this machine needs to run Chromium at all; nothing that limits WebRTC, QUIC or DNS.
+    '--headless=new',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-dev-shm-usage',
+    '--no-first-run',
+    '--remote-debugging-address=127.0.0.1',
+    '--remote-debugging-port=0',
+    `--user-data-dir=${profile}`,
+    // Not a limit: the record the DNS test reads (written out when the browser exits).
+    `--log-net-log=${netLog}`,
+  ]))
   connection = await connectStdio({
     command: process.execPath,
     args: [

@@ -6,14 +6,13 @@ import { fileURLToPath } from 'node:url'
 import { type Connection, connectStdio } from '@keel-mcp/core/testing'
 import puppeteer, { type Browser } from 'puppeteer-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { call, until } from './helpers.js'
+import { CHROMIUM, call, until } from './helpers.js'
 
 // What a launched browser gets from its flags (a renderer heap cap, --max-memory over its process
 // tree, no extensions), kept in a browser the server attaches to: a real Chromium started here
 // with a DevTools port on 127.0.0.1, as a user would start theirs. The extensions are loaded the
 // way a user's would run: installed, and allowed in incognito (the contexts DevTools creates).
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
-const CHROMIUM = process.env.PUPPETEER_EXECUTABLE_PATH ?? '/usr/bin/chromium'
 
 let site: Server
 let origin = ''

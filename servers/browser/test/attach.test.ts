@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,12 +7,11 @@ import { type Connection, connectHttp, connectStdio, runProcess, spawnHttp } fro
 import puppeteer, { type Browser } from 'puppeteer-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Fixtures, startFixtures } from './fixtures.js'
-import { call, until } from './helpers.js'
+import { call, spawnUserChromium, until } from './helpers.js'
 
 // --cdp-endpoint: the built bin attached to a Chromium the test starts itself, as a user would
 // start theirs (a DevTools port on 127.0.0.1, a tab of their own open), instead of launching one.
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
-const CHROMIUM = process.env.PUPPETEER_EXECUTABLE_PATH ?? '/usr/bin/chromium'
 
 let chrome: ChildProcess
 let profile = ''
@@ -37,36 +36,21 @@ beforeAll(async () => {
   allowed = await startFixtures()
   other = await startFixtures()
   profile = await mkdtemp(join(tmpdir(), 'keel-attach-'))
-  chrome = spawn(
-    CHROMIUM,
-    [
-      '--headless=new',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-dev-shm-usage',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--disable-quic',
-      '--remote-debugging-address=127.0.0.1',
-      '--remote-debugging-port=0',
-      `--user-data-dir=${profile}`,
-      `${other.url}/`,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  )
-  // Chromium prints its DevTools address on stderr once it listens.
-  endpoint = await new Promise<string>((resolve, reject) => {
-    let seen = ''
-    chrome.stderr?.setEncoding('utf8')
-    chrome.stderr?.on('data', (chunk: string) => {
-      seen += chunk
-      const match = /DevTools listening on (ws:\/\/\S+)/.exec(seen)
-      if (match?.[1]) resolve(match[1])
-    })
-    chrome.once('exit', (code) => reject(new Error(`Chromium exited (${code}): ${seen}`)))
-  })
+  ;({ chrome, endpoint } = await spawnUserChromium([
+    '--headless=new',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-dev-shm-usage',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--disable-quic',
+    '--remote-debugging-address=127.0.0.1',
+    '--remote-debugging-port=0',
+    `--user-data-dir=${profile}`,
+    `${other.url}/`,
+  ]))
   connection = await connectStdio({
     command: process.execPath,
     args: [BIN, '--cdp-endpoint', endpoint, '--allowed-origins', allowed.url],

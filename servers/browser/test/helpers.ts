@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process'
 import { type Connection, connectInMemory } from '@keel-mcp/core/testing'
 import { expect } from 'vitest'
 import type { BrowserHost } from '../src/lib/browser.js'
@@ -105,4 +106,26 @@ export async function browseFlow(connection: Connection, site: string, session?:
   expect(back.isError, back.text).toBe(false)
   expect(back.structured?.url).toBe(`${site}/form`)
   return { tabs }
+}
+
+/** The Chromium the tests run. */
+export const CHROMIUM = process.env.PUPPETEER_EXECUTABLE_PATH ?? '/usr/bin/chromium'
+
+/**
+ * A Chromium started the way a user starts one for Keel to attach to (`args`: all its flags,
+ * DevTools on loopback among them), and the DevTools address it prints on stderr once it listens.
+ */
+export async function spawnUserChromium(args: string[]): Promise<{ chrome: ChildProcess; endpoint: string }> {
+  const chrome = spawn(CHROMIUM, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+  const endpoint = await new Promise<string>((resolve, reject) => {
+    let seen = ''
+    chrome.stderr?.setEncoding('utf8')
+    chrome.stderr?.on('data', (chunk: string) => {
+      seen += chunk
+      const match = /DevTools listening on (ws:\/\/\S+)/.exec(seen)
+      if (match?.[1]) resolve(match[1])
+    })
+    chrome.once('exit', (code) => reject(new Error(`Chromium exited (${code}): ${seen}`)))
+  })
+  return { chrome, endpoint }
 }
