@@ -2,10 +2,10 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger } from '../src/logger.js'
-import type { CallStart } from '../src/observe/hooks.js'
 import { hashId, Observer } from '../src/observe/observer.js'
 import { DURATION_BOUNDARIES, startTracing } from '../src/observe/otel.js'
 import type { ObserveConfig } from '../src/observe-config.js'
+import { callStart, observeConfig } from './observe-fixture.js'
 
 // The observer with OpenTelemetry spans, exported over OTLP/HTTP (JSON) to a loopback receiver:
 // which requests are spans, which context each runs in, and whose child each upstream request is.
@@ -103,27 +103,9 @@ afterAll(async () => {
   await new Promise((resolve) => upstream.close(resolve))
 })
 
-const config = (): ObserveConfig => ({
-  metrics: true,
-  metricsPort: undefined,
-  otelEndpoint: receiverUrl,
-  auditLog: undefined,
-  rateLimit: undefined,
-  rateLimitBurst: undefined,
-  writeRateLimit: undefined,
-  maxAnswerTokens: 25_000,
-})
+const config = (): ObserveConfig => observeConfig({ otelEndpoint: receiverUrl })
 
-const start: CallStart = {
-  tool: 'read',
-  readOnly: true,
-  transport: 'stdio',
-  session: 'session-1',
-  subject: undefined,
-  era: 'legacy',
-  argumentsBytes: 0,
-  safeArguments: undefined,
-}
+const start = callStart()
 
 /** Runs `scenario` against an observer with tracing; returns the spans it exported (all of them, at close). */
 async function traced(scenario: (watching: Observer) => Promise<void>): Promise<Span[]> {

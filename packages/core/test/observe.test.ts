@@ -6,12 +6,12 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { parseConfig } from '../src/config.js'
 import { createLogger } from '../src/logger.js'
-import type { CallStart } from '../src/observe/hooks.js'
 import { Counter, Histogram, Registry } from '../src/observe/metrics.js'
 import { hashId, Observer } from '../src/observe/observer.js'
 import { memoryRateLimiter, type RateLimiter } from '../src/observe/rate-limit.js'
 import { type ObserveConfig, observing, parseRate } from '../src/observe-config.js'
 import { redactor } from '../src/redact.js'
+import { callStart, observeConfig } from './observe-fixture.js'
 
 const source = { name: 'x', description: 'x', version: '1.0.0' }
 const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(source, argv, env)
@@ -158,28 +158,8 @@ describe('the Prometheus registry', () => {
 })
 
 describe('the observer without tracing', () => {
-  const config = (overrides: Partial<ObserveConfig> = {}): ObserveConfig => ({
-    metrics: true,
-    metricsPort: undefined,
-    otelEndpoint: undefined,
-    auditLog: undefined,
-    rateLimit: undefined,
-    rateLimitBurst: undefined,
-    writeRateLimit: undefined,
-    maxAnswerTokens: 25_000,
-    ...overrides,
-  })
-  const start = (overrides: Partial<CallStart> = {}): CallStart => ({
-    tool: 'read',
-    readOnly: true,
-    transport: 'stdio',
-    session: 'session-1',
-    subject: undefined,
-    era: 'legacy',
-    argumentsBytes: 0,
-    safeArguments: undefined,
-    ...overrides,
-  })
+  const config = observeConfig
+  const start = callStart
   const observerWith = (overrides: Partial<ObserveConfig> = {}, limiter?: RateLimiter) =>
     new Observer({
       config: config(overrides),
