@@ -9,7 +9,7 @@ import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { compareServers } from './harness.mjs'
+import { callsPerSecond, compareServers } from './harness.mjs'
 import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
@@ -64,23 +64,6 @@ async function startFake(latency = { ms: 0 }) {
   }
 }
 
-/** Calls/s with `inflight` calls outstanding at all times, `total` calls. */
-async function concurrent(client, call, total, inflight) {
-  let next = 0
-  let errors = 0
-  const started = performance.now()
-  const worker = async () => {
-    while (next < total) {
-      next++
-      const { message } = await client.callTool(call.name, call.arguments, 60_000)
-      if (message.error || message.result?.isError) errors++
-    }
-  }
-  await Promise.all(Array.from({ length: inflight }, worker))
-  if (errors) throw new Error(`${call.name}: ${errors} of ${total} calls failed`)
-  return total / ((performance.now() - started) / 1000)
-}
-
 /**
  * GitHub answers after tens of milliseconds: what matters then is that concurrent calls are not
  * serialised by the client's scheduling. Both servers against the fake answering after
@@ -99,12 +82,14 @@ async function slowApi(contenders, latency) {
       const client = new RawClient(contender.command, contender.args, { env: contender.env })
       await client.initialize()
       // Warm: Octokit loaded, connections open.
-      await concurrent(client, contender.call, 40, INFLIGHT)
+      await callsPerSecond(client, contender.call, 40, INFLIGHT, contender.call.name)
       clients.push(client)
     }
     for (let round = 0; round < rounds; round++) {
       for (const [index, contender] of contenders.entries()) {
-        perSecond[index].push(await concurrent(clients[index], contender.call, TOTAL, INFLIGHT))
+        perSecond[index].push(
+          await callsPerSecond(clients[index], contender.call, TOTAL, INFLIGHT, contender.call.name),
+        )
       }
     }
     await Promise.all(clients.map((client) => client.close()))

@@ -127,6 +127,7 @@ async function sequential(client, call, count) {
   return samples
 }
 
+/** `total` calls with `inflight` outstanding at all times: calls/s and the share that failed. */
 async function concurrent(client, call, total, inflight) {
   let next = 0
   let errors = 0
@@ -145,6 +146,13 @@ async function concurrent(client, call, total, inflight) {
   await Promise.all(Array.from({ length: inflight }, worker))
   const seconds = (performance.now() - started) / 1000
   return { perSecond: total / seconds, errorRate: errors / total }
+}
+
+/** Calls/s with `inflight` calls outstanding at all times; any failed call fails the run (`what` names it). */
+export async function callsPerSecond(client, call, total, inflight, what) {
+  const { perSecond, errorRate } = await concurrent(client, call, total, inflight)
+  if (errorRate > 0) throw new Error(`${what}: ${Math.round(errorRate * total)} of ${total} calls failed`)
+  return perSecond
 }
 
 /**

@@ -9,7 +9,7 @@ import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { floorRow } from './floor.mjs'
-import { compareServers } from './harness.mjs'
+import { callsPerSecond, compareServers } from './harness.mjs'
 import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
@@ -173,20 +173,15 @@ async function latencyRow(startFakeSlack, contenders) {
           await client.initialize()
           for (let warm = 0; warm < 20; warm++)
             await client.callTool(contender.call.name, contender.call.arguments)
-          let next = 0
-          let errors = 0
-          const started = performance.now()
-          const worker = async () => {
-            while (next < total) {
-              next++
-              const { message } = await client.callTool(contender.call.name, contender.call.arguments, 60_000)
-              if (message.error || message.result?.isError) errors++
-            }
-          }
-          await Promise.all(Array.from({ length: inflight }, worker))
-          if (errors)
-            throw new Error(`${contender.label}: ${errors} of ${total} calls failed against the slow fake`)
-          rates[index].push(total / ((performance.now() - started) / 1000))
+          rates[index].push(
+            await callsPerSecond(
+              client,
+              contender.call,
+              total,
+              inflight,
+              `${contender.label} against the slow fake`,
+            ),
+          )
         } finally {
           await client.close()
         }
