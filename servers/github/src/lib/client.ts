@@ -1,5 +1,6 @@
 import { arrayBufferOf, httpFetch, nodeCrypto, ResponseBody, textOf } from '@keel-mcp/core'
 import type { Octokit } from '@octokit/rest'
+import { type BottleneckLike, lightBottleneck, withLightUnlimited } from './scheduler.js'
 
 export type { Octokit }
 
@@ -33,15 +34,25 @@ export const MAX_CACHED_CLIENTS = 64
 
 type OctokitClass = new (options: Record<string, unknown>) => Octokit
 
-let loading: Promise<OctokitClass> | undefined
+interface Loaded {
+  Octokit: OctokitClass
+  /** plugin-throttling's scheduler (scheduler.ts), handed to it as `throttle.Bottleneck`. */
+  Scheduler: ReturnType<typeof lightBottleneck>
+}
+
+let loading: Promise<Loaded> | undefined
 
 /** Octokit and its plugins load on the first call, never at start-up (octokit.vendor.ts). */
-function loadOctokit(): Promise<OctokitClass> {
+function loadOctokit(): Promise<Loaded> {
   loading ??= import('./octokit.vendor.js').then((loaded) => {
     // The bin loads the vendor file as CommonJS: its exports are the default export there.
     const lib = (loaded as typeof loaded & { default?: typeof loaded }).default ?? loaded
     withoutTimerClamp(lib.Bottleneck as unknown as BottleneckClass)
-    return lib.Octokit.plugin(lib.retry, lib.throttling) as unknown as OctokitClass
+    withLightUnlimited(lib.Bottleneck as unknown as BottleneckLike)
+    return {
+      Octokit: lib.Octokit.plugin(lib.retry, lib.throttling) as unknown as OctokitClass,
+      Scheduler: lightBottleneck(lib.Bottleneck as unknown as BottleneckLike),
+    }
   })
   loading.catch(() => {
     loading = undefined
@@ -283,7 +294,7 @@ export class GitHubClients {
   }
 
   async #create(token: string | undefined, key: string): Promise<Octokit> {
-    const Client = await loadOctokit()
+    const { Octokit: Client, Scheduler } = await loadOctokit()
     const options = this.#options
     const base = options.retryAfterBaseMs ?? 1000
     const maxWait = options.maxRateLimitWaitS ?? 60
@@ -321,6 +332,7 @@ export class GitHubClients {
       throttle: {
         // Limits are per token on GitHub: each token gets its own limiter, never shared with another user's.
         id: key,
+        Bottleneck: Scheduler,
         retryAfterBaseValue: base,
         fallbackSecondaryRateRetryAfter: 60,
         onRateLimit: retryOnce('primary'),
