@@ -237,6 +237,27 @@ export async function readBody(response: BodyResponse): Promise<void> {
 }
 
 /**
+ * The `X-Accepted-GitHub-Permissions` of a 403 that is not a rate limit: the permission sets that
+ * would have served the request (fine-grained tokens, GitHub Apps).
+ */
+function deniedBy(error: unknown, report: (permissions: string) => void): void {
+  const failed = error as {
+    status?: number
+    message?: string
+    response?: { headers?: Record<string, unknown> }
+  }
+  const headers = failed.response?.headers ?? {}
+  const permissions = headers['x-accepted-github-permissions']
+  // A rate limit is a 403 too, and may carry the header of the permissions the route needs:
+  // it says nothing about what the token lacks.
+  const rateLimited =
+    headers['retry-after'] !== undefined ||
+    String(headers['x-ratelimit-remaining']) === '0' ||
+    /rate limit/i.test(failed.message ?? '')
+  if (failed.status === 403 && permissions !== undefined && !rateLimited) report(String(permissions))
+}
+
+/**
  * Octokit clients, one per token, created on first use. Each client sends its token only to the
  * configured API origin: a `Link` header or any other URL that points elsewhere is refused before
  * a request leaves. (Redirects are followed by httpFetch, which drops `Authorization` across origins,
@@ -344,47 +365,35 @@ export class GitHubClients {
     })
     const origin = this.#origin
     const baseUrl = options.baseUrl
-    // One hook of each kind: each hook Octokit runs is a few more promises a request.
-    octokit.hook.before('request', (request) => {
-      withoutDefaultPaging(request)
-      // A route (`/repos/{owner}/{repo}`) on the configured root cannot leave its origin: the root
-      // is prefixed and the route's first character starts the path. Anything else (a URL from a
-      // `Link` header, another baseUrl) is expanded and checked.
-      if (request.url.startsWith('/') && request.baseUrl === baseUrl) return
-      const url = new URL(octokit.request.endpoint.parse(request).url)
-      if (url.origin !== origin) {
-        throw new TokenHostError(
-          `refused a request to ${url.origin}: only the configured API host receives the token`,
-        )
+    const onScopes = options.onScopes
+    const onDenied = options.onDenied
+    // One wrap instead of a before, an after and an error hook: each hook before-after-hook runs
+    // is a few more promises and bound functions a request. Registered last, it is the outermost:
+    // it sees each request once, after plugin-retry's retries and plugin-throttling's waits.
+    octokit.hook.wrap('request', async (request, endpoint) => {
+      try {
+        withoutDefaultPaging(endpoint)
+        // A route (`/repos/{owner}/{repo}`) on the configured root cannot leave its origin: the root
+        // is prefixed and the route's first character starts the path. Anything else (a URL from a
+        // `Link` header, another baseUrl) is expanded and checked.
+        if (!endpoint.url.startsWith('/') || endpoint.baseUrl !== baseUrl) {
+          const url = new URL(octokit.request.endpoint.parse(endpoint).url)
+          if (url.origin !== origin) {
+            throw new TokenHostError(
+              `refused a request to ${url.origin}: only the configured API host receives the token`,
+            )
+          }
+        }
+        const response = await request(endpoint)
+        await readBody(response)
+        const scopes = response.headers['x-oauth-scopes']
+        if (onScopes && scopes !== undefined) onScopes(key, String(scopes))
+        return response
+      } catch (error) {
+        if (onDenied) deniedBy(error, (permissions) => onDenied(key, permissions))
+        throw error
       }
     })
-    const onScopes = options.onScopes
-    octokit.hook.after('request', async (response) => {
-      await readBody(response)
-      const scopes = response.headers['x-oauth-scopes']
-      if (onScopes && scopes !== undefined) onScopes(key, String(scopes))
-    })
-    const onDenied = options.onDenied
-    if (onDenied) {
-      octokit.hook.error('request', (error) => {
-        const failed = error as {
-          status?: number
-          message?: string
-          response?: { headers?: Record<string, unknown> }
-        }
-        const headers = failed.response?.headers ?? {}
-        const permissions = headers['x-accepted-github-permissions']
-        // A rate limit is a 403 too, and may carry the header of the permissions the route needs:
-        // it says nothing about what the token lacks.
-        const rateLimited =
-          headers['retry-after'] !== undefined ||
-          String(headers['x-ratelimit-remaining']) === '0' ||
-          /rate limit/i.test(failed.message ?? '')
-        if (failed.status === 403 && permissions !== undefined && !rateLimited)
-          onDenied(key, String(permissions))
-        throw error
-      })
-    }
     return octokit
   }
 }

@@ -52,6 +52,7 @@ interface RealLimiter {
   _store: { storeOptions?: Record<string, unknown> }
 }
 
+const noOptions: JobOptions = Object.freeze({})
 const PRIORITIES = 10
 const DEFAULT_PRIORITY = 5
 const LIMITER_OPTIONS = new Set(['id', 'maxConcurrent', 'minTime', 'timeout'])
@@ -70,6 +71,7 @@ interface Job {
   task: Task
   args: unknown[]
   options: JobOptions
+  priority: number
   weight: number
   retryCount: number
   resolve(value: unknown): void
@@ -80,12 +82,15 @@ function refuse(kind: string, name: string): never {
   throw new Error(`the light scheduler does not support the ${kind} option "${name}"`)
 }
 
-/** `schedule`'s arguments as Bottleneck reads them: options first unless the first is the task. */
-function jobOf(args: unknown[]): Omit<Job, 'resolve' | 'reject'> & { priority: number } {
-  let options: JobOptions = {}
+/**
+ * A job from `schedule`'s arguments as Bottleneck reads them: options first unless the first is
+ * the task. Throws on what the light path does not implement.
+ */
+function jobOf(args: unknown[], resolve: Job['resolve'], reject: Job['reject']): Job {
+  let options: JobOptions = noOptions
   let at = 0
   if (typeof args[0] !== 'function') {
-    options = (args[0] ?? {}) as JobOptions
+    options = (args[0] ?? noOptions) as JobOptions
     at = 1
   }
   const task = args[at]
@@ -106,6 +111,8 @@ function jobOf(args: unknown[]): Omit<Job, 'resolve' | 'reject'> & { priority: n
         : Math.min(Math.max(priority, 0), PRIORITIES - 1),
     weight: options.weight ?? 1,
     retryCount: 0,
+    resolve,
+    reject,
   }
 }
 
@@ -193,9 +200,7 @@ export function lightBottleneck(Bottleneck: BottleneckLike) {
     schedule(...args: unknown[]): Promise<unknown> {
       this.used = true
       return new Promise((resolve, reject) => {
-        const job = jobOf(args) as Job & { priority: number }
-        job.resolve = resolve
-        job.reject = reject
+        const job = jobOf(args, resolve, reject)
         if (this.#queued === 0 && this.#fits(job.weight) && this.#minTime === 0 && this.#nextRequest === 0) {
           // Nothing waits, a slot is free and no spacing applies: the job starts now.
           this.#running += job.weight
@@ -310,21 +315,23 @@ export function withLightUnlimited(Bottleneck: BottleneckLike): void {
   if (prototype.lightened || Bottleneck.version !== '2.19.5') return
   prototype.lightened = true
   const schedule = prototype.schedule
-  const defaults = Object.entries(prototype.storeDefaults)
+  const names = Object.keys(prototype.storeDefaults)
+  const values = names.map((name) => prototype.storeDefaults[name])
+  const light = (limiter: RealLimiter): boolean => {
+    const storeOptions = limiter._store.storeOptions
+    if (limiter.datastore !== 'local' || limiter._limiter != null || storeOptions === undefined) return false
+    for (let index = 0; index < names.length; index++)
+      if (storeOptions[names[index] as string] !== values[index]) return false
+    const events = limiter.Events._events
+    for (const name in events) if (events[name]?.length && !LIGHT_EVENTS.has(name)) return false
+    return true
+  }
   prototype.schedule = function (this: RealLimiter, ...args: unknown[]) {
-    const storeOptions = this._store.storeOptions
-    const unlimited =
-      this.datastore === 'local' &&
-      this._limiter == null &&
-      storeOptions !== undefined &&
-      defaults.every(([name, value]) => storeOptions[name] === value)
-    if (!unlimited) return schedule.apply(this, args)
-    for (const name in this.Events._events)
-      if (this.Events._events[name]?.length && !LIGHT_EVENTS.has(name)) return schedule.apply(this, args)
+    if (!light(this)) return schedule.apply(this, args)
     return new Promise((resolve, reject) => {
       let job: Job
       try {
-        job = { ...jobOf(args), resolve, reject }
+        job = jobOf(args, resolve, reject)
       } catch {
         // What the light path cannot take (an expiration), Bottleneck's own path does.
         resolve(schedule.apply(this, args))
