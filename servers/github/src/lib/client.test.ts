@@ -148,6 +148,29 @@ afterEach(() => {
 })
 const clientsFor = (baseUrl: string) => new GitHubClients({ baseUrl, userAgent: 'test', log: () => {} })
 
+describe('failure logging', () => {
+  it('logs a failed request once, with its method, expanded path, status and request id', async () => {
+    const { url } = await api((response) => {
+      response.writeHead(404, { 'content-type': 'application/json', 'x-github-request-id': 'ABCD:1' })
+      response.end('{"message":"Not Found"}')
+    })
+    const lines: Array<[string, Record<string, unknown> | undefined]> = []
+    const clients = new GitHubClients({
+      baseUrl: url,
+      userAgent: 'test',
+      log: (message, fields) => lines.push([message, fields]),
+    })
+    const octokit = await clients.get('token')
+    await expect(octokit.rest.issues.get({ owner: 'o', repo: 'r', issue_number: 7 })).rejects.toThrow()
+    expect(lines).toEqual([
+      [
+        'GitHub request failed',
+        { method: 'GET', path: '/repos/o/r/issues/7', status: 404, requestId: 'ABCD:1' },
+      ],
+    ])
+  })
+})
+
 describe('response bodies', () => {
   it.each([
     [

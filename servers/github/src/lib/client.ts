@@ -50,7 +50,13 @@ function loadOctokit(): Promise<Loaded> {
     withoutTimerClamp(lib.Bottleneck as unknown as BottleneckClass)
     withLightUnlimited(lib.Bottleneck as unknown as BottleneckLike)
     return {
-      Octokit: lib.Octokit.plugin(lib.retry, lib.throttling) as unknown as OctokitClass,
+      // @octokit/rest's composition (octokit.vendor.ts) without request-log, then retry and throttling.
+      Octokit: lib.Octokit.plugin(
+        lib.legacyRestEndpointMethods,
+        lib.paginateRest,
+        lib.retry,
+        lib.throttling,
+      ) as unknown as OctokitClass,
       Scheduler: lightBottleneck(lib.Bottleneck as unknown as BottleneckLike),
     }
   })
@@ -236,6 +242,28 @@ export async function readBody(response: BodyResponse): Promise<void> {
   }
 }
 
+/** A failed request's debug line (what @octokit/rest's request-log wrote): method, path, status, request id. */
+function logFailure(
+  log: ClientOptions['log'],
+  octokit: Octokit,
+  endpoint: Parameters<Octokit['request']['endpoint']['parse']>[0],
+  error: unknown,
+): void {
+  const failed = error as { status?: number; response?: { headers?: Record<string, unknown> } }
+  let path = String(endpoint.url)
+  try {
+    path = octokit.request.endpoint.parse(endpoint).url.replace(String(endpoint.baseUrl), '')
+  } catch {
+    // The route as given is still worth the line.
+  }
+  log('GitHub request failed', {
+    method: endpoint.method,
+    path,
+    status: failed.status,
+    requestId: failed.response?.headers?.['x-github-request-id'],
+  })
+}
+
 /**
  * The `X-Accepted-GitHub-Permissions` of a 403 that is not a rate limit: the permission sets that
  * would have served the request (fine-grained tokens, GitHub Apps).
@@ -390,6 +418,7 @@ export class GitHubClients {
         if (onScopes && scopes !== undefined) onScopes(key, String(scopes))
         return response
       } catch (error) {
+        logFailure(log, octokit, endpoint, error)
         if (onDenied) deniedBy(error, (permissions) => onDenied(key, permissions))
         throw error
       }
