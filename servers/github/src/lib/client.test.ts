@@ -58,38 +58,6 @@ describe('GitHubClients', () => {
   })
 })
 
-describe('Bottleneck as the client runs it', () => {
-  it('still tells every listener of an event, debug included, and retries as a failed listener decides', async () => {
-    await clientsFor('http://127.0.0.1:9').get('token') // loads Octokit and adjusts Bottleneck
-    const vendor = (await import('./octokit.vendor.js')) as { Bottleneck: unknown }
-    const Bottleneck = vendor.Bottleneck as new () => {
-      on(name: string, listener: (...args: unknown[]) => unknown): void
-      schedule<T>(task: () => Promise<T>): Promise<T>
-    }
-    const limiter = new Bottleneck()
-    const heard: string[] = []
-    for (const name of ['received', 'queued', 'executing', 'done']) limiter.on(name, () => heard.push(name))
-    // A number from a `failed` listener is Bottleneck's retry after that many ms: once, at once.
-    limiter.on('failed', () => {
-      if (heard.includes('failed')) return undefined
-      heard.push('failed')
-      return 0
-    })
-    let attempts = 0
-    const answer = await limiter.schedule(async () => {
-      if (++attempts === 1) throw new Error('first attempt fails')
-      return 'second'
-    })
-    expect(answer).toBe('second')
-    expect(heard).toEqual(['received', 'queued', 'executing', 'failed', 'executing', 'done'])
-    const debugged = new Bottleneck()
-    const debug: unknown[] = []
-    debugged.on('debug', (message) => debug.push(message))
-    await debugged.schedule(async () => 1)
-    expect(debug).toContain('Event triggered: done')
-  })
-})
-
 describe('scheduling through the plugins', () => {
   it('lets 8 concurrent reads reach the API together: none waits for another to be answered', async () => {
     // Answers nothing until 8 requests are open at once: serialised reads would never get there.

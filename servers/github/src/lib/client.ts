@@ -47,7 +47,6 @@ function loadOctokit(): Promise<Loaded> {
   loading ??= import('./octokit.vendor.js').then((loaded) => {
     // The bin loads the vendor file as CommonJS: its exports are the default export there.
     const lib = (loaded as typeof loaded & { default?: typeof loaded }).default ?? loaded
-    withoutTimerClamp(lib.Bottleneck as unknown as BottleneckClass)
     withLightUnlimited(lib.Bottleneck as unknown as BottleneckLike)
     return {
       // @octokit/rest's composition (octokit.vendor.ts) without request-log, then retry and throttling.
@@ -64,89 +63,6 @@ function loadOctokit(): Promise<Loaded> {
     loading = undefined
   })
   return loading
-}
-
-interface BottleneckJob {
-  doRun(): void
-  doExecute(...args: unknown[]): unknown
-  doExpire(...args: unknown[]): unknown
-  options: { expiration?: number | null }
-}
-interface BottleneckInternals {
-  _limiter: unknown
-  _scheduled: Record<string, unknown>
-  _clearGlobalState(index: number): unknown
-  _free(index: number, job: BottleneckJob): unknown
-  _run(index: number, job: BottleneckJob, wait: number): unknown
-  _store: object
-}
-interface BottleneckEvents {
-  _events: Record<string, unknown[] | undefined>
-  trigger(name: string, ...args: unknown[]): Promise<unknown>
-}
-type BottleneckClass = {
-  version?: string
-  prototype: BottleneckInternals
-  Events: { prototype: BottleneckEvents }
-} & (new () => BottleneckInternals)
-
-const nothing = Promise.resolve(undefined)
-
-let unclamped = false
-
-/**
- * The retry and throttling plugins schedule every request through Bottleneck (2.19.5, its last
- * release), which waits for "0 ms" with `setTimeout` several times a request: Node clamps each to
- * 1 ms and more, so a warm call cost ~20 ms instead of ~1 ms. Its local datastore only pretends to
- * be remote (Redis) with those waits, and each limiter passes its jobs one at a time through its
- * submit and register locks: with calls in flight every wait became a turn of the event loop each
- * call queued behind, and 8 calls in flight against an API answering in 20 ms made 0.53 of the
- * calls/s plain fetch makes. Here a zero wait is a resolved promise (a microtask) and a job due now
- * starts in a microtask. Non-zero waits (retry back-off, rate-limit waits, write and search
- * spacing) keep Bottleneck's own timers, and every limiting and retry decision stays the plugins'.
- * Bottleneck also announces each step of each job as an event (about twenty a request, each an
- * async call that first announces itself as a `debug` event, another async call): an event nobody
- * listens to, while nobody listens to `debug`, now returns a resolved promise at once, the value
- * the full path gives it. Events with listeners (the plugins' `failed`, that decide retries) take
- * the full path. Applied once, only to that exact version (the plugins share the one copy); any other version is
- * left as it is.
- */
-function withoutTimerClamp(Bottleneck: BottleneckClass): void {
-  if (unclamped || Bottleneck.version !== '2.19.5') return
-  unclamped = true
-  const events = Bottleneck.Events.prototype
-  const trigger = events.trigger
-  events.trigger = function (name, ...args) {
-    if (!this._events[name]?.length && !this._events.debug?.length) return nothing
-    return trigger.call(this, name, ...args)
-  }
-  const store = Object.getPrototypeOf(new Bottleneck()._store) as {
-    yieldLoop(this: unknown, wait?: number): Promise<void>
-  }
-  const yieldLoop = store.yieldLoop
-  store.yieldLoop = function (wait = 0) {
-    return wait > 0 ? yieldLoop.call(this, wait) : Promise.resolve()
-  }
-  const run = Bottleneck.prototype._run
-  // As Bottleneck's own _run, but a job due now starts in a microtask, not after a timer.
-  Bottleneck.prototype._run = function (index, job, wait) {
-    if (wait > 0) return run.call(this, index, job, wait)
-    job.doRun()
-    const clearGlobalState = this._clearGlobalState.bind(this, index)
-    const again = this._run.bind(this, index, job)
-    const free = this._free.bind(this, index, job)
-    queueMicrotask(() => job.doExecute(this._limiter, clearGlobalState, again, free))
-    const expiration = job.options.expiration
-    this._scheduled[index] = {
-      timeout: undefined,
-      expiration:
-        expiration == null
-          ? undefined
-          : setTimeout(() => job.doExpire(clearGlobalState, again, free), expiration),
-      job,
-    }
-    return this._scheduled[index]
-  }
 }
 
 /** A scheduler that runs at once: the shape plugin-throttling's limiter groups have. */

@@ -178,6 +178,36 @@ describe('the plugins on the light scheduler (real Octokit, plugin-retry, plugin
     }
   })
 
+  it('leaves Bottleneck’s own path to a limiter with limits or with other listeners', async () => {
+    await clientsFor('http://127.0.0.1:9').get('token') // loads the plugins and withLightUnlimited
+    const Real = Bottleneck as unknown as new (
+      options?: Record<string, unknown>,
+    ) => {
+      on(name: string, listener: () => void): void
+      schedule<T>(task: () => Promise<T>): Promise<T>
+    }
+    const receive = vi.spyOn(
+      (Bottleneck as unknown as { prototype: { _receive(): unknown } }).prototype,
+      '_receive',
+    )
+    try {
+      const listened = new Real()
+      const done: string[] = []
+      listened.on('done', () => done.push('done'))
+      expect(await listened.schedule(async () => 1)).toBe(1)
+      expect(await new Real({ maxConcurrent: 1 }).schedule(async () => 2)).toBe(2)
+      expect(receive).toHaveBeenCalledTimes(2)
+      expect(done).toEqual(['done'])
+      // plugin-retry's shape: no limits, a failed listener only.
+      const retried = new Real()
+      retried.on('failed', () => undefined)
+      expect(await retried.schedule(async () => 3)).toBe(3)
+      expect(receive).toHaveBeenCalledTimes(2)
+    } finally {
+      receive.mockRestore()
+    }
+  })
+
   it('lets at most 10 reads of one token reach the API at once, and answers all 12', async () => {
     const waiting: ServerResponse[] = []
     let most = 0
