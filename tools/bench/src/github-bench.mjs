@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { callsPerSecond, compareServers } from './harness.mjs'
 import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
@@ -130,17 +130,24 @@ export async function run() {
       env: { GITHUB_PERSONAL_ACCESS_TOKEN: TOKEN, GITHUB_BENCH_API: fake.url },
     }
 
+    // GITHUB_BENCH_BEFORE=<a bin> adds an earlier build of Keel github to the same run (before/after).
+    // A relative path is taken from where `pnpm bench` was typed (pnpm runs the suite in tools/bench).
+    const before = process.env.GITHUB_BENCH_BEFORE
+      ? resolve(process.env.INIT_CWD ?? process.cwd(), process.env.GITHUB_BENCH_BEFORE)
+      : undefined
+    const keelCall = { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 1 } }
+    const keel = [
+      { label: 'keel github', ...ours(), call: keelCall },
+      ...(before ? [{ label: 'keel github (before)', ...ours(), args: [before], call: keelCall }] : []),
+    ]
+
     // The common per-server figures: get_issue against the fake (the first call loads Octokit: the
     // harness warms up before it measures). BENCH_GITHUB_LATENCY_ONLY=1 runs only the 20 ms figures.
     const latencyOnly = process.env.BENCH_GITHUB_LATENCY_ONLY === '1'
-    const [oursFigures, referenceFigures] = latencyOnly
+    const figures = latencyOnly
       ? []
       : await compareServers('github', [
-          {
-            label: 'keel github',
-            ...ours(),
-            call: { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 1 } },
-          },
+          ...keel,
           {
             label: 'reference github',
             ...reference,
@@ -148,17 +155,14 @@ export async function run() {
             reference: true,
           },
         ])
+    const [oursFigures, referenceFigures] = [figures[0], figures.at(-1)]
     if (!latencyOnly)
       console.log(
         `\nget_issue: CPU ${ratio(oursFigures.cpu, referenceFigures.cpu)}, p50 ${ratio(oursFigures.p50, referenceFigures.p50)} of the reference; ${fake.requests().toLocaleString('en')} requests served by the fake.`,
       )
     await slowApi(
       [
-        {
-          label: 'keel github',
-          ...ours(),
-          call: { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 1 } },
-        },
+        ...keel,
         {
           label: 'reference github',
           ...reference,

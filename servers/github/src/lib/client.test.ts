@@ -58,38 +58,6 @@ describe('GitHubClients', () => {
   })
 })
 
-describe('Bottleneck as the client runs it', () => {
-  it('still tells every listener of an event, debug included, and retries as a failed listener decides', async () => {
-    await clientsFor('http://127.0.0.1:9').get('token') // loads Octokit and adjusts Bottleneck
-    const vendor = (await import('./octokit.vendor.js')) as { Bottleneck: unknown }
-    const Bottleneck = vendor.Bottleneck as new () => {
-      on(name: string, listener: (...args: unknown[]) => unknown): void
-      schedule<T>(task: () => Promise<T>): Promise<T>
-    }
-    const limiter = new Bottleneck()
-    const heard: string[] = []
-    for (const name of ['received', 'queued', 'executing', 'done']) limiter.on(name, () => heard.push(name))
-    // A number from a `failed` listener is Bottleneck's retry after that many ms: once, at once.
-    limiter.on('failed', () => {
-      if (heard.includes('failed')) return undefined
-      heard.push('failed')
-      return 0
-    })
-    let attempts = 0
-    const answer = await limiter.schedule(async () => {
-      if (++attempts === 1) throw new Error('first attempt fails')
-      return 'second'
-    })
-    expect(answer).toBe('second')
-    expect(heard).toEqual(['received', 'queued', 'executing', 'failed', 'executing', 'done'])
-    const debugged = new Bottleneck()
-    const debug: unknown[] = []
-    debugged.on('debug', (message) => debug.push(message))
-    await debugged.schedule(async () => 1)
-    expect(debug).toContain('Event triggered: done')
-  })
-})
-
 describe('scheduling through the plugins', () => {
   it('lets 8 concurrent reads reach the API together: none waits for another to be answered', async () => {
     // Answers nothing until 8 requests are open at once: serialised reads would never get there.
@@ -147,6 +115,29 @@ afterEach(() => {
   for (const server of opened.splice(0)) server.close()
 })
 const clientsFor = (baseUrl: string) => new GitHubClients({ baseUrl, userAgent: 'test', log: () => {} })
+
+describe('failure logging', () => {
+  it('logs a failed request once, with its method, expanded path, status and request id', async () => {
+    const { url } = await api((response) => {
+      response.writeHead(404, { 'content-type': 'application/json', 'x-github-request-id': 'ABCD:1' })
+      response.end('{"message":"Not Found"}')
+    })
+    const lines: Array<[string, Record<string, unknown> | undefined]> = []
+    const clients = new GitHubClients({
+      baseUrl: url,
+      userAgent: 'test',
+      log: (message, fields) => lines.push([message, fields]),
+    })
+    const octokit = await clients.get('token')
+    await expect(octokit.rest.issues.get({ owner: 'o', repo: 'r', issue_number: 7 })).rejects.toThrow()
+    expect(lines).toEqual([
+      [
+        'GitHub request failed',
+        { method: 'GET', path: '/repos/o/r/issues/7', status: 404, requestId: 'ABCD:1' },
+      ],
+    ])
+  })
+})
 
 describe('response bodies', () => {
   it.each([

@@ -1,5 +1,6 @@
 import { arrayBufferOf, httpFetch, nodeCrypto, ResponseBody, textOf } from '@keel-mcp/core'
 import type { Octokit } from '@octokit/rest'
+import { type BottleneckLike, lightBottleneck, withLightUnlimited } from './scheduler.js'
 
 export type { Octokit }
 
@@ -33,103 +34,35 @@ export const MAX_CACHED_CLIENTS = 64
 
 type OctokitClass = new (options: Record<string, unknown>) => Octokit
 
-let loading: Promise<OctokitClass> | undefined
+interface Loaded {
+  Octokit: OctokitClass
+  /** plugin-throttling's scheduler (scheduler.ts), handed to it as `throttle.Bottleneck`. */
+  Scheduler: ReturnType<typeof lightBottleneck>
+}
+
+let loading: Promise<Loaded> | undefined
 
 /** Octokit and its plugins load on the first call, never at start-up (octokit.vendor.ts). */
-function loadOctokit(): Promise<OctokitClass> {
+function loadOctokit(): Promise<Loaded> {
   loading ??= import('./octokit.vendor.js').then((loaded) => {
     // The bin loads the vendor file as CommonJS: its exports are the default export there.
     const lib = (loaded as typeof loaded & { default?: typeof loaded }).default ?? loaded
-    withoutTimerClamp(lib.Bottleneck as unknown as BottleneckClass)
-    return lib.Octokit.plugin(lib.retry, lib.throttling) as unknown as OctokitClass
+    withLightUnlimited(lib.Bottleneck as unknown as BottleneckLike)
+    return {
+      // @octokit/rest's composition (octokit.vendor.ts) without request-log, then retry and throttling.
+      Octokit: lib.Octokit.plugin(
+        lib.legacyRestEndpointMethods,
+        lib.paginateRest,
+        lib.retry,
+        lib.throttling,
+      ) as unknown as OctokitClass,
+      Scheduler: lightBottleneck(lib.Bottleneck as unknown as BottleneckLike),
+    }
   })
   loading.catch(() => {
     loading = undefined
   })
   return loading
-}
-
-interface BottleneckJob {
-  doRun(): void
-  doExecute(...args: unknown[]): unknown
-  doExpire(...args: unknown[]): unknown
-  options: { expiration?: number | null }
-}
-interface BottleneckInternals {
-  _limiter: unknown
-  _scheduled: Record<string, unknown>
-  _clearGlobalState(index: number): unknown
-  _free(index: number, job: BottleneckJob): unknown
-  _run(index: number, job: BottleneckJob, wait: number): unknown
-  _store: object
-}
-interface BottleneckEvents {
-  _events: Record<string, unknown[] | undefined>
-  trigger(name: string, ...args: unknown[]): Promise<unknown>
-}
-type BottleneckClass = {
-  version?: string
-  prototype: BottleneckInternals
-  Events: { prototype: BottleneckEvents }
-} & (new () => BottleneckInternals)
-
-const nothing = Promise.resolve(undefined)
-
-let unclamped = false
-
-/**
- * The retry and throttling plugins schedule every request through Bottleneck (2.19.5, its last
- * release), which waits for "0 ms" with `setTimeout` several times a request: Node clamps each to
- * 1 ms and more, so a warm call cost ~20 ms instead of ~1 ms. Its local datastore only pretends to
- * be remote (Redis) with those waits, and each limiter passes its jobs one at a time through its
- * submit and register locks: with calls in flight every wait became a turn of the event loop each
- * call queued behind, and 8 calls in flight against an API answering in 20 ms made 0.53 of the
- * calls/s plain fetch makes. Here a zero wait is a resolved promise (a microtask) and a job due now
- * starts in a microtask. Non-zero waits (retry back-off, rate-limit waits, write and search
- * spacing) keep Bottleneck's own timers, and every limiting and retry decision stays the plugins'.
- * Bottleneck also announces each step of each job as an event (about twenty a request, each an
- * async call that first announces itself as a `debug` event, another async call): an event nobody
- * listens to, while nobody listens to `debug`, now returns a resolved promise at once, the value
- * the full path gives it. Events with listeners (the plugins' `failed`, that decide retries) take
- * the full path. Applied once, only to that exact version (the plugins share the one copy); any other version is
- * left as it is.
- */
-function withoutTimerClamp(Bottleneck: BottleneckClass): void {
-  if (unclamped || Bottleneck.version !== '2.19.5') return
-  unclamped = true
-  const events = Bottleneck.Events.prototype
-  const trigger = events.trigger
-  events.trigger = function (name, ...args) {
-    if (!this._events[name]?.length && !this._events.debug?.length) return nothing
-    return trigger.call(this, name, ...args)
-  }
-  const store = Object.getPrototypeOf(new Bottleneck()._store) as {
-    yieldLoop(this: unknown, wait?: number): Promise<void>
-  }
-  const yieldLoop = store.yieldLoop
-  store.yieldLoop = function (wait = 0) {
-    return wait > 0 ? yieldLoop.call(this, wait) : Promise.resolve()
-  }
-  const run = Bottleneck.prototype._run
-  // As Bottleneck's own _run, but a job due now starts in a microtask, not after a timer.
-  Bottleneck.prototype._run = function (index, job, wait) {
-    if (wait > 0) return run.call(this, index, job, wait)
-    job.doRun()
-    const clearGlobalState = this._clearGlobalState.bind(this, index)
-    const again = this._run.bind(this, index, job)
-    const free = this._free.bind(this, index, job)
-    queueMicrotask(() => job.doExecute(this._limiter, clearGlobalState, again, free))
-    const expiration = job.options.expiration
-    this._scheduled[index] = {
-      timeout: undefined,
-      expiration:
-        expiration == null
-          ? undefined
-          : setTimeout(() => job.doExpire(clearGlobalState, again, free), expiration),
-      job,
-    }
-    return this._scheduled[index]
-  }
 }
 
 /** A scheduler that runs at once: the shape plugin-throttling's limiter groups have. */
@@ -225,6 +158,49 @@ export async function readBody(response: BodyResponse): Promise<void> {
   }
 }
 
+/** A failed request's debug line (what @octokit/rest's request-log wrote): method, path, status, request id. */
+function logFailure(
+  log: ClientOptions['log'],
+  octokit: Octokit,
+  endpoint: Parameters<Octokit['request']['endpoint']['parse']>[0],
+  error: unknown,
+): void {
+  const failed = error as { status?: number; response?: { headers?: Record<string, unknown> } }
+  let path = String(endpoint.url)
+  try {
+    path = octokit.request.endpoint.parse(endpoint).url.replace(String(endpoint.baseUrl), '')
+  } catch {
+    // The route as given is still worth the line.
+  }
+  log('GitHub request failed', {
+    method: endpoint.method,
+    path,
+    status: failed.status,
+    requestId: failed.response?.headers?.['x-github-request-id'],
+  })
+}
+
+/**
+ * The `X-Accepted-GitHub-Permissions` of a 403 that is not a rate limit: the permission sets that
+ * would have served the request (fine-grained tokens, GitHub Apps).
+ */
+function deniedBy(error: unknown, report: (permissions: string) => void): void {
+  const failed = error as {
+    status?: number
+    message?: string
+    response?: { headers?: Record<string, unknown> }
+  }
+  const headers = failed.response?.headers ?? {}
+  const permissions = headers['x-accepted-github-permissions']
+  // A rate limit is a 403 too, and may carry the header of the permissions the route needs:
+  // it says nothing about what the token lacks.
+  const rateLimited =
+    headers['retry-after'] !== undefined ||
+    String(headers['x-ratelimit-remaining']) === '0' ||
+    /rate limit/i.test(failed.message ?? '')
+  if (failed.status === 403 && permissions !== undefined && !rateLimited) report(String(permissions))
+}
+
 /**
  * Octokit clients, one per token, created on first use. Each client sends its token only to the
  * configured API origin: a `Link` header or any other URL that points elsewhere is refused before
@@ -283,7 +259,7 @@ export class GitHubClients {
   }
 
   async #create(token: string | undefined, key: string): Promise<Octokit> {
-    const Client = await loadOctokit()
+    const { Octokit: Client, Scheduler } = await loadOctokit()
     const options = this.#options
     const base = options.retryAfterBaseMs ?? 1000
     const maxWait = options.maxRateLimitWaitS ?? 60
@@ -321,6 +297,7 @@ export class GitHubClients {
       throttle: {
         // Limits are per token on GitHub: each token gets its own limiter, never shared with another user's.
         id: key,
+        Bottleneck: Scheduler,
         retryAfterBaseValue: base,
         fallbackSecondaryRateRetryAfter: 60,
         onRateLimit: retryOnce('primary'),
@@ -332,47 +309,36 @@ export class GitHubClients {
     })
     const origin = this.#origin
     const baseUrl = options.baseUrl
-    // One hook of each kind: each hook Octokit runs is a few more promises a request.
-    octokit.hook.before('request', (request) => {
-      withoutDefaultPaging(request)
-      // A route (`/repos/{owner}/{repo}`) on the configured root cannot leave its origin: the root
-      // is prefixed and the route's first character starts the path. Anything else (a URL from a
-      // `Link` header, another baseUrl) is expanded and checked.
-      if (request.url.startsWith('/') && request.baseUrl === baseUrl) return
-      const url = new URL(octokit.request.endpoint.parse(request).url)
-      if (url.origin !== origin) {
-        throw new TokenHostError(
-          `refused a request to ${url.origin}: only the configured API host receives the token`,
-        )
+    const onScopes = options.onScopes
+    const onDenied = options.onDenied
+    // One wrap instead of a before, an after and an error hook: each hook before-after-hook runs
+    // is a few more promises and bound functions a request. Registered last, it is the outermost:
+    // it sees each request once, after plugin-retry's retries and plugin-throttling's waits.
+    octokit.hook.wrap('request', async (request, endpoint) => {
+      try {
+        withoutDefaultPaging(endpoint)
+        // A route (`/repos/{owner}/{repo}`) on the configured root cannot leave its origin: the root
+        // is prefixed and the route's first character starts the path. Anything else (a URL from a
+        // `Link` header, another baseUrl) is expanded and checked.
+        if (!endpoint.url.startsWith('/') || endpoint.baseUrl !== baseUrl) {
+          const url = new URL(octokit.request.endpoint.parse(endpoint).url)
+          if (url.origin !== origin) {
+            throw new TokenHostError(
+              `refused a request to ${url.origin}: only the configured API host receives the token`,
+            )
+          }
+        }
+        const response = await request(endpoint)
+        await readBody(response)
+        const scopes = response.headers['x-oauth-scopes']
+        if (onScopes && scopes !== undefined) onScopes(key, String(scopes))
+        return response
+      } catch (error) {
+        logFailure(log, octokit, endpoint, error)
+        if (onDenied) deniedBy(error, (permissions) => onDenied(key, permissions))
+        throw error
       }
     })
-    const onScopes = options.onScopes
-    octokit.hook.after('request', async (response) => {
-      await readBody(response)
-      const scopes = response.headers['x-oauth-scopes']
-      if (onScopes && scopes !== undefined) onScopes(key, String(scopes))
-    })
-    const onDenied = options.onDenied
-    if (onDenied) {
-      octokit.hook.error('request', (error) => {
-        const failed = error as {
-          status?: number
-          message?: string
-          response?: { headers?: Record<string, unknown> }
-        }
-        const headers = failed.response?.headers ?? {}
-        const permissions = headers['x-accepted-github-permissions']
-        // A rate limit is a 403 too, and may carry the header of the permissions the route needs:
-        // it says nothing about what the token lacks.
-        const rateLimited =
-          headers['retry-after'] !== undefined ||
-          String(headers['x-ratelimit-remaining']) === '0' ||
-          /rate limit/i.test(failed.message ?? '')
-        if (failed.status === 403 && permissions !== undefined && !rateLimited)
-          onDenied(key, String(permissions))
-        throw error
-      })
-    }
     return octokit
   }
 }
