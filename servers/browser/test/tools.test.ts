@@ -310,6 +310,18 @@ describe('actions by ref', () => {
     expect(hovered.text).toContain('Tooltip shown')
   })
 
+  it('moves the pointer before it presses, and answers after the tasks the click queued', async () => {
+    const { tab, text } = await open('/pointer')
+    await call(connection, 'click', { tab, ref: refOf(text, /button "First"/) })
+    // The pointer travels to a new place for each click: the page sees it arrive there (over,
+    // move) before the press, and the timer the click handler set has run when the answer is made.
+    const second = await call(connection, 'click', { tab, ref: refOf(text, /button "Second"/), double: true })
+    expect(second.isError).toBe(false)
+    expect(second.text).toContain(
+      'a:mouseover a:mousemove a:mousedown a:mouseup a:click b:mouseover b:mousemove b:mousedown b:mouseup b:click b:mousedown b:mouseup b:click b:dblclick',
+    )
+  })
+
   it('drags one element onto another', async () => {
     const { tab, text } = await open('/drag')
     const dragged = await call(connection, 'drag', {

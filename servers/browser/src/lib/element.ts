@@ -68,6 +68,34 @@ export async function centerOf(tab: Tab, element: Element): Promise<{ x: number;
   return { x: xs.reduce((a, b) => a + b, 0) / 4, y: ys.reduce((a, b) => a + b, 0) / 4 }
 }
 
+/**
+ * Clicks at a viewport point as a user would: the pointer moves there, then presses and releases
+ * (twice for a double click), in that order.
+ *
+ * Chromium acknowledges a mouse move only at the next frame (moves are aligned with animation
+ * frames), while a press is dispatched at once, after the move it follows: the page has handled
+ * the move (`mouseover`, `:hover`) before it sees the press. So the click waits for the press and
+ * release, not for the frame; the move's acknowledgement arrives on its own.
+ */
+export async function clickPoint(
+  tab: Tab,
+  point: { x: number; y: number },
+  options: { button?: 'left' | 'right' | 'middle'; count?: number } = {},
+): Promise<void> {
+  const { button = 'left', count = 1 } = options
+  const mouse = tab.page.mouse
+  const moved = mouse.move(point.x, point.y)
+  const presses: Promise<void>[] = []
+  for (let clickCount = 1; clickCount <= count; clickCount++)
+    presses.push(mouse.down({ button, clickCount }), mouse.up({ button, clickCount }))
+  try {
+    await Promise.all(presses)
+  } finally {
+    // A move that fails (the page went away) fails its press too, which is what is reported.
+    moved.catch(() => undefined)
+  }
+}
+
 /** The element's bounding box in page coordinates (for element screenshots). */
 export async function boxOf(
   tab: Tab,

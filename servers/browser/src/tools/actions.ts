@@ -1,5 +1,13 @@
 import { ToolError, z } from '@keel-mcp/core'
-import { centerOf, clearField, fieldKind, focus, resolveRef, selectOptions } from '../lib/element.js'
+import {
+  centerOf,
+  clearField,
+  clickPoint,
+  fieldKind,
+  focus,
+  resolveRef,
+  selectOptions,
+} from '../lib/element.js'
 import type { Tab } from '../lib/tab.js'
 import {
   act,
@@ -44,7 +52,7 @@ export const click = defineTool({
       tabId,
       async (tab) => {
         const point = await centerOf(tab, await resolveRef(tab, ref))
-        await tab.page.mouse.click(point.x, point.y, { button, count: double ? 2 : 1 })
+        await clickPoint(tab, point, { button, count: double ? 2 : 1 })
         return undefined
       },
       { snapshot, targets: [ref] },
@@ -107,8 +115,7 @@ export const fillForm = defineTool({
           else if (kind === 'checkbox') {
             const want = /^(true|on|yes|1|checked)$/i.test(field.value)
             if (want !== checked) {
-              const point = await centerOf(tab, element)
-              await tab.page.mouse.click(point.x, point.y)
+              await clickPoint(tab, await centerOf(tab, element))
             }
           } else if (kind === 'text') await typeInto(tab, field.ref, field.value, false)
           else
