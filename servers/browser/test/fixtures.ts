@@ -138,6 +138,8 @@ const PAGES: Record<string, (url: URL) => string> = {
       for(const id of ['a','b'])document.getElementById(id).addEventListener(type,()=>seen.push(id+':'+type));
       document.getElementById('b').addEventListener('click',()=>setTimeout(()=>{log.textContent=seen.filter((e,i)=>e!==seen[i-1]).join(' ')},0))</script>`,
     ),
+  '/vanish': () =>
+    page('Vanish', `<h1>Vanish</h1><button onclick="this.remove()">Remove me</button><button>Stay</button>`),
   '/drag': () =>
     page(
       'Drag',

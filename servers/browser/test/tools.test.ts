@@ -322,6 +322,23 @@ describe('actions by ref', () => {
     )
   })
 
+  it('gives an element removed from the page a stale-ref error, on every action that points at it', async () => {
+    const { tab, text } = await open('/vanish')
+    const ref = refOf(text, /button "Remove me"/)
+    expect((await call(connection, 'click', { tab, ref })).isError).toBe(false)
+    for (const [name, args] of [
+      ['click', { ref }],
+      ['hover', { ref }],
+      ['drag', { from: ref, to: refOf(text, /button "Stay"/) }],
+    ] as const) {
+      const again = await call(connection, name, { tab, ...args })
+      expect(again.isError, name).toBe(true)
+      expect(again.text, name).toMatch(
+        /^not_found: The element is no longer in the page\. Take a new snapshot/,
+      )
+    }
+  })
+
   it('drags one element onto another', async () => {
     const { tab, text } = await open('/drag')
     const dragged = await call(connection, 'drag', {

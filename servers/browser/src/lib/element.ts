@@ -28,6 +28,14 @@ export async function resolveRef(tab: Tab, ref: string): Promise<Element> {
   return { backendNodeId, objectId: object.objectId }
 }
 
+/**
+ * The node a ref names, for what needs only its node id (a point to click, a box): no handle is
+ * made in the page. A ref gone from the page fails the first command sent for it, as stale.
+ */
+export function refNode(tab: Tab, ref: string): Pick<Element, 'backendNodeId'> {
+  return { backendNodeId: parseRef(tab, ref) }
+}
+
 /** Calls `fn` with the element as `this` in the page; returns its JSON result. */
 export async function callOn<T>(tab: Tab, element: Element, fn: string, args: unknown[] = []): Promise<T> {
   const result = await send<{
@@ -49,7 +57,10 @@ export async function callOn<T>(tab: Tab, element: Element, fn: string, args: un
 }
 
 /** The element's centre in viewport coordinates, after scrolling it into view. */
-export async function centerOf(tab: Tab, element: Element): Promise<{ x: number; y: number }> {
+export async function centerOf(
+  tab: Tab,
+  element: Pick<Element, 'backendNodeId'>,
+): Promise<{ x: number; y: number }> {
   await send(tab, 'DOM.scrollIntoViewIfNeeded', { backendNodeId: element.backendNodeId }).catch(
     (error: unknown) => {
       if (error instanceof StaleRefError) throw error

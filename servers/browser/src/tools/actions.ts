@@ -5,6 +5,7 @@ import {
   clickPoint,
   fieldKind,
   focus,
+  refNode,
   resolveRef,
   selectOptions,
 } from '../lib/element.js'
@@ -51,7 +52,7 @@ export const click = defineTool({
       context,
       tabId,
       async (tab) => {
-        const point = await centerOf(tab, await resolveRef(tab, ref))
+        const point = await centerOf(tab, refNode(tab, ref))
         await clickPoint(tab, point, { button, count: double ? 2 : 1 })
         return undefined
       },
@@ -167,7 +168,7 @@ export const hover = defineTool({
       context,
       tabId,
       async (tab) => {
-        const point = await centerOf(tab, await resolveRef(tab, ref))
+        const point = await centerOf(tab, refNode(tab, ref))
         await tab.page.mouse.move(point.x, point.y)
         return undefined
       },
@@ -235,8 +236,8 @@ export const drag = defineTool({
       context,
       tabId,
       async (tab) => {
-        const start = await centerOf(tab, await resolveRef(tab, from))
-        const end = await centerOf(tab, await resolveRef(tab, to))
+        const start = await centerOf(tab, refNode(tab, from))
+        const end = await centerOf(tab, refNode(tab, to))
         const mouse = tab.page.mouse
         await mouse.move(start.x, start.y)
         await mouse.down()
