@@ -129,6 +129,17 @@ const PAGES: Record<string, (url: URL) => string> = {
       'Hover',
       `<h1>Hover</h1><button onmouseover="document.getElementById('tip').textContent='Tooltip shown'">Hover me</button><p id="tip">hidden</p>`,
     ),
+  '/pointer': () =>
+    page(
+      'Pointer',
+      `<h1>Pointer</h1><p id="log">none</p>
+      <button id="a" style="margin:40px">First</button><button id="b" style="margin:80px">Second</button>
+      <script>const seen=[];for(const type of ['mouseover','mousemove','mousedown','mouseup','click','dblclick'])
+      for(const id of ['a','b'])document.getElementById(id).addEventListener(type,()=>seen.push(id+':'+type));
+      document.getElementById('b').addEventListener('click',()=>setTimeout(()=>{log.textContent=seen.filter((e,i)=>e!==seen[i-1]).join(' ')},0))</script>`,
+    ),
+  '/vanish': () =>
+    page('Vanish', `<h1>Vanish</h1><button onclick="this.remove()">Remove me</button><button>Stay</button>`),
   '/drag': () =>
     page(
       'Drag',

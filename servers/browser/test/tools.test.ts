@@ -310,6 +310,35 @@ describe('actions by ref', () => {
     expect(hovered.text).toContain('Tooltip shown')
   })
 
+  it('moves the pointer before it presses, and answers after the tasks the click queued', async () => {
+    const { tab, text } = await open('/pointer')
+    await call(connection, 'click', { tab, ref: refOf(text, /button "First"/) })
+    // The pointer travels to a new place for each click: the page sees it arrive there (over,
+    // move) before the press, and the timer the click handler set has run when the answer is made.
+    const second = await call(connection, 'click', { tab, ref: refOf(text, /button "Second"/), double: true })
+    expect(second.isError).toBe(false)
+    expect(second.text).toContain(
+      'a:mouseover a:mousemove a:mousedown a:mouseup a:click b:mouseover b:mousemove b:mousedown b:mouseup b:click b:mousedown b:mouseup b:click b:dblclick',
+    )
+  })
+
+  it('gives an element removed from the page a stale-ref error, on every action that points at it', async () => {
+    const { tab, text } = await open('/vanish')
+    const ref = refOf(text, /button "Remove me"/)
+    expect((await call(connection, 'click', { tab, ref })).isError).toBe(false)
+    for (const [name, args] of [
+      ['click', { ref }],
+      ['hover', { ref }],
+      ['drag', { from: ref, to: refOf(text, /button "Stay"/) }],
+    ] as const) {
+      const again = await call(connection, name, { tab, ...args })
+      expect(again.isError, name).toBe(true)
+      expect(again.text, name).toMatch(
+        /^not_found: The element is no longer in the page\. Take a new snapshot/,
+      )
+    }
+  })
+
   it('drags one element onto another', async () => {
     const { tab, text } = await open('/drag')
     const dragged = await call(connection, 'drag', {

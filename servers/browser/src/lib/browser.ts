@@ -93,6 +93,12 @@ const BASE_ARGS = [
   // The one exception is the proxy's own address, an IP literal that needs no lookup.
   '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
   `--js-flags=--max-old-space-size=${RENDERER_HEAP_MB}`,
+  // After a click or a key, Chromium holds the page's tasks back until its next frame (up to 16 ms)
+  // to paint sooner. An action's answer waits for one round of the page's tasks (its handlers'
+  // timers, a navigation they start), so every action would wait for a frame. The page's tasks
+  // and frames still run in the same order; only the wait goes. (Puppeteer merges this list with
+  // its own and with --disable-features in the extra arguments.)
+  '--disable-features=DeferRendererTasksAfterInput',
 ]
 
 /**

@@ -28,6 +28,14 @@ export async function resolveRef(tab: Tab, ref: string): Promise<Element> {
   return { backendNodeId, objectId: object.objectId }
 }
 
+/**
+ * The node a ref names, for what needs only its node id (a point to click, a box): no handle is
+ * made in the page. A ref gone from the page fails the first command sent for it, as stale.
+ */
+export function refNode(tab: Tab, ref: string): Pick<Element, 'backendNodeId'> {
+  return { backendNodeId: parseRef(tab, ref) }
+}
+
 /** Calls `fn` with the element as `this` in the page; returns its JSON result. */
 export async function callOn<T>(tab: Tab, element: Element, fn: string, args: unknown[] = []): Promise<T> {
   const result = await send<{
@@ -49,7 +57,10 @@ export async function callOn<T>(tab: Tab, element: Element, fn: string, args: un
 }
 
 /** The element's centre in viewport coordinates, after scrolling it into view. */
-export async function centerOf(tab: Tab, element: Element): Promise<{ x: number; y: number }> {
+export async function centerOf(
+  tab: Tab,
+  element: Pick<Element, 'backendNodeId'>,
+): Promise<{ x: number; y: number }> {
   await send(tab, 'DOM.scrollIntoViewIfNeeded', { backendNodeId: element.backendNodeId }).catch(
     (error: unknown) => {
       if (error instanceof StaleRefError) throw error
@@ -66,6 +77,34 @@ export async function centerOf(tab: Tab, element: Element): Promise<{ x: number;
   const xs = [quad[0], quad[2], quad[4], quad[6]].map(Number)
   const ys = [quad[1], quad[3], quad[5], quad[7]].map(Number)
   return { x: xs.reduce((a, b) => a + b, 0) / 4, y: ys.reduce((a, b) => a + b, 0) / 4 }
+}
+
+/**
+ * Clicks at a viewport point as a user would: the pointer moves there, then presses and releases
+ * (twice for a double click), in that order.
+ *
+ * Chromium acknowledges a mouse move only at the next frame (moves are aligned with animation
+ * frames), while a press is dispatched at once, after the move it follows: the page has handled
+ * the move (`mouseover`, `:hover`) before it sees the press. So the click waits for the press and
+ * release, not for the frame; the move's acknowledgement arrives on its own.
+ */
+export async function clickPoint(
+  tab: Tab,
+  point: { x: number; y: number },
+  options: { button?: 'left' | 'right' | 'middle'; count?: number } = {},
+): Promise<void> {
+  const { button = 'left', count = 1 } = options
+  const mouse = tab.page.mouse
+  const moved = mouse.move(point.x, point.y)
+  const presses: Promise<void>[] = []
+  for (let clickCount = 1; clickCount <= count; clickCount++)
+    presses.push(mouse.down({ button, clickCount }), mouse.up({ button, clickCount }))
+  try {
+    await Promise.all(presses)
+  } finally {
+    // A move that fails (the page went away) fails its press too, which is what is reported.
+    moved.catch(() => undefined)
+  }
 }
 
 /** The element's bounding box in page coordinates (for element screenshots). */

@@ -1,5 +1,14 @@
 import { ToolError, z } from '@keel-mcp/core'
-import { centerOf, clearField, fieldKind, focus, resolveRef, selectOptions } from '../lib/element.js'
+import {
+  centerOf,
+  clearField,
+  clickPoint,
+  fieldKind,
+  focus,
+  refNode,
+  resolveRef,
+  selectOptions,
+} from '../lib/element.js'
 import type { Tab } from '../lib/tab.js'
 import {
   act,
@@ -43,8 +52,8 @@ export const click = defineTool({
       context,
       tabId,
       async (tab) => {
-        const point = await centerOf(tab, await resolveRef(tab, ref))
-        await tab.page.mouse.click(point.x, point.y, { button, count: double ? 2 : 1 })
+        const point = await centerOf(tab, refNode(tab, ref))
+        await clickPoint(tab, point, { button, count: double ? 2 : 1 })
         return undefined
       },
       { snapshot, targets: [ref] },
@@ -107,8 +116,7 @@ export const fillForm = defineTool({
           else if (kind === 'checkbox') {
             const want = /^(true|on|yes|1|checked)$/i.test(field.value)
             if (want !== checked) {
-              const point = await centerOf(tab, element)
-              await tab.page.mouse.click(point.x, point.y)
+              await clickPoint(tab, await centerOf(tab, element))
             }
           } else if (kind === 'text') await typeInto(tab, field.ref, field.value, false)
           else
@@ -160,7 +168,7 @@ export const hover = defineTool({
       context,
       tabId,
       async (tab) => {
-        const point = await centerOf(tab, await resolveRef(tab, ref))
+        const point = await centerOf(tab, refNode(tab, ref))
         await tab.page.mouse.move(point.x, point.y)
         return undefined
       },
@@ -228,8 +236,8 @@ export const drag = defineTool({
       context,
       tabId,
       async (tab) => {
-        const start = await centerOf(tab, await resolveRef(tab, from))
-        const end = await centerOf(tab, await resolveRef(tab, to))
+        const start = await centerOf(tab, refNode(tab, from))
+        const end = await centerOf(tab, refNode(tab, to))
         const mouse = tab.page.mouse
         await mouse.move(start.x, start.y)
         await mouse.down()

@@ -275,13 +275,20 @@ async function afterAction(
     return { ...full, text: `${note}${full.text}` }
   }
   if (mode === 'none') return { data: info, text: `${note}Done. Tab ${tab.id} (${info.url})` }
-  const changed = await changedElements(tab)
-  // The same bound as a snapshot's: a page too large or too deep is not read, even in part.
-  try {
-    await assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot')
-  } catch (error) {
-    if (!(error instanceof PageTooLargeError)) throw error
-    const noSnapshot = withoutSnapshot(tab, error)
+  // The same bound as a snapshot's: a page too large or too deep is not read, even in part. Both
+  // questions go to the page at once.
+  const [changed, tooLarge] = await Promise.all([
+    changedElements(tab),
+    assertPageSize(tab, SNAPSHOT_MAX_ELEMENTS, 'snapshot').then(
+      () => undefined,
+      (error: unknown) => {
+        if (error instanceof PageTooLargeError) return error
+        throw error
+      },
+    ),
+  ])
+  if (tooLarge) {
+    const noSnapshot = withoutSnapshot(tab, tooLarge)
     return { ...noSnapshot, text: `${note}${noSnapshot.text}` }
   }
   const described = await describeChanges(tab, targets, changed, settings.snapshotMaxChars)

@@ -1,4 +1,5 @@
 import { z } from '@keel-mcp/core'
+import { clickPoint } from '../lib/element.js'
 import { act, defineTool, pageOutput, perform, snapshotArgument, tabArgument } from './shared.js'
 
 // Coordinate actions for pages whose controls are not in the accessibility tree (canvas, maps,
@@ -24,7 +25,7 @@ export const clickAt = defineTool({
       context,
       tabId,
       async (tab) => {
-        await tab.page.mouse.click(x, y, { button, count: double ? 2 : 1 })
+        await clickPoint(tab, { x, y }, { button, count: double ? 2 : 1 })
         return `Clicked at (${x}, ${y}).`
       },
       { snapshot },
@@ -83,7 +84,7 @@ export const typeAt = defineTool({
       context,
       tabId,
       async (tab) => {
-        await tab.page.mouse.click(x, y)
+        await clickPoint(tab, { x, y })
         if (text) await tab.page.keyboard.sendCharacter(text)
         if (submit) await tab.page.keyboard.press('Enter')
         return `Typed at (${x}, ${y}).`
