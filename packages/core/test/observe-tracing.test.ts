@@ -5,19 +5,11 @@ import { createLogger } from '../src/logger.js'
 import { hashId, Observer } from '../src/observe/observer.js'
 import { DURATION_BOUNDARIES, startTracing } from '../src/observe/otel.js'
 import type { ObserveConfig } from '../src/observe-config.js'
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../src/testing/otlp-receiver.js'
 import { callStart, observeConfig } from './observe-fixture.js'
 
 // The observer with OpenTelemetry spans, exported over OTLP/HTTP (JSON) to a loopback receiver:
 // which requests are spans, which context each runs in, and whose child each upstream request is.
-
-interface Span {
-  traceId: string
-  spanId: string
-  parentSpanId: string | undefined
-  name: string
-  kind: number
-  attributes: Record<string, unknown>
-}
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736'
 const PARENT_SPAN = '00f067aa0ba902b7'
@@ -26,23 +18,7 @@ const NOT_SAMPLED = `00-${TRACE_ID}-${PARENT_SPAN}-00`
 const SERVER = 2
 const CLIENT = 3
 
-let receiver: Server
-let receiverUrl = ''
-let spans: Span[] = []
-/** Histogram points received on /v1/metrics, by metric name. */
-let histograms: Record<string, HistogramPoint[]> = {}
-
-interface HistogramPoint {
-  attributes: Record<string, unknown>
-  count: number
-  sum: number
-  bucketCounts: number[]
-  explicitBounds: number[]
-  temporality: number
-}
-
-const attributesOf = (list: Array<{ key: string; value: Record<string, unknown> }> = []) =>
-  Object.fromEntries(list.map(({ key, value }) => [key, value.stringValue ?? Object.values(value)[0]]))
+let receiver: OtlpReceiver
 let upstream: Server
 let upstreamUrl = ''
 
@@ -52,68 +28,26 @@ const listen = async (server: Server) => {
 }
 
 beforeAll(async () => {
-  receiver = createServer((req, res) => {
-    let body = ''
-    req.setEncoding('utf8')
-    req.on('data', (chunk: string) => {
-      body += chunk
-    })
-    req.on('end', () => {
-      if (req.url === '/v1/traces') {
-        const payload = JSON.parse(body)
-        for (const resource of payload.resourceSpans ?? [])
-          for (const scope of resource.scopeSpans ?? [])
-            for (const span of scope.spans ?? [])
-              spans.push({
-                traceId: span.traceId,
-                spanId: span.spanId,
-                parentSpanId: span.parentSpanId || undefined,
-                name: span.name,
-                kind: span.kind,
-                attributes: attributesOf(span.attributes),
-              })
-      } else if (req.url === '/v1/metrics') {
-        const payload = JSON.parse(body)
-        for (const resource of payload.resourceMetrics ?? [])
-          for (const scope of resource.scopeMetrics ?? [])
-            for (const metric of scope.metrics ?? [])
-              for (const point of metric.histogram?.dataPoints ?? []) {
-                histograms[metric.name] ??= []
-                histograms[metric.name]?.push({
-                  attributes: attributesOf(point.attributes),
-                  count: Number(point.count),
-                  sum: point.sum,
-                  bucketCounts: point.bucketCounts.map(Number),
-                  explicitBounds: point.explicitBounds,
-                  temporality: metric.histogram.aggregationTemporality,
-                })
-              }
-      }
-      res.writeHead(200, { 'content-type': 'application/json' })
-      res.end('{}')
-    })
-  })
-  receiverUrl = await listen(receiver)
+  receiver = await startOtlpReceiver()
   upstream = createServer((_req, res) => res.end('{}'))
   upstreamUrl = await listen(upstream)
 })
 
 afterAll(async () => {
-  await new Promise((resolve) => receiver.close(resolve))
+  await receiver.close()
   await new Promise((resolve) => upstream.close(resolve))
 })
 
-const config = (): ObserveConfig => observeConfig({ otelEndpoint: receiverUrl })
+const config = (): ObserveConfig => observeConfig({ otelEndpoint: receiver.url })
 
 const start = callStart()
 
 /** Runs `scenario` against an observer with tracing; returns the spans it exported (all of them, at close). */
-async function traced(scenario: (watching: Observer) => Promise<void>): Promise<Span[]> {
-  spans = []
-  histograms = {}
+async function traced(scenario: (watching: Observer) => Promise<void>): Promise<ReceivedSpan[]> {
+  receiver.clear()
   const logger = createLogger({ name: 'x', level: 'error' })
   const tracing = await startTracing({
-    endpoint: receiverUrl,
+    endpoint: receiver.url,
     serviceName: 'x',
     serviceVersion: '1.0.0',
     logger,
@@ -132,7 +66,7 @@ async function traced(scenario: (watching: Observer) => Promise<void>): Promise<
   } finally {
     await watching.close()
   }
-  return spans
+  return [...receiver.spans]
 }
 
 /** One tools/call request as the stdio transport serves it: the request observed, its call inside. */
@@ -183,14 +117,15 @@ describe('the observer with OpenTelemetry spans', () => {
     expect(exported).toEqual([])
     expect(entered).toBe(false)
     // OpenTelemetry's metrics count every call, sampled or not (exported at close).
-    expect(histograms['mcp.server.operation.duration']).toEqual([
+    expect(receiver.histograms.get('mcp.server.operation.duration')).toEqual([
       expect.objectContaining({
         attributes: { 'gen_ai.tool.name': 'read', 'keel.tool.outcome': 'ok' },
         count: 1,
       }),
     ])
     expect(
-      histograms['keel.upstream.duration']
+      receiver.histograms
+        .get('keel.upstream.duration')
         ?.map((point) => [point.attributes['keel.upstream.system'], point.count])
         .sort(),
     ).toEqual([
@@ -207,7 +142,7 @@ describe('the observer with OpenTelemetry spans', () => {
         call.end({ outcome, resultBytes: 0 })
       }
     })
-    const points = histograms['mcp.server.operation.duration'] ?? []
+    const points = receiver.histograms.get('mcp.server.operation.duration') ?? []
     expect(points.map((point) => [point.attributes['keel.tool.outcome'], point.count]).sort()).toEqual([
       ['error', 1],
       ['ok', 2],

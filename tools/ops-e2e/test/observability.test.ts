@@ -3,12 +3,19 @@ import type { AddressInfo } from 'node:net'
 import { createServer as createNetServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { type Connection, connectHttp, type SpawnedHttpServer, spawnHttp } from '@keel-mcp/core/testing'
+import {
+  type Connection,
+  connectHttp,
+  type OtlpReceiver,
+  type ReceivedSpan,
+  type SpawnedHttpServer,
+  spawnHttp,
+  startOtlpReceiver,
+} from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeGitHub } from '../../../servers/github/test/fake-github.js'
 import { issue, user } from '../../../servers/github/test/fixtures.js'
 import { type PostgresInstance, startPostgres } from '../../../servers/postgres/test/harness/postgres.js'
-import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../src/otlp-receiver.js'
 import { type Prometheus, startPrometheus } from '../src/prometheus.js'
 
 // What a team that hosts Keel sees: three servers over Streamable HTTP, each exporting spans and

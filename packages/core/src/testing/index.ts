@@ -1,7 +1,8 @@
 /**
  * `@keel-mcp/core/testing`: real SDK clients (v2 and v1) connected to a server in memory, over a
  * spawned stdio process, or over HTTP; the Python MCP SDK's client (a venv made once) driving a
- * built bin; raw wire access for protocol tests; a recorder of the modules a spawned server loads; and the contract check
+ * built bin; raw wire access for protocol tests; a recorder of the modules a spawned server loads; a
+ * loopback OTLP receiver for what a server exports; and the contract check
  * every server's tool list must pass.
  *
  * @packageDocumentation
@@ -19,6 +20,13 @@ export {
 } from './clients.js'
 export { checkToolContract, TOOL_NAME_PATTERN, toolListSnapshot } from './contract.js'
 export { type ModuleLoadRecorder, recordModuleLoads } from './module-loads.js'
+export {
+  type OtlpReceiver,
+  type OtlpValue,
+  type ReceivedHistogramPoint,
+  type ReceivedSpan,
+  startOtlpReceiver,
+} from './otlp-receiver.js'
 export {
   PYTHON_MCP_VERSION,
   type PythonMcp,
