@@ -174,7 +174,8 @@ function observedCall<D, C>(
   const subject = channel.auth?.subject
   const args = (call.args ?? {}) as Record<string, unknown>
   const safe = tool.auditArguments?.filter((name) => args[name] !== undefined)
-  // Sizes cost a serialization of the arguments and of the result: measured only when recorded.
+  // Sizes cost a serialization of the arguments (the result's comes from the bytes the transport
+  // writes where it can): measured only when recorded.
   const sizes = watching.sizes
   const observation: CallObservation = watching.call({
     tool: tool.name,
@@ -238,7 +239,8 @@ function observedRun<D, C>(
       observation.end({
         outcome: kind ? (kind === 'timeout' || kind === 'cancelled' ? kind : 'error') : report.outcome,
         ...(kind ? { errorKind: kind } : {}),
-        resultBytes: sizes ? Buffer.byteLength(JSON.stringify(result)) : 0,
+        // Measured from the bytes the transport writes for it (stdio), not serialized twice.
+        ...(sizes ? { result } : { resultBytes: 0 }),
       })
       return result
     })

@@ -25,6 +25,26 @@ export interface LineTransportOptions {
 }
 
 /**
+ * A result response's line, as `JSON.stringify` writes it, with the result serialized on its own,
+ * and that result's size in bytes; undefined for any other shape.
+ */
+function resultLine(message: JSONRPCMessage): { result: unknown; bytes: number; text: string } | undefined {
+  const { result, jsonrpc, id } = message as { result?: unknown; jsonrpc?: unknown; id?: unknown }
+  if (typeof result !== 'object' || result === null || jsonrpc !== '2.0') return undefined
+  if (typeof id !== 'string' && !Number.isSafeInteger(id)) return undefined
+  const json = JSON.stringify(result)
+  let text = '{'
+  for (const key in message) {
+    if (text.length > 1) text += ','
+    if (key === 'result') text += `"result":${json}`
+    else if (key === 'jsonrpc') text += '"jsonrpc":"2.0"'
+    else if (key === 'id') text += `"id":${JSON.stringify(id)}`
+    else return undefined
+  }
+  return { result, bytes: Buffer.byteLength(json), text: `${text}}\n` }
+}
+
+/**
  * Newline-delimited JSON-RPC over stdin/stdout. Unlike the SDK's stdio transport it answers
  * malformed lines as JSON-RPC requires (-32700 with `id: null`; -32600 for a bad envelope)
  * instead of dropping them, so a client is never left waiting.
@@ -208,9 +228,8 @@ export class LineTransport implements Transport {
     this.#onInputEnd()
   }
 
-  #write(message: unknown): Promise<void> {
+  #write(message: unknown, line = `${JSON.stringify(message)}\n`): Promise<void> {
     if (this.#closed) return Promise.resolve()
-    const line = `${JSON.stringify(message)}\n`
     return new Promise((resolve, reject) => {
       const flushed = this.#output.write(line, (error) => {
         if (error) reject(error)
@@ -227,7 +246,13 @@ export class LineTransport implements Transport {
         answer.method === undefined && answer.id !== undefined ? this.#observed.get(answer.id) : undefined
       if (observation) {
         this.#observed.delete(answer.id as string | number)
-        observation.end(answer.error ? (answer.error.code ?? -32603) : undefined)
+        if (answer.error) observation.end(answer.error.code ?? -32603)
+        else {
+          // The audit log records the result's size: taken from the line written here.
+          const line = observer()?.sizes ? resultLine(message) : undefined
+          observation.end(undefined, line)
+          if (line) return this.#write(message, line.text)
+        }
       }
     }
     return this.#write(message)

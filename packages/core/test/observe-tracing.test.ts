@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger } from '../src/logger.js'
 import { hashId, Observer } from '../src/observe/observer.js'
-import { DURATION_BOUNDARIES, startTracing } from '../src/observe/otel.js'
+import { DURATION_BOUNDARIES, PooledIdGenerator, startTracing } from '../src/observe/otel.js'
 import type { ObserveConfig } from '../src/observe-config.js'
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../src/testing/otlp-receiver.js'
 import { callStart, observeConfig } from './observe-fixture.js'
@@ -245,5 +245,18 @@ describe('the observer with OpenTelemetry spans', () => {
       expect(byPath(path)[0]?.parentSpanId, path).toBe(requestOf(id)?.spanId)
     }
     expect(exported).toHaveLength(7)
+  })
+})
+
+describe('the span ids', () => {
+  it('are lowercase hex of W3C lengths, none repeated across refills of the pool', () => {
+    const ids = new PooledIdGenerator()
+    const traces = Array.from({ length: 2000 }, () => ids.generateTraceId())
+    const spans = Array.from({ length: 2000 }, () => ids.generateSpanId())
+    for (const id of traces) expect(id).toMatch(/^[0-9a-f]{32}$/)
+    for (const id of spans) expect(id).toMatch(/^[0-9a-f]{16}$/)
+    expect(new Set(traces).size).toBe(traces.length)
+    expect(new Set(spans).size).toBe(spans.length)
+    expect(traces).not.toContain('0'.repeat(32))
   })
 })

@@ -3,14 +3,18 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { parseConfig } from '../src/config.js'
 import { createLogger } from '../src/logger.js'
+import { isoNow } from '../src/observe/audit.js'
+import { installObserver } from '../src/observe/hooks.js'
 import { Counter, Histogram, Registry } from '../src/observe/metrics.js'
 import { hashId, Observer } from '../src/observe/observer.js'
 import { memoryRateLimiter, type RateLimiter } from '../src/observe/rate-limit.js'
 import { type ObserveConfig, observing, parseRate } from '../src/observe-config.js'
 import { redactor } from '../src/redact.js'
+import { LineTransport } from '../src/stdio.js'
 import { callStart, observeConfig } from './observe-fixture.js'
 
 const source = { name: 'x', description: 'x', version: '1.0.0' }
@@ -78,6 +82,15 @@ describe('operations flags', () => {
       /Operations \(off unless set\):[\s\S]*--rate-limit <N\/s>/,
     )
   })
+})
+
+describe('the audit time', () => {
+  it.each([0, 5, 50, 999, 1_764_100_000_000, 1_764_100_000_007, 1_764_100_000_070, 1_764_100_000_999])(
+    'reads %i as toISOString does',
+    (now) => {
+      expect(isoNow(now)).toBe(new Date(now).toISOString())
+    },
+  )
 })
 
 describe('the rate limiter', () => {
@@ -275,6 +288,56 @@ describe('the observer without tracing', () => {
     expect(lines[1].session).toBeUndefined()
     expect(lines[1].arguments.path).toBe(redactor.redact(secret))
     expect(JSON.stringify(lines)).not.toContain('hunter2')
+  })
+
+  it("records a result's size from the line stdio writes for it, or measures it when the line is written", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'keel-audit-'))
+    const file = join(dir, 'audit.jsonl')
+    const watching = observerWith({ auditLog: file })
+    installObserver(watching)
+    const input = new PassThrough()
+    const output = new PassThrough()
+    const written: string[] = []
+    output.on('data', (chunk: Buffer) => written.push(...chunk.toString().split('\n').filter(Boolean)))
+    const transport = new LineTransport({ input, output })
+    // Multi-byte text: a size in characters would differ from the one in bytes.
+    const sent = { content: [{ type: 'text', text: 'größe ✓ "quoted"\n' }], structuredContent: { n: 1 } }
+    const unsent = { content: [{ type: 'text', text: 'über HTTP' }] }
+    const responses: Array<Record<string, unknown>> = [
+      { result: sent, jsonrpc: '2.0', id: 1 },
+      { jsonrpc: '2.0', id: 'b', result: sent },
+    ]
+    transport.onmessage = (message) => {
+      const { id } = message as { id: number | string }
+      const call = watching.call(start())
+      call.end({ outcome: 'ok', result: sent })
+      void transport.send(responses[id === 1 ? 0 : 1] as never)
+    }
+    try {
+      await transport.start()
+      input.write('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"}}\n')
+      input.write('{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"read"}}\n')
+      await new Promise((resolve) => setImmediate(resolve))
+      // A call whose response is written elsewhere (HTTP): measured when its line is written.
+      watching.call(start({ transport: 'http' })).end({ outcome: 'ok', result: unsent })
+    } finally {
+      installObserver(undefined)
+      await transport.close()
+      await watching.close()
+    }
+    const lines = (await readFile(file, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+    await rm(dir, { recursive: true, force: true })
+    // The lines written are the ones JSON.stringify gives, in the members' own order.
+    expect(written).toEqual(responses.map((response) => JSON.stringify(response)))
+    expect(lines.map((line) => line.result_bytes)).toEqual([
+      Buffer.byteLength(JSON.stringify(sent)),
+      Buffer.byteLength(JSON.stringify(sent)),
+      Buffer.byteLength(JSON.stringify(unsent)),
+    ])
+    expect(Buffer.byteLength(JSON.stringify(sent))).toBeGreaterThan(JSON.stringify(sent).length)
   })
 
   it('admits at once from an in-process budget, and counts refusals by budget', async () => {

@@ -6,8 +6,18 @@
 export interface RequestObservation {
   /** Runs `work` inside this request's context (its span is the parent of what `work` starts). */
   run<T>(work: () => T): T
-  /** The response went out; `errorCode` when it was a JSON-RPC error. */
-  end(errorCode?: number): void
+  /**
+   * The response went out; `errorCode` when it was a JSON-RPC error. `sent` is the result the
+   * response carried and the bytes of its JSON, when the transport serialized it on its own (stdio):
+   * the size of a call's result for the audit log, measured once instead of twice.
+   */
+  end(errorCode?: number, sent?: SentResult): void
+}
+
+/** A response's result and the length of its JSON in bytes, as the transport wrote it. */
+export interface SentResult {
+  result: unknown
+  bytes: number
 }
 
 /** What a tool call reports at its start. */
@@ -31,8 +41,13 @@ export interface CallEnd {
   outcome: string
   /** The ToolError kind when the call failed. */
   errorKind?: string
-  /** 0 unless the observer asks for {@link ObserverHooks.sizes}. */
-  resultBytes: number
+  /**
+   * The result's size in bytes, or (with {@link ObserverHooks.sizes}) the result itself in
+   * `result`: its size is then taken from the bytes the transport writes for it (see
+   * {@link RequestObservation.end}), or measured when the audit line is written. 0 without sizes.
+   */
+  resultBytes?: number
+  result?: unknown
 }
 
 /** One tool call, from validation to its result. */

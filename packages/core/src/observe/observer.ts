@@ -1,10 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { createHash } from 'node:crypto'
 import diagnostics from 'node:diagnostics_channel'
-import { closeSync, openSync, writeSync } from 'node:fs'
 import type { Logger } from '../logger.js'
 import type { ObserveConfig } from '../observe-config.js'
 import { redactor } from '../redact.js'
+import { AuditSink, isoNow, type UnsizedLine } from './audit.js'
 import type {
   Admission,
   CallEnd,
@@ -12,6 +12,7 @@ import type {
   CallStart,
   ObserverHooks,
   RequestObservation,
+  SentResult,
 } from './hooks.js'
 import { Counter, Gauge, Histogram, type HistogramValue, Registry, type SeriesEntry } from './metrics.js'
 import type { OtelSpan, OtelTracing } from './otel.js'
@@ -35,6 +36,12 @@ interface Scope {
    * (no second span for the tool) and clears this.
    */
   request: boolean
+}
+
+/** A request span's name and its attributes that do not change from one request to the next. */
+interface RequestKind {
+  name: string
+  attributes: Record<string, string>
 }
 
 /** MCP methods counted by name; anything else is `other` (method names come from clients). */
@@ -93,14 +100,16 @@ class CountedRequest implements RequestObservation {
     readonly requests: Counter,
     readonly series: RequestSeries,
     readonly method: string,
+    readonly sized: ((sent: SentResult) => void) | undefined,
   ) {}
   run<T>(work: () => T): T {
     return work()
   }
-  end(errorCode?: number): void {
+  end(errorCode?: number, sent?: SentResult): void {
     if (this.#ended) return
     this.#ended = true
     countRequest(this.requests, this.series, this.method, errorCode)
+    if (sent) this.sized?.(sent)
   }
 }
 
@@ -149,74 +158,6 @@ class CountedCall implements CallObservation {
   }
 }
 
-/** How long an audit line may wait for others before it is written, and how much may wait. */
-const AUDIT_FLUSH_MS = 50
-const AUDIT_FLUSH_BYTES = 16 * 1024
-
-/**
- * The audit log's writer: lines are gathered and written in one synchronous append (file) or write
- * (stderr) at most {@link AUDIT_FLUSH_MS} after the first of them, or as soon as
- * {@link AUDIT_FLUSH_BYTES} wait; what is left when the process exits is written before it does.
- * One write for many calls instead of a stream write (a buffer, a callback, a thread-pool round
- * trip) for each. Only a process killed outright (SIGKILL) can lose the last lines.
- */
-class AuditSink {
-  #buffer = ''
-  #timer: NodeJS.Timeout | undefined
-  #fd: number | undefined
-  readonly #stream: NodeJS.WriteStream | undefined
-  readonly #onError: (error: Error) => void
-
-  constructor(target: string, onError: (error: Error) => void) {
-    this.#onError = onError
-    if (target === '-' || target === 'stderr') this.#stream = process.stderr
-    else {
-      try {
-        this.#fd = openSync(target, 'a', 0o600)
-      } catch (error) {
-        onError(error as Error)
-      }
-    }
-    process.on('exit', this.flush)
-  }
-
-  write(line: string): void {
-    this.#buffer += line
-    if (this.#buffer.length >= AUDIT_FLUSH_BYTES) this.flush()
-    else if (!this.#timer) {
-      this.#timer = setTimeout(this.flush, AUDIT_FLUSH_MS)
-      this.#timer.unref()
-    }
-  }
-
-  readonly flush = (): void => {
-    if (this.#timer) clearTimeout(this.#timer)
-    this.#timer = undefined
-    const data = this.#buffer
-    if (!data) return
-    this.#buffer = ''
-    if (this.#stream) {
-      this.#stream.write(data)
-      return
-    }
-    if (this.#fd === undefined) return
-    try {
-      const bytes = Buffer.from(data)
-      let written = 0
-      while (written < bytes.length) written += writeSync(this.#fd, bytes, written)
-    } catch (error) {
-      this.#onError(error as Error)
-    }
-  }
-
-  close(): void {
-    this.flush()
-    process.off('exit', this.flush)
-    if (this.#fd !== undefined) closeSync(this.#fd)
-    this.#fd = undefined
-  }
-}
-
 /** The scope of a request whose trace is not sampled, entered when other requests run beside it. */
 const UNSAMPLED: Scope = Object.freeze({ span: undefined, tool: undefined, request: false }) as Scope
 
@@ -230,7 +171,11 @@ export class Observer implements ObserverHooks {
   readonly #tools = new Map<string, ToolSeries>()
   readonly #requestSeries: RequestSeries = new Map()
   readonly #hashed = new Map<string, string>()
-  readonly #requestKinds = new Map<string, { name: string; attributes: Record<string, string> }>()
+  readonly #requestKinds = new Map<string, RequestKind>()
+  /** The request kind found last, and what it was found for (a run of calls of one tool asks again and again). */
+  #lastKind: { method: string; tool: string | undefined; transport: string; kind: RequestKind } | undefined
+  /** Audit lines waiting for their result's size, by result: the transport gives it (see {@link #sized}). */
+  readonly #unsized = new WeakMap<object, UnsizedLine>()
   /** Tool calls running now: without tracing, what tells an HTTP request it serves a call. */
   #running = 0
   /** Whether a span is made for requests, calls and upstream requests (an OTLP endpoint is set). */
@@ -246,6 +191,8 @@ export class Observer implements ObserverHooks {
   /** Whether a context has been entered since {@link #open} was last 0. */
   #entered = false
   readonly sizes: boolean
+  /** {@link #sized} when sizes are recorded. */
+  readonly #sizedBy: ((sent: SentResult) => void) | undefined
   readonly #buckets: { call: Bucket[]; write: Bucket[] }
   readonly #unsubscribe: Array<() => void> = []
   readonly #excludedOrigins: string[]
@@ -283,6 +230,7 @@ export class Observer implements ObserverHooks {
     this.#traced = options.tracing !== undefined
     const { config } = options
     this.sizes = Boolean(config.auditLog)
+    this.#sizedBy = this.sizes ? this.#sized : undefined
     // A bucket holds one second's worth of calls (at least one); --rate-limit-burst sizes the
     // general budget's.
     const secondsWorth = (rate: { count: number; perMs: number }) =>
@@ -353,7 +301,7 @@ export class Observer implements ObserverHooks {
   }): RequestObservation {
     const method = KNOWN_METHODS.has(info.method) ? info.method : 'other'
     const tracing = this.#options.tracing
-    if (!tracing) return new CountedRequest(this.requests, this.#requestSeries, method)
+    if (!tracing) return new CountedRequest(this.requests, this.#requestSeries, method, this.#sizedBy)
     const tool =
       info.method === 'tools/call' && typeof (info.params as { name?: unknown })?.name === 'string'
         ? ((info.params as { name: string }).name as string)
@@ -384,11 +332,12 @@ export class Observer implements ObserverHooks {
     let ended = false
     return {
       run: (work) => (entered ? this.#enter(entered, work) : work()),
-      end: (errorCode) => {
+      end: (errorCode, sent) => {
         if (ended) return
         ended = true
         this.#close(scope)
         countRequest(this.requests, this.#requestSeries, method, errorCode)
+        if (sent) this.#sizedBy?.(sent)
         if (!span.recording) return
         if (errorCode !== undefined) {
           span.setAttribute('error.type', String(errorCode))
@@ -401,11 +350,15 @@ export class Observer implements ObserverHooks {
   }
 
   /** A request span's name and its attributes that do not change from one request to the next, made once. */
-  #requestKind(
-    method: string,
-    tool: string | undefined,
-    transport: 'stdio' | 'http',
-  ): { name: string; attributes: Record<string, string> } {
+  #requestKind(method: string, tool: string | undefined, transport: 'stdio' | 'http'): RequestKind {
+    const last = this.#lastKind
+    if (last && last.method === method && last.tool === tool && last.transport === transport) return last.kind
+    const kind = this.#findKind(method, tool, transport)
+    this.#lastKind = { method, tool, transport, kind }
+    return kind
+  }
+
+  #findKind(method: string, tool: string | undefined, transport: 'stdio' | 'http'): RequestKind {
     const key = tool === undefined ? `${transport} ${method}` : `${transport} ${method}\u0000${tool}`
     let kind = this.#requestKinds.get(key)
     if (!kind) {
@@ -713,15 +666,35 @@ export class Observer implements ObserverHooks {
    * values on every line), the same line `redactor.redactValue` of the record would give.
    */
   #writeAudit(start: CallStart, result: CallEnd, seconds: number, series: ToolSeries) {
-    let line = `{"time":"${new Date().toISOString()}","tool":${series.json},"outcome":"${result.outcome}"`
+    let line = `{"time":"${isoNow()}","tool":${series.json},"outcome":"${result.outcome}"`
     if (result.errorKind) line += `,"error_kind":${JSON.stringify(redactor.redact(result.errorKind))}`
     line += `,"duration_ms":${Math.round(seconds * 100_000) / 100},"transport":"${start.transport}","era":"${start.era}"`
     if (start.subject) line += `,"subject":${JSON.stringify(redactor.redact(start.subject))}`
     if (start.session) line += `,"session":"${this.#hash(start.session)}"`
-    line += `,"arguments_bytes":${start.argumentsBytes},"result_bytes":${result.resultBytes}`
-    if (start.safeArguments)
-      line += `,"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments))}`
-    ;(this.#audit as AuditSink).write(`${line}}\n`)
+    line += `,"arguments_bytes":${start.argumentsBytes},"result_bytes":`
+    const tail = start.safeArguments
+      ? `,"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments))}}\n`
+      : '}\n'
+    const audit = this.#audit as AuditSink
+    const measured = result.resultBytes
+    const sent = result.result
+    if (measured !== undefined || typeof sent !== 'object' || sent === null) {
+      audit.write(`${line}${measured ?? Buffer.byteLength(JSON.stringify(sent) ?? '')}${tail}`)
+      return
+    }
+    const unsized: UnsizedLine = { head: line, tail, result: sent, bytes: undefined }
+    this.#unsized.set(sent, unsized)
+    audit.write(unsized)
+  }
+
+  /** A response carried a result whose audit line waits for its size: that size, from the transport. */
+  readonly #sized = (sent: SentResult): void => {
+    if (typeof sent.result !== 'object' || sent.result === null) return
+    const unsized = this.#unsized.get(sent.result)
+    if (!unsized) return
+    this.#unsized.delete(sent.result)
+    unsized.bytes = sent.bytes
+    unsized.result = undefined
   }
 
   async close(): Promise<void> {

@@ -1,3 +1,4 @@
+import { randomFillSync } from 'node:crypto'
 import type { Logger } from '../logger.js'
 
 // OpenTelemetry traces and metrics over OTLP/HTTP, configured the standard way: the endpoint from
@@ -200,6 +201,41 @@ function startMetrics(
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
+const INVALID_TRACE_ID = '0'.repeat(32)
+const INVALID_SPAN_ID = '0'.repeat(16)
+
+/**
+ * Trace and span ids for the SDK's tracer (its `idGenerator` option), cut from a pool of random
+ * hex: 4 KiB from `crypto.randomFillSync`, hex-encoded once, serve about 170 spans. The SDK's own
+ * generator writes `Math.random()` into a buffer and hex-encodes it for every id; every request
+ * pays for two ids, sampled or not (the standard samplers decide on the trace id).
+ */
+export class PooledIdGenerator {
+  #hex = ''
+  #at = 0
+
+  #take(chars: number): string {
+    if (this.#at + chars > this.#hex.length) {
+      this.#hex = randomFillSync(Buffer.allocUnsafe(4096)).toString('hex')
+      this.#at = 0
+    }
+    const id = this.#hex.slice(this.#at, this.#at + chars)
+    this.#at += chars
+    return id
+  }
+
+  generateTraceId(): string {
+    const id = this.#take(32)
+    // An all-zero id is invalid (W3C trace context): 2^-128 of the time, take the next one.
+    return id === INVALID_TRACE_ID ? this.generateTraceId() : id
+  }
+
+  generateSpanId(): string {
+    const id = this.#take(16)
+    return id === INVALID_SPAN_ID ? this.generateSpanId() : id
+  }
+}
+
 export async function startTracing(options: {
   endpoint: string
   serviceName: string
@@ -226,7 +262,11 @@ export async function startTracing(options: {
   const processor = new sdk.BatchSpanProcessor(new sdk.OTLPTraceExporter({ url: `${base}/v1/traces` }), {
     scheduledDelayMillis: 1000,
   })
-  const provider = new sdk.BasicTracerProvider({ resource, spanProcessors: [processor] })
+  const provider = new sdk.BasicTracerProvider({
+    resource,
+    spanProcessors: [processor],
+    idGenerator: new PooledIdGenerator(),
+  })
   const tracer = provider.getTracer('keel-mcp', options.serviceVersion)
   const { meterProvider, callDuration, upstreamDuration } = startMetrics(sdk, resource, base, options)
   const kinds = { server: sdk.SpanKind.SERVER, client: sdk.SpanKind.CLIENT, internal: sdk.SpanKind.INTERNAL }

@@ -34,40 +34,54 @@ const perMs = (rate: Rate) => rate.count / rate.perMs
 /** Clients remembered at most (the least recently seen are dropped: a full bucket is the default). */
 const MAX_CLIENTS = 10_000
 
+/** One budget's bucket of one client: its tokens when last taken from, and when. */
+interface Level {
+  tokens: number
+  at: number
+}
+
 export function memoryRateLimiter(now: () => number = Date.now): RateLimiter {
-  const state = new Map<string, { tokens: number; at: number }>()
-  const level = (key: string, bucket: Bucket, at: number) => {
-    const known = state.get(key)
-    if (!known) return bucket.burst
-    return Math.min(bucket.burst, known.tokens + (at - known.at) * perMs(bucket.rate))
-  }
+  // Per client, its buckets by budget. A call builds no key: the client's id (one string object
+  // per session or subject, its hash cached by V8) finds its buckets, which are few.
+  const clients = new Map<string, Map<string, Level>>()
+  /** The client seen last, already last in {@link clients}' order. */
+  let latest: string | undefined
+  const level = (saved: Level | undefined, bucket: Bucket, at: number) =>
+    saved ? Math.min(bucket.burst, saved.tokens + (at - saved.at) * perMs(bucket.rate)) : bucket.burst
   const allowed: RateDecision = Object.freeze({ allowed: true, retryAfterMs: 0 })
+  const refusal = (saved: Map<string, Level> | undefined, buckets: Bucket[], at: number): RateDecision => {
+    const levels = buckets.map((bucket) => level(saved?.get(bucket.budget), bucket, at))
+    const bucket = buckets[levels.findIndex((tokens) => tokens < 1)] as Bucket
+    const retryAfterMs = Math.max(
+      ...buckets.map((candidate, index) =>
+        Math.max(0, (1 - (levels[index] as number)) / perMs(candidate.rate)),
+      ),
+    )
+    return { allowed: false, retryAfterMs: Math.ceil(retryAfterMs), budget: bucket.budget }
+  }
   const takeNow = (client: string, buckets: Bucket[]): RateDecision => {
     const at = now()
-    const levels = buckets.map((bucket) => level(`${bucket.budget}\u0000${client}`, bucket, at))
-    const short = levels.findIndex((tokens) => tokens < 1)
-    if (short !== -1) {
-      const bucket = buckets[short] as Bucket
-      const retryAfterMs = Math.max(
-        ...buckets.map((candidate, index) =>
-          Math.max(0, (1 - (levels[index] as number)) / perMs(candidate.rate)),
-        ),
-      )
-      return { allowed: false, retryAfterMs: Math.ceil(retryAfterMs), budget: bucket.budget }
-    }
-    for (let index = 0; index < buckets.length; index++) {
-      const key = `${(buckets[index] as Bucket).budget}\u0000${client}`
-      const tokens = (levels[index] as number) - 1
-      // Re-inserted so that the map's order is least recently seen first (dropped first).
-      const known = state.get(key)
-      state.delete(key)
+    let saved = clients.get(client)
+    // All or none: a call refused by one budget spends nothing from the others.
+    for (const bucket of buckets)
+      if (level(saved?.get(bucket.budget), bucket, at) < 1) return refusal(saved, buckets, at)
+    saved ??= new Map()
+    for (const bucket of buckets) {
+      const known = saved.get(bucket.budget)
+      const tokens = level(known, bucket, at) - 1
       if (known) {
         known.tokens = tokens
         known.at = at
-        state.set(key, known)
-      } else state.set(key, { tokens, at })
+      } else saved.set(bucket.budget, { tokens, at })
     }
-    while (state.size > MAX_CLIENTS) state.delete(state.keys().next().value as string)
+    // Re-inserted so that the map's order is least recently seen first (dropped first); the client
+    // seen last is there already.
+    if (client !== latest) {
+      clients.delete(client)
+      clients.set(client, saved)
+      latest = client
+      while (clients.size > MAX_CLIENTS) clients.delete(clients.keys().next().value as string)
+    }
     return allowed
   }
   return {
