@@ -510,7 +510,11 @@ describe('query', () => {
     ['max_rows of 0', { sql: 'SELECT 1', max_rows: 0 }, /max_rows/],
     ['max_rows over the hard limit', { sql: 'SELECT 1', max_rows: 100_001 }, /max_rows/],
     ['an unknown argument', { sql: 'SELECT 1', limit: 5 }, /unknown argument\(s\): limit/],
-    ['a non-scalar parameter', { sql: 'SELECT $1', params: [{ a: 1 }] }, /params/],
+    [
+      'a non-scalar parameter',
+      { sql: 'SELECT $1', params: [{ a: 1 }] },
+      /params\.0: must be a string, number, boolean or null/,
+    ],
     ['an unknown format', { sql: 'SELECT 1', format: 'xml' }, /format/],
     ['no sql', {}, /sql/],
   ])('refuses %s with a tool error naming the field', async (_label, args, message) => {

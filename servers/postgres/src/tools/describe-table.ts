@@ -150,7 +150,7 @@ export const describeTable = defineTool({
   description:
     'Columns, keys both ways, constraints, indexes, size of a table or view. Use before writing SQL.',
   input: {
-    schema: z.string().refine(nonEmpty, 'must not be empty').optional().describe('Default: the one with it'),
+    schema: z.string().refine(nonEmpty, 'must not be empty').optional().describe('Schema'),
     table: z.string().refine(nonEmpty, 'must not be empty').describe('Table'),
     database: databaseShape,
   },

@@ -25,7 +25,7 @@ export const recommendIndexes = defineTool({
   title: 'Recommend indexes',
   description: 'Indexes for sql, else for the pg_stat_statements workload: hypopg-costed, ranked.',
   input: {
-    sql: sqlShape.optional().describe('Query; omit for the workload'),
+    sql: sqlShape.optional().describe('SQL'),
     params: paramsShape,
     limit: rowCount(20).default(5).describe('Limit'),
     database: databaseShape,
