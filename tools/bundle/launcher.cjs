@@ -93,6 +93,11 @@ function prepare() {
   const cacheFile = path.join(directory, `${key}.bin`)
   // Core keeps the server's tool schemas, as listed, next to the code (packages/core/src/schema-cache.ts).
   globalThis.__keelCache = { directory, key }
+  // A cache written by a process that answered no tool call (core sets __keelCache.served when
+  // one does) is marked thin by an empty file beside it: it lacks the functions that answer a
+  // call, which every later start would compile again on its first call. The first process that
+  // answers a call replaces it, once.
+  const thinFile = `${cacheFile}.thin`
   let cachedData
   try {
     cachedData = fs.readFileSync(cacheFile)
@@ -100,13 +105,18 @@ function prepare() {
   const script = new vm.Script(Module.wrap(source), { filename: bundle, cachedData })
   // --help and --version compile little of the server: a cache from them would be a poor one.
   const serving = !process.argv.some((argument) => argument === '--help' || argument === '--version')
-  if (serving && (cachedData === undefined || script.cachedDataRejected)) {
+  const fresh = cachedData === undefined || script.cachedDataRejected
+  if (serving && (fresh || fs.existsSync(thinFile))) {
     // Written at exit, so the cache also holds the functions compiled while serving.
     process.once('exit', () => {
+      const served = globalThis.__keelCache.served === true
+      if (!fresh && !served) return
       try {
         const temporary = `${cacheFile}.${process.pid}.tmp`
         fs.writeFileSync(temporary, script.createCachedData(), { mode: 0o600 })
         fs.renameSync(temporary, cacheFile)
+        if (served) fs.rmSync(thinFile, { force: true })
+        else fs.writeFileSync(thinFile, '', { mode: 0o600 })
       } catch {}
     })
   }

@@ -16,6 +16,23 @@ import { join } from 'node:path'
 interface LauncherCache {
   directory: string
   key: string
+  /** Set once this process has answered a tool call: its code cache then holds that path too. */
+  served?: boolean
+}
+
+let servedNoted = false
+
+/**
+ * Tells the bin's launcher that this process has answered a tool call. A code cache written by a
+ * process that never did lacks the functions that answer one (V8 compiles them on first use), and
+ * every later start would compile them again on its first call: the launcher replaces such a
+ * cache, once, at the exit of a process that did (tools/bundle/launcher.cjs).
+ */
+export function noteCallServed(): void {
+  if (servedNoted) return
+  servedNoted = true
+  const place = (globalThis as { __keelCache?: LauncherCache }).__keelCache
+  if (place && typeof place === 'object') place.served = true
 }
 
 /** One tool's JSON Schemas, as `tools/list` gives them. */

@@ -6,6 +6,7 @@ import type { AnyTool, ClientAccess, RequestAuth, SessionAccess } from './define
 import { formatToolError, ToolError } from './errors.js'
 import type { InstanceParts, Runtime } from './instance.js'
 import type { McpLogLevel } from './logger.js'
+import { noteCallServed } from './schema-cache.js'
 import { RELATED_TASK_META_KEY, type TaskControl, type TaskRegistry } from './tasks.js'
 import { describeIssues, planFor } from './tool-schema.js'
 
@@ -281,6 +282,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         },
       ),
     )
+    noteCallServed()
     // The call may have taught the server which tools to hide (a credential's scopes): say so.
     const hidden = runtime.spec.hiddenTools?.(runtime.deps, auth)
     if (hidden !== state.hiddenSeen) {

@@ -32,6 +32,9 @@ beforeAll(async () => {
     [
       '#!/usr/bin/env node',
       'const answer: number = 6 * 7',
+      // As core does once it has answered a tool call.
+      'const place = (globalThis as { __keelCache?: { served?: boolean } }).__keelCache',
+      'if (process.env.FIXTURE_SERVED === "1" && place) place.served = true',
       // biome-ignore lint/suspicious/noTemplateCurlyInString: this is source code for the fixture
       "void import('node:os').then((os) => process.stdout.write(`answer=${answer} platform=${os.platform()} file=${typeof __filename}\\n`))",
       'export {}',
@@ -52,16 +55,47 @@ describe('the launcher', () => {
     expect(first.stdout).toBe(`answer=42 platform=${process.platform} file=string\n`)
     expect(first.state).toBe('miss')
     const files = await readdir(cacheDir)
-    expect(files).toHaveLength(1)
+    // The cache, and the mark of a cache made by a process that answered no tool call.
+    expect(files.map((file) => file.replace(/^[0-9a-f]+/, 'KEY')).sort()).toEqual(['KEY.bin', 'KEY.bin.thin'])
     const second = runBin()
     expect(second.stdout).toBe(first.stdout)
     expect(second.state).toBe('hit')
     expect(second.stderr).not.toContain('ExperimentalWarning')
   })
 
+  it('replaces a cache made without a tool call once, at the exit of the first process that answers one', async () => {
+    const { statSync } = await import('node:fs')
+    const isolated = { KEEL_COMPILE_CACHE_DIR: join(work, 'thin-cache') }
+    const state = async () => {
+      const [file] = (await readdir(isolated.KEEL_COMPILE_CACHE_DIR)).filter((name) => name.endsWith('.bin'))
+      const path = join(isolated.KEEL_COMPILE_CACHE_DIR, file ?? '')
+      return {
+        mtime: statSync(path).mtimeMs,
+        thin: (await readdir(isolated.KEEL_COMPILE_CACHE_DIR)).length === 2,
+      }
+    }
+    expect(runBin(isolated).state).toBe('miss')
+    const thin = await state()
+    expect(thin.thin).toBe(true)
+    // Another start that answers no call keeps it as it is.
+    expect(runBin(isolated).state).toBe('hit')
+    expect(await state()).toEqual(thin)
+    // The first that does replaces it and drops the mark; later ones keep the new cache.
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const served = runBin({ ...isolated, FIXTURE_SERVED: '1' })
+    expect(served.state).toBe('hit')
+    expect(served.stdout).toContain('answer=42')
+    const full = await state()
+    expect(full.thin).toBe(false)
+    expect(full.mtime).toBeGreaterThan(thin.mtime)
+    expect(runBin({ ...isolated, FIXTURE_SERVED: '1' }).state).toBe('hit')
+    expect(runBin(isolated).state).toBe('hit')
+    expect(await state()).toEqual(full)
+  })
+
   it('recovers from a corrupt cache file', async () => {
     runBin()
-    const [file] = await readdir(cacheDir)
+    const [file] = (await readdir(cacheDir)).filter((name) => name.endsWith('.bin'))
     await writeFile(join(cacheDir, file!), 'garbage')
     const rejected = runBin()
     expect(rejected.status).toBe(0)
