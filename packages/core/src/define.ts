@@ -252,10 +252,17 @@ export interface ToolSpec<I extends Shape, O extends Shape | undefined, D> {
   title: string
   /** What it does, when to use it, what it returns, which tool instead. Short: it costs tokens. */
   description: string
-  /** Argument shape; every field documented with `.describe()`. */
-  input: I
-  /** Structured output shape; results carry `structuredContent` and a text fallback. */
-  output?: O
+  /**
+   * Argument shape; every field documented with `.describe()`. May be a function that returns it,
+   * called once when the shape is first needed ({@link shapeOf}): a start that lists the tool's
+   * schemas from the bin's cache then builds none of them before the first call.
+   */
+  input: I | (() => I)
+  /**
+   * Structured output shape; results carry `structuredContent` and a text fallback. May be a
+   * function that returns it, as `input`.
+   */
+  output?: O | (() => O)
   annotations: ToolAnnotations
   /** Toolset this tool belongs to (for `--toolsets`). Default `default`. */
   toolset?: string
@@ -285,6 +292,23 @@ export interface ToolSpec<I extends Shape, O extends Shape | undefined, D> {
 /** A tool of any shape, as servers list them. */
 // biome-ignore lint/suspicious/noExplicitAny: a heterogeneous list of tools needs an existential type
 export type AnyTool<D = any> = ToolSpec<any, any, D>
+
+/** Shapes given as functions, built once each. */
+const builtShapes = new WeakMap<() => Shape, Shape>()
+
+/**
+ * A tool's input or output shape: the shape itself, or what the function that builds it returns
+ * (called once per process).
+ */
+export function shapeOf<S extends Shape>(shape: S | (() => S)): S {
+  if (typeof shape !== 'function') return shape
+  let built = builtShapes.get(shape)
+  if (!built) {
+    built = shape()
+    builtShapes.set(shape, built)
+  }
+  return built as S
+}
 
 /**
  * Defines a tool. Identity at runtime; gives the `run` arguments their types from the shapes.

@@ -1,5 +1,11 @@
 import { z } from 'zod'
-import type { AnyTool, HandleBinding, HandleKindSpec, SessionAccess } from './define.js'
+import {
+  type AnyTool,
+  type HandleBinding,
+  type HandleKindSpec,
+  type SessionAccess,
+  shapeOf,
+} from './define.js'
 import { ToolError } from './errors.js'
 import type { Runtime } from './instance.js'
 import { nodeCrypto } from './lazy-crypto.js'
@@ -359,7 +365,7 @@ export function checkHandleTools(spec: { handles?: Record<string, unknown> }, to
     if (kind === undefined) continue
     if (!spec.handles?.[kind])
       throw new Error(`core: tool ${tool.name} uses undeclared handle kind "${kind}"`)
-    if (tool.handle?.opens !== 'always' && !(kind in tool.input))
+    if (tool.handle?.opens !== 'always' && !(kind in shapeOf(tool.input)))
       throw new Error(`core: stateful tool ${tool.name} must take the "${kind}" argument (handleArgument)`)
   }
 }

@@ -71,6 +71,7 @@ export {
   type ServerSpec,
   type SessionAccess,
   type Shape,
+  shapeOf,
   svgIcon,
   type ToolAnnotations,
   type ToolContext,

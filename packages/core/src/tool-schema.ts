@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { budgetOutput, useAnswerCap } from './budget.js'
 import { ConfigError, type ParsedConfig } from './config.js'
-import type { AnyTool, ServerSpec } from './define.js'
+import { type AnyTool, type ServerSpec, type Shape, shapeOf } from './define.js'
 import type { SchemaCache } from './schema-cache.js'
 
 // How tools are listed: one JSON Schema per tool, built once per process; and which tools a
@@ -296,11 +296,11 @@ export function planFor(tool: AnyTool): ToolPlan {
     let schema: z.ZodObject | undefined
     let output: z.ZodObject | undefined
     const inputOf = (): z.ZodObject => {
-      schema ??= z.object(tool.input).strict()
+      schema ??= z.object(shapeOf(tool.input)).strict()
       return schema
     }
     const outputOf = (): z.ZodObject | undefined => {
-      if (tool.output) output ??= z.object(tool.output)
+      if (tool.output) output ??= z.object(shapeOf(tool.output))
       return output
     }
     const cached = schemaCache?.get(tool.name)
@@ -351,8 +351,7 @@ export function planFor(tool: AnyTool): ToolPlan {
  */
 function listedBudget(tool: AnyTool, json: Record<string, unknown>): Record<string, unknown> {
   const properties = json.properties
-  if ((tool.output as Record<string, unknown>).budget !== budgetOutput.budget || !isNode(properties))
-    return json
+  if (shapeOf(tool.output as Shape).budget !== budgetOutput.budget || !isNode(properties)) return json
   const { budget: _unlisted, ...listed } = properties
   return { ...json, properties: listed }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ConfigError, parseConfig } from '../src/config.js'
+import { ConfigError, type OptionSpecs, parseConfig } from '../src/config.js'
 import { fixture } from './fixture.js'
 
 const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(fixture, argv, env)
@@ -182,3 +182,72 @@ function captured(work: () => unknown): ConfigError {
   }
   throw new Error('expected a ConfigError')
 }
+
+describe('parseConfig at start', () => {
+  it('gives for no arguments exactly what parseArgs gives for none', () => {
+    // `--` alone makes parseArgs run and yield no values and no positionals.
+    expect(config([])).toEqual(config(['--']))
+    expect(config([], { MCP_TRANSPORT: 'http', FIXTURE_TOKEN: 'supersecretvalue' })).toEqual(
+      config(['--'], { MCP_TRANSPORT: 'http', FIXTURE_TOKEN: 'supersecretvalue' }),
+    )
+  })
+
+  it('refuses an option whose short name is not one character, with or without arguments', () => {
+    const options: OptionSpecs<{ x: boolean }> = {
+      x: { flag: 'x-ray', type: 'boolean', short: 'xr', description: 'X.', schema: z.boolean() },
+    }
+    const source = { name: 'short', description: 'Short flags.', version: '1.0.0', options }
+    expect(() => parseConfig(source, [])).toThrow('option --x-ray: short must be one character, got "xr"')
+    expect(() => parseConfig(source, ['--x-ray'])).toThrow('short must be one character')
+  })
+
+  it('builds an option schema given as a function on the first value to check, once, and none for an unset option with an unset value', () => {
+    let built = 0
+    const count =
+      <T>(schema: z.ZodType<T>) =>
+      () => {
+        built++
+        return schema
+      }
+    const options: OptionSpecs<{ limit: number; tags: string[]; mode: 'a' | 'b' }> = {
+      limit: {
+        flag: 'limit',
+        env: 'LIMIT',
+        type: 'string',
+        description: 'A limit.',
+        schema: count(z.coerce.number().int().min(1).default(10)),
+        unset: 10,
+      },
+      tags: {
+        flag: 'tag',
+        type: 'string',
+        multiple: true,
+        description: 'Tags.',
+        schema: count(z.array(z.string()).default([])),
+        unset: [],
+      },
+      mode: {
+        flag: 'mode',
+        type: 'string',
+        description: 'No unset value: undefined goes through the schema.',
+        schema: count(z.enum(['a', 'b']).default('a')),
+      },
+    }
+    const source = { name: 'lazy', description: 'Lazy schemas.', version: '1.0.0', options }
+    const first = parseConfig(source, [], {})
+    expect(first.kind === 'config' && first.config.options).toEqual({ limit: 10, tags: [], mode: 'a' })
+    expect(built).toBe(1) // mode's only
+    // An unset array is a fresh copy each time, as a schema's default is.
+    const second = parseConfig(source, [], {})
+    if (first.kind !== 'config' || second.kind !== 'config') throw new Error('expected configs')
+    expect(second.config.options.tags).not.toBe(first.config.options.tags)
+    expect(built).toBe(1)
+    const given = parseConfig(source, ['--limit', '5', '--tag', 'x'], {})
+    expect(given.kind === 'config' && given.config.options).toEqual({ limit: 5, tags: ['x'], mode: 'a' })
+    expect(built).toBe(3)
+    expect(() => parseConfig(source, [], { LIMIT: '0' })).toThrow(
+      /^Invalid env LIMIT: Too small: expected number to be >=1$/,
+    )
+    expect(built).toBe(3)
+  })
+})

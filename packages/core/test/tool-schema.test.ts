@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { defineServer, defineTool, z } from '../src/index.js'
+import { budgetOutput, defineServer, defineTool, shapeOf, z } from '../src/index.js'
 import { type Connection, connectInMemory } from '../src/testing/index.js'
-import { compactAnnotations, listedTitle, planFor } from '../src/tool-schema.js'
+import { compactAnnotations, listedTitle, planFor, useSchemaCache } from '../src/tool-schema.js'
 
 // What tools/list emits: compact schemas that keep their meaning, and results that still
 // validate against them in both client generations (each validates structuredContent).
@@ -261,4 +261,85 @@ describe.each([
       })
     },
   )
+})
+
+describe('shapes given as functions', () => {
+  const built = { input: 0, output: 0 }
+  const lazy = defineTool({
+    name: 'get_lazy',
+    title: 'Lazy',
+    description: 'The rich tool with its shapes built on first use.',
+    input: () => {
+      built.input++
+      return shapeOf(rich.input)
+    },
+    output: () => {
+      built.output++
+      // With the budget member, whose listing core leaves out: that check reads the shape too.
+      return { ...shapeOf(rich.output!), ...budgetOutput }
+    },
+    annotations: rich.annotations,
+    run: rich.run,
+  })
+
+  it('list and check exactly as the shapes themselves would, building each shape once', async () => {
+    const eager = defineTool({
+      ...lazy,
+      name: 'get_eager',
+      input: shapeOf(lazy.input),
+      output: shapeOf(lazy.output!),
+    })
+    expect(built).toEqual({ input: 1, output: 1 })
+    expect({ ...planFor(lazy).listed, name: 'get_eager' }).toEqual(planFor(eager).listed)
+    const connection = await connectInMemory(
+      defineServer({
+        name: 'lazy',
+        version: '1.0.0',
+        description: 'Lazy shapes.',
+        tools: [lazy],
+        createDeps: () => ({}),
+      }),
+    )
+    open.push(connection)
+    expect(
+      (await connection.client.callTool({ name: 'get_lazy', arguments: { count: 2 } })).structuredContent,
+    ).toMatchObject({ id: 2 })
+    const refused = await connection.client.callTool({ name: 'get_lazy', arguments: { count: 'two' } })
+    expect(refused.isError).toBe(true)
+    expect(built).toEqual({ input: 1, output: 1 })
+  })
+
+  it('are not built for a listing that comes from the schema cache', async () => {
+    const cached = planFor(lazy).listed
+    const counted = { input: 0, output: 0 }
+    const again = defineTool({
+      ...lazy,
+      input: () => {
+        counted.input++
+        return shapeOf(lazy.input)
+      },
+      output: () => {
+        counted.output++
+        return shapeOf(lazy.output!)
+      },
+    })
+    useSchemaCache({
+      get: (tool) =>
+        tool === 'get_lazy'
+          ? {
+              input: cached.inputSchema as Record<string, unknown>,
+              output: cached.outputSchema as Record<string, unknown>,
+            }
+          : undefined,
+      set: () => {},
+    })
+    try {
+      expect(planFor(again).listed).toEqual(cached)
+      expect(counted).toEqual({ input: 0, output: 0 })
+      expect(planFor(again).schema.safeParse({ count: 1 }).success).toBe(true)
+      expect(counted).toEqual({ input: 1, output: 0 })
+    } finally {
+      useSchemaCache(undefined)
+    }
+  })
 })

@@ -18,21 +18,25 @@ export interface SlackOptions {
   workspaces: Array<{ name: string; botEnv: string; userEnv: string | undefined }>
 }
 
-const channelList = z
-  .array(z.string().regex(/^#?[a-z0-9._-]{1,80}$|^[CGD][A-Z0-9]{2,}$/, 'must be channel ids or #names'))
-  .min(1)
+// Schemas are built on the first value to check (core's OptionSpec): a start without the option
+// takes its `unset` value and builds nothing (test/config.test.ts holds each to its schema).
+const channelList = () =>
+  z
+    .array(z.string().regex(/^#?[a-z0-9._-]{1,80}$|^[CGD][A-Z0-9]{2,}$/, 'must be channel ids or #names'))
+    .min(1)
 
-export const workspaceSpec = z
-  .string()
-  .regex(
-    /^[a-z0-9][a-z0-9_-]{0,31}=[A-Z_][A-Z0-9_]*(:[A-Z_][A-Z0-9_]*)?$/,
-    'must be NAME=BOT_TOKEN_ENV or NAME=BOT_TOKEN_ENV:USER_TOKEN_ENV (e.g. acme=ACME_SLACK_BOT_TOKEN)',
-  )
-  .transform((value) => {
-    const [name, envs] = value.split('=') as [string, string]
-    const [botEnv, userEnv] = envs.split(':') as [string, string | undefined]
-    return { name, botEnv, userEnv }
-  })
+const workspaceSpec = () =>
+  z
+    .string()
+    .regex(
+      /^[a-z0-9][a-z0-9_-]{0,31}=[A-Z_][A-Z0-9_]*(:[A-Z_][A-Z0-9_]*)?$/,
+      'must be NAME=BOT_TOKEN_ENV or NAME=BOT_TOKEN_ENV:USER_TOKEN_ENV (e.g. acme=ACME_SLACK_BOT_TOKEN)',
+    )
+    .transform((value) => {
+      const [name, envs] = value.split('=') as [string, string]
+      const [botEnv, userEnv] = envs.split(':') as [string, string | undefined]
+      return { name, botEnv, userEnv }
+    })
 
 export const options: OptionSpecs<SlackOptions> = {
   botToken: {
@@ -42,7 +46,8 @@ export const options: OptionSpecs<SlackOptions> = {
     placeholder: 'xoxb-…',
     secret: true,
     description: 'Bot token (prefer the env var: argv shows in process lists).',
-    schema: z.string().min(1).max(500).optional(),
+    schema: () => z.string().min(1).max(500).optional(),
+    unset: undefined,
   },
   userToken: {
     flag: 'user-token',
@@ -51,7 +56,8 @@ export const options: OptionSpecs<SlackOptions> = {
     placeholder: 'xoxp-…',
     secret: true,
     description: 'User token: enables search_messages, list_unreads and mark_read (they act as a person).',
-    schema: z.string().min(1).max(500).optional(),
+    schema: () => z.string().min(1).max(500).optional(),
+    unset: undefined,
   },
   teamId: {
     flag: 'team-id',
@@ -59,10 +65,12 @@ export const options: OptionSpecs<SlackOptions> = {
     type: 'string',
     placeholder: 'T…',
     description: 'Workspace id, for org-wide tokens.',
-    schema: z
-      .string()
-      .regex(/^[TE][A-Z0-9]+$/, 'must be a workspace id like T0123')
-      .optional(),
+    schema: () =>
+      z
+        .string()
+        .regex(/^[TE][A-Z0-9]+$/, 'must be a workspace id like T0123')
+        .optional(),
+    unset: undefined,
   },
   apiUrl: {
     flag: 'api-url',
@@ -70,7 +78,8 @@ export const options: OptionSpecs<SlackOptions> = {
     type: 'string',
     placeholder: 'url',
     description: 'Web API root (default https://slack.com/api/; GovSlack: https://slack-gov.com/api/).',
-    schema: z.string().url('must be a URL').default('https://slack.com/api/'),
+    schema: () => z.string().url('must be a URL').default('https://slack.com/api/'),
+    unset: 'https://slack.com/api/',
   },
   allowWrites: {
     flag: 'allow-writes',
@@ -78,7 +87,8 @@ export const options: OptionSpecs<SlackOptions> = {
     type: 'boolean',
     description:
       'Offer the writing tools (post, reply, react, edit and delete own messages). Off by default.',
-    schema: z.boolean().default(false),
+    schema: () => z.boolean().default(false),
+    unset: false,
   },
   allowBroadcast: {
     flag: 'allow-broadcast',
@@ -86,7 +96,8 @@ export const options: OptionSpecs<SlackOptions> = {
     type: 'boolean',
     description:
       'With --allow-writes: let posts notify whole channels or groups (<!channel>, <!here>, <!everyone>, <!group>, <!subteam^…>). Escaped otherwise.',
-    schema: z.boolean().default(false),
+    schema: () => z.boolean().default(false),
+    unset: false,
   },
   writeChannels: {
     flag: 'write-channels',
@@ -95,7 +106,8 @@ export const options: OptionSpecs<SlackOptions> = {
     multiple: true,
     placeholder: 'a,b',
     description: 'With --allow-writes: only these channels (ids or #names) may be written to.',
-    schema: channelList.optional(),
+    schema: () => channelList().optional(),
+    unset: undefined,
   },
   channels: {
     flag: 'channels',
@@ -104,7 +116,8 @@ export const options: OptionSpecs<SlackOptions> = {
     multiple: true,
     placeholder: 'a,b',
     description: 'Only these channels (ids or #names) can be read.',
-    schema: channelList.optional(),
+    schema: () => channelList().optional(),
+    unset: undefined,
   },
   excludeChannels: {
     flag: 'exclude-channels',
@@ -113,21 +126,24 @@ export const options: OptionSpecs<SlackOptions> = {
     multiple: true,
     placeholder: 'a,b',
     description: 'These channels can never be read or written.',
-    schema: channelList.optional(),
+    schema: () => channelList().optional(),
+    unset: undefined,
   },
   includePrivate: {
     flag: 'include-private',
     env: 'SLACK_INCLUDE_PRIVATE',
     type: 'boolean',
     description: 'Also list and read private channels the token is in.',
-    schema: z.boolean().default(false),
+    schema: () => z.boolean().default(false),
+    unset: false,
   },
   includeDms: {
     flag: 'include-dms',
     env: 'SLACK_INCLUDE_DMS',
     type: 'boolean',
     description: 'Also list and read direct messages the token is in.',
-    schema: z.boolean().default(false),
+    schema: () => z.boolean().default(false),
+    unset: false,
   },
   uploadDir: {
     flag: 'upload-dir',
@@ -135,14 +151,16 @@ export const options: OptionSpecs<SlackOptions> = {
     type: 'string',
     placeholder: 'dir',
     description: 'With --allow-writes: upload_file may send files from this directory only.',
-    schema: z.string().min(1).optional(),
+    schema: () => z.string().min(1).optional(),
+    unset: undefined,
   },
   nameCache: {
     flag: 'name-cache',
     env: 'SLACK_NAME_CACHE',
     type: 'boolean',
     description: 'Keep learnt user and channel names under the user cache directory across restarts.',
-    schema: z.boolean().default(false),
+    schema: () => z.boolean().default(false),
+    unset: false,
   },
   workspaces: {
     flag: 'workspace',
@@ -152,7 +170,8 @@ export const options: OptionSpecs<SlackOptions> = {
     placeholder: 'name=ENV',
     description:
       'Another workspace: its name and the env var holding its bot token (NAME=BOT_ENV[:USER_ENV]). Repeatable; tools then take workspace.',
-    schema: z.array(workspaceSpec).default([]),
+    schema: () => z.array(workspaceSpec()).default([]),
+    unset: [],
   },
 }
 

@@ -1,4 +1,4 @@
-import { type AnyTool, ConfigError, type Logger, ToolError, z } from '@keel-mcp/core'
+import { type AnyTool, ConfigError, type Logger, shapeOf, ToolError, z } from '@keel-mcp/core'
 import { Directory } from './lib/directory.js'
 import { defaultCacheDirectory, fileNameStore } from './lib/name-store.js'
 import { type ClientOptions, createSlackApi, type SlackApi } from './lib/slack.js'
@@ -87,14 +87,17 @@ export function workspaceTokens(
 export function withWorkspaces<T extends AnyTool<SlackDeps>>(tools: T[], names: string[]): T[] {
   if (names.length < 2) return tools
   // A plain string, checked here: the names are in the server's instructions once, not in every tool.
-  const workspace = z
-    .string()
-    .refine((value) => names.includes(value), `must be one of: ${names.join(', ')}`)
-    .optional()
-    .describe('Workspace')
+  let workspace: z.ZodType | undefined
+  const workspaceArgument = () =>
+    (workspace ??= z
+      .string()
+      .refine((value) => names.includes(value), `must be one of: ${names.join(', ')}`)
+      .optional()
+      .describe('Workspace'))
+  // Built when first needed, as the tools' own shapes are.
   return tools.map((tool) => ({
     ...tool,
-    input: { ...tool.input, workspace },
+    input: () => ({ ...shapeOf(tool.input), workspace: workspaceArgument() }),
     run: (args: Record<string, unknown>, context: Parameters<T['run']>[1]) => {
       const { workspace: chosen, ...rest } = args
       const deps = (context.deps as SlackDeps & { select(name: unknown): SlackDeps }).select(chosen)

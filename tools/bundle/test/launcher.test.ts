@@ -35,6 +35,7 @@ beforeAll(async () => {
       // As core does once it has answered a tool call.
       'const place = (globalThis as { __keelCache?: { served?: boolean } }).__keelCache',
       'if (process.env.FIXTURE_SERVED === "1" && place) place.served = true',
+      'if (process.env.FIXTURE_EXIT) process.exit(Number(process.env.FIXTURE_EXIT))',
       // biome-ignore lint/suspicious/noTemplateCurlyInString: this is source code for the fixture
       "void import('node:os').then((os) => process.stdout.write(`answer=${answer} platform=${os.platform()} file=${typeof __filename}\\n`))",
       'export {}',
@@ -125,6 +126,19 @@ describe('the launcher', () => {
     const isolated = join(work, 'version-cache')
     runBin({ KEEL_COMPILE_CACHE_DIR: isolated }, ['--version'])
     expect(await readdir(isolated)).toEqual([])
+  })
+
+  it('writes no cache for a run that fails, and the next run that serves writes it', async () => {
+    const isolated = join(work, 'failed-cache')
+    const failed = runBin({ KEEL_COMPILE_CACHE_DIR: isolated, FIXTURE_EXIT: '2' })
+    expect(failed.status).toBe(2)
+    expect(failed.state).toBe('miss')
+    expect(await readdir(isolated)).toEqual([])
+    const serving = runBin({ KEEL_COMPILE_CACHE_DIR: isolated })
+    expect(serving.status).toBe(0)
+    expect(serving.state).toBe('miss')
+    expect((await readdir(isolated)).filter((name) => name.endsWith('.bin'))).toHaveLength(1)
+    expect(runBin({ KEEL_COMPILE_CACHE_DIR: isolated }).state).toBe('hit')
   })
 
   it('is keyed by the content hash written in at build time, and a bundle edited afterwards gets its own', async () => {

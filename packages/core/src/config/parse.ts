@@ -95,6 +95,9 @@ function argOptionsOf(
     }
   for (const spec of Object.values(serverOptions)) {
     if (argOptions[spec.flag]) throw new Error(`option --${spec.flag} is defined twice`)
+    // parseArgs would refuse it, but only when there are arguments to parse (see readArgv).
+    if (spec.short !== undefined && spec.short.length !== 1)
+      throw new Error(`option --${spec.flag}: short must be one character, got "${spec.short}"`)
     argOptions[spec.flag] = {
       type: spec.type,
       ...(spec.multiple ? { multiple: true } : {}),
@@ -105,6 +108,9 @@ function argOptionsOf(
 }
 
 function readArgv(argv: string[], options: ArgOptions): { values: Values; positionals: string[] } {
+  // What parseArgs gives for no arguments (no option has a default), without its cost at every
+  // start of a server run with none (about 1 ms: a client usually passes nothing, config is in env).
+  if (argv.length === 0) return { values: Object.create(null) as Values, positionals: [] }
   try {
     const parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true })
     return { values: parsed.values as Values, positionals: parsed.positionals }
@@ -186,7 +192,23 @@ function parseObserve(values: Values, env: NodeJS.ProcessEnv): ObserveConfig {
   return parsed.data as unknown as ObserveConfig
 }
 
-/** The server's own options, each through its schema; the error names where the value came from. */
+/** Schemas of options given as functions, built once per process. */
+const optionSchemas = new WeakMap<OptionSpec<unknown>, z.ZodType>()
+
+function optionSchema(spec: OptionSpec<unknown>): z.ZodType {
+  if (typeof spec.schema !== 'function') return spec.schema
+  let schema = optionSchemas.get(spec)
+  if (!schema) {
+    schema = spec.schema()
+    optionSchemas.set(spec, schema)
+  }
+  return schema
+}
+
+/**
+ * The server's own options, each through its schema (an unset option with an `unset` value takes
+ * it without one); the error names where the value came from.
+ */
 function readServerOptions(
   serverOptions: Record<string, OptionSpec<unknown>>,
   values: Values,
@@ -197,7 +219,11 @@ function readServerOptions(
   const options: Record<string, unknown> = {}
   for (const [key, spec] of Object.entries(serverOptions)) {
     const { value, fromArgv, fromEnv } = readRaw(values, env, spec)
-    const result = spec.schema.safeParse(value)
+    if (value === undefined && 'unset' in spec) {
+      options[key] = Array.isArray(spec.unset) ? [...spec.unset] : spec.unset
+      continue
+    }
+    const result = optionSchema(spec).safeParse(value)
     if (!result.success) {
       const envNames = typeof spec.env === 'string' ? [spec.env] : spec.env
       const origin = fromEnv

@@ -19,8 +19,18 @@ export interface OptionSpec<T> {
   multiple?: boolean
   short?: string
   description: string
-  /** Validates and converts the raw value (`undefined` when unset: give defaults here). */
-  schema: z.ZodType<T>
+  /**
+   * Validates and converts the raw value (`undefined` when unset: give defaults here). A function
+   * that returns the schema is called on the first value there is to check, once per process: with
+   * {@link OptionSpec.unset}, a start that is not given the option builds no schema for it.
+   */
+  schema: z.ZodType<T> | (() => z.ZodType<T>)
+  /**
+   * The option's value when neither its flag nor its env vars are set, taken without running the
+   * schema: it must be exactly what the schema gives for `undefined` (test that, as the servers
+   * do). Left out, an unset option goes through the schema like any value.
+   */
+  unset?: T
   /** A secret: redacted everywhere; a warning says argv is visible in process lists. */
   secret?: boolean
   /** Shown in `--help` (`<n>`). */

@@ -1,4 +1,4 @@
-import type { AnyTool } from '../define.js'
+import { type AnyTool, shapeOf } from '../define.js'
 
 /** The naming rule for tools across every Keel server. */
 export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/
@@ -33,7 +33,9 @@ export function checkToolContract(
     if (annotations?.readOnlyHint === false && typeof annotations.destructiveHint !== 'boolean') {
       problems.push(`${where}: a writing tool must state destructiveHint`)
     }
-    for (const [field, schema] of Object.entries(tool.input as Record<string, { description?: string }>)) {
+    for (const [field, schema] of Object.entries(
+      shapeOf(tool.input) as Record<string, { description?: string }>,
+    )) {
       if (!schema.description?.trim()) problems.push(`${where}: argument ${field} has no .describe() text`)
     }
   }

@@ -39,11 +39,11 @@ export const getCanvas = defineTool({
   name: 'get_canvas',
   title: 'Get canvas',
   description: 'The text of a canvas, within max_bytes.',
-  input: {
+  input: () => ({
     canvas: canvasArgument,
     max_bytes: z.number().int().min(1).max(262_144).default(65_536).describe('Bytes'),
-  },
-  output: { canvas: entry(), text: z.string(), truncated: z.boolean() },
+  }),
+  output: () => ({ canvas: entry(), text: z.string(), truncated: z.boolean() }),
   annotations: read,
   toolset: 'canvases',
   async run({ canvas, max_bytes }, { deps, signal }) {
@@ -72,12 +72,12 @@ export const createCanvas = defineTool({
   name: 'create_canvas',
   title: 'Create canvas',
   description: 'A new canvas from Markdown, optionally in a channel.',
-  input: {
+  input: () => ({
     title: bounded(1, 250).describe('Title'),
     markdown,
     channel: channelArgument.optional().describe('Channel'),
-  },
-  output: { canvas: z.string() },
+  }),
+  output: () => ({ canvas: z.string() }),
   annotations: write,
   toolset: 'canvases',
   async run({ title, markdown: content, channel }, { deps, signal }) {
@@ -101,15 +101,15 @@ export const editCanvas = defineTool({
   name: 'edit_canvas',
   title: 'Edit canvas',
   description: 'Append, prepend or replace a canvas’s Markdown.',
-  input: {
+  input: () => ({
     canvas: canvasArgument,
     markdown,
     operation: z
       .enum(['insert_at_end', 'insert_at_start', 'replace'])
       .default('insert_at_end')
       .describe('Operation'),
-  },
-  output: { canvas: z.string() },
+  }),
+  output: () => ({ canvas: z.string() }),
   annotations: destructive,
   toolset: 'canvases',
   async run({ canvas, markdown: content, operation }, { deps }) {

@@ -21,13 +21,13 @@ export const listChannels = defineTool({
   title: 'List channels',
   description:
     'Channels the bot can see (public; private and DMs when the server allows), with ids, topics and member counts.',
-  input: {
+  input: () => ({
     name: bounded(0, 80).optional().describe('Only names containing this'),
     limit: limitArgument(100, 200),
     cursor: cursorArgument,
     max_tokens: budgetArgument,
-  },
-  output: { channels: list(), next_cursor: nextCursor, ...budgetOutput },
+  }),
+  output: () => ({ channels: list(), next_cursor: nextCursor, ...budgetOutput }),
   annotations: read,
   async run(args, { deps, signal }) {
     const { name, limit } = args
@@ -67,8 +67,8 @@ export const getChannelInfo = defineTool({
   name: 'get_channel_info',
   title: 'Channel info',
   description: 'One channel by id or #name: name, privacy, topic, purpose, member count.',
-  input: { channel: channelArgument },
-  output: { channel: entry() },
+  input: () => ({ channel: channelArgument }),
+  output: () => ({ channel: entry() }),
   annotations: read,
   async run({ channel }, { deps, signal }) {
     const found = await channelFor(deps, channel, 'read', signal)
@@ -86,8 +86,8 @@ export const findChannel = defineTool({
   title: 'Find a channel',
   description:
     'The id of a channel by #name (exact, case-insensitive). Use before tools that take a channel id.',
-  input: { name: bounded(1, 81).describe('#name') },
-  output: { channel: entry() },
+  input: () => ({ name: bounded(1, 81).describe('#name') }),
+  output: () => ({ channel: entry() }),
   annotations: read,
   async run({ name }, { deps, signal }) {
     const found = await deps.directory.findChannel(name, signal)

@@ -75,12 +75,12 @@ export const listFiles = defineTool({
   name: 'list_files',
   title: 'List files',
   description: 'Files in readable channels, newest first; get_file reads one.',
-  input: {
+  input: () => ({
     channel: channelArgument.optional().describe('Channel'),
     user: z.string().optional().describe('User'),
     page: z.number().int().min(1).max(100).default(1).describe('Page'),
-  },
-  output: { files: list(), more: z.boolean() },
+  }),
+  output: () => ({ files: list(), more: z.boolean() }),
   annotations: read,
   toolset: 'files',
   async run({ channel, user, page }, { deps, signal }) {
@@ -110,11 +110,11 @@ export const getFile = defineTool({
   name: 'get_file',
   title: 'Get file',
   description: 'A file: text content within max_bytes, else metadata and link.',
-  input: {
+  input: () => ({
     file: fileArgument,
     max_bytes: z.number().int().min(1).max(262_144).default(32_768).describe('Bytes'),
-  },
-  output: { file: entry(), content: z.string().optional(), truncated: z.boolean().optional() },
+  }),
+  output: () => ({ file: entry(), content: z.string().optional(), truncated: z.boolean().optional() }),
   annotations: read,
   toolset: 'files',
   async run({ file: id, max_bytes }, { deps, signal }) {
@@ -141,13 +141,13 @@ export const uploadFile = defineTool({
   name: 'upload_file',
   title: 'Upload file',
   description: 'Share a file from the upload directory into a channel.',
-  input: {
+  input: () => ({
     channel: channelArgument,
     path: bounded(1, 1000).describe('Relative path'),
     title: bounded(1, 250).optional().describe('Title'),
     comment: bounded(1, 4000).optional().describe('Comment'),
-  },
-  output: { file: z.string(), channel: z.string() },
+  }),
+  output: () => ({ file: z.string(), channel: z.string() }),
   annotations: write,
   toolset: 'files',
   async run({ channel, path, title, comment }, { deps, signal }) {

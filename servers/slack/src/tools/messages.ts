@@ -43,21 +43,21 @@ export const getChannelHistory = defineTool({
   title: 'Channel history',
   description:
     'Recent messages of a channel, newest first, or those between oldest and latest (ts or ISO date). Thread starters show reply counts; get_thread_replies reads a thread.',
-  input: {
+  input: () => ({
     channel: channelArgument,
     limit: limitArgument(50, 200),
     oldest: timeArgument('From (ts or ISO date)'),
     latest: timeArgument('Until (ts or ISO date)'),
     cursor: cursorArgument,
     max_tokens: budgetArgument,
-  },
-  output: {
+  }),
+  output: () => ({
     channel: z.string(),
     channel_name: z.string(),
     messages: list(),
     next_cursor: nextCursor,
     ...budgetOutput,
-  },
+  }),
   annotations: read,
   async run(args, { deps, signal }) {
     const { channel, limit, oldest, latest } = args
@@ -90,20 +90,20 @@ export const getThreadReplies = defineTool({
   name: 'get_thread_replies',
   title: 'Thread replies',
   description: 'A thread: its first message and the replies, oldest first.',
-  input: {
+  input: () => ({
     channel: channelArgument,
     thread_ts: tsArgument.describe('ts of the thread’s first message'),
     limit: limitArgument(100, 200),
     cursor: cursorArgument,
     max_tokens: budgetArgument,
-  },
-  output: {
+  }),
+  output: () => ({
     channel: z.string(),
     thread_ts: z.string(),
     messages: list(),
     next_cursor: nextCursor,
     ...budgetOutput,
-  },
+  }),
   annotations: read,
   async run(args, { deps, signal }) {
     const { channel, thread_ts, limit } = args
@@ -131,12 +131,12 @@ export const getMessage = defineTool({
   name: 'get_message',
   title: 'Message by link',
   description: 'One message by permalink URL, with its thread replies.',
-  input: {
+  input: () => ({
     permalink: bounded(1, 500)
       .refine((value) => URL.canParse(value), 'must be a URL')
       .describe('Message link'),
-  },
-  output: { channel: z.string(), channel_name: z.string(), message: entry() },
+  }),
+  output: () => ({ channel: z.string(), channel_name: z.string(), message: entry() }),
   annotations: read,
   async run({ permalink }, { deps, signal }) {
     const parsed = parsePermalink(permalink)
@@ -212,7 +212,7 @@ export const searchMessages = defineTool({
   name: 'search_messages',
   title: 'Search messages',
   description: 'Search messages (Slack query syntax, or the filters). Newest first, paged.',
-  input: {
+  input: () => ({
     query: bounded(1, 500).describe('Words, "phrase"'),
     in: channelArgument.optional().describe('Channel'),
     from: z.string().optional().describe('User'),
@@ -223,8 +223,14 @@ export const searchMessages = defineTool({
     page: z.number().int().min(1).max(100).default(1).describe('Page'),
     cursor: cursorArgument,
     max_tokens: budgetArgument,
-  },
-  output: { total: z.number(), page: z.number(), messages: list(), more: z.boolean(), ...budgetOutput },
+  }),
+  output: () => ({
+    total: z.number(),
+    page: z.number(),
+    messages: list(),
+    more: z.boolean(),
+    ...budgetOutput,
+  }),
   annotations: read,
   async run(args, { deps, signal }) {
     const { query, count, page, cursor: _cursor, max_tokens: _budget, ...filters } = args

@@ -31,13 +31,13 @@ export const scheduleMessage = defineTool({
   name: 'schedule_message',
   title: 'Schedule message',
   description: 'Post at post_at (ISO time, ≤120 days ahead).',
-  input: {
+  input: () => ({
     channel: channelArgument,
     text: z.string().min(1).max(40_000).describe('mrkdwn'),
     post_at: z.string().describe('Post at'),
     thread_ts: tsArgument.optional().describe('Thread'),
-  },
-  output: { id: z.string(), time: z.string() },
+  }),
+  output: () => ({ id: z.string(), time: z.string() }),
   annotations: write,
   toolset: 'scheduled',
   async run({ channel, text, post_at, thread_ts }, { deps, signal }) {
@@ -61,8 +61,8 @@ export const listScheduledMessages = defineTool({
   name: 'list_scheduled_messages',
   title: 'List scheduled messages',
   description: "The bot's messages scheduled and not sent yet.",
-  input: { channel: channelArgument.optional().describe('Channel'), cursor: cursorArgument },
-  output: { messages: list(), next_cursor: nextCursor },
+  input: () => ({ channel: channelArgument.optional().describe('Channel'), cursor: cursorArgument }),
+  output: () => ({ messages: list(), next_cursor: nextCursor }),
   annotations: read,
   toolset: 'scheduled',
   async run({ channel, cursor }, { deps, signal }) {
@@ -92,14 +92,14 @@ export const deleteScheduledMessage = defineTool({
   name: 'delete_scheduled_message',
   title: 'Delete scheduled message',
   description: 'Cancel a scheduled message.',
-  input: {
+  input: () => ({
     channel: channelArgument,
     id: z
       .string()
       .refine((value) => /^Q[A-Z0-9]{2,}$/.test(value), 'must be a scheduled message id like Q0123')
       .describe('Q… id'),
-  },
-  output: { deleted: z.boolean() },
+  }),
+  output: () => ({ deleted: z.boolean() }),
   annotations: destructive,
   toolset: 'scheduled',
   async run({ channel, id }, { deps, signal }) {

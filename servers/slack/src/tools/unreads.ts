@@ -35,8 +35,8 @@ export const listUnreads = defineTool({
   // unread_count, but finding the threads would mean reading every channel's history.
   description:
     'Channels and DMs with unread messages, newest first, with counts (user token). Not threads: Slack has no API listing them.',
-  input: { cursor: cursorArgument },
-  output: { conversations: list(), next_cursor: nextCursor },
+  input: () => ({ cursor: cursorArgument }),
+  output: () => ({ conversations: list(), next_cursor: nextCursor }),
   annotations: read,
   toolset: 'unreads',
   async run({ cursor }, { deps, signal }) {
@@ -81,8 +81,8 @@ export const markRead = defineTool({
   name: 'mark_read',
   title: 'Mark read',
   description: 'Mark a channel read up to ts (default: latest; user token).',
-  input: { channel: channelArgument, ts: z.string().optional().describe('Ts') },
-  output: { channel: z.string(), ts: z.string() },
+  input: () => ({ channel: channelArgument, ts: z.string().optional().describe('Ts') }),
+  output: () => ({ channel: z.string(), ts: z.string() }),
   annotations: { ...write, idempotentHint: true },
   toolset: 'unreads',
   async run({ channel, ts }, { deps, signal }) {

@@ -6,8 +6,8 @@ export const listUserGroups = defineTool({
   name: 'list_user_groups',
   title: 'List user groups',
   description: 'User groups (@handle, name) with member ids and names.',
-  input: { members: z.boolean().default(true).describe('Members') },
-  output: { groups: list() },
+  input: () => ({ members: z.boolean().default(true).describe('Members') }),
+  output: () => ({ groups: list() }),
   annotations: read,
   async run({ members }, { deps }) {
     const response = await deps

@@ -21,8 +21,8 @@ export const listUsers = defineTool({
   name: 'list_users',
   title: 'List users',
   description: 'Workspace members: id, handle, real and display name. find_user finds one.',
-  input: { limit: limitArgument(100, 200), cursor: cursorArgument },
-  output: { users: list(), next_cursor: nextCursor },
+  input: () => ({ limit: limitArgument(100, 200), cursor: cursorArgument }),
+  output: () => ({ users: list(), next_cursor: nextCursor }),
   annotations: read,
   async run({ limit, cursor }, { deps }) {
     const response = await deps.bot().apiCall('users.list', { limit, ...(cursor ? { cursor } : {}) })
@@ -40,8 +40,8 @@ export const getUserProfile = defineTool({
   name: 'get_user_profile',
   title: 'User profile',
   description: "One user's profile: names, title, time zone, status.",
-  input: { user: userArgument },
-  output: { user: entry() },
+  input: () => ({ user: userArgument }),
+  output: () => ({ user: entry() }),
   annotations: read,
   async run({ user }, { deps }) {
     const [info, profile] = await Promise.all([
@@ -71,8 +71,8 @@ export const findUser = defineTool({
   name: 'find_user',
   title: 'Find a user',
   description: 'The id of a user by @handle or display name (exact, case-insensitive).',
-  input: { name: bounded(1, 81).describe('@name') },
-  output: { user: entry() },
+  input: () => ({ name: bounded(1, 81).describe('@name') }),
+  output: () => ({ user: entry() }),
   annotations: read,
   async run({ name }, { deps, signal }) {
     const found = await deps.directory.findUser(name, signal)

@@ -47,8 +47,8 @@ export const postMessage = defineTool({
   title: 'Post a message',
   description:
     'Post to a channel the server allows writing to. No link previews; @channel/@here-style broadcasts are escaped unless the server allows them.',
-  input: { channel: channelArgument, text: messageText },
-  output: { channel: z.string(), ts: z.string() },
+  input: () => ({ channel: channelArgument, text: messageText }),
+  output: () => ({ channel: z.string(), ts: z.string() }),
   annotations: write,
   toolset: 'writes',
   async run({ channel, text: body }, { deps, signal }) {
@@ -64,12 +64,12 @@ export const replyToThread = defineTool({
   name: 'reply_to_thread',
   title: 'Reply in a thread',
   description: 'Reply in a thread (thread_ts: the first message’s ts). Same rules as post_message.',
-  input: {
+  input: () => ({
     channel: channelArgument,
     thread_ts: tsArgument.describe('ts of the thread’s first message'),
     text: messageText,
-  },
-  output: { channel: z.string(), ts: z.string(), thread_ts: z.string() },
+  }),
+  output: () => ({ channel: z.string(), ts: z.string(), thread_ts: z.string() }),
   annotations: write,
   toolset: 'writes',
   async run({ channel, thread_ts, text: body }, { deps, signal }) {
@@ -85,15 +85,15 @@ export const addReaction = defineTool({
   name: 'add_reaction',
   title: 'Add a reaction',
   description: 'React to a message with an emoji name (thumbsup, eyes).',
-  input: {
+  input: () => ({
     channel: channelArgument,
     ts: tsArgument,
     name: z
       .string()
       .regex(/^:?[a-z0-9_+'-]{1,100}:?$/, 'must be an emoji name')
       .describe('Emoji name'),
-  },
-  output: { channel: z.string(), ts: z.string(), reaction: z.string() },
+  }),
+  output: () => ({ channel: z.string(), ts: z.string(), reaction: z.string() }),
   annotations: { ...write, idempotentHint: true },
   toolset: 'writes',
   async run({ channel, ts, name }, { deps, signal }) {
@@ -109,8 +109,8 @@ export const updateMessage = defineTool({
   name: 'update_message',
   title: 'Edit own message',
   description: 'Replace the text of a message this bot posted.',
-  input: { channel: channelArgument, ts: tsArgument, text: messageText },
-  output: { channel: z.string(), ts: z.string(), updated: z.boolean() },
+  input: () => ({ channel: channelArgument, ts: tsArgument, text: messageText }),
+  output: () => ({ channel: z.string(), ts: z.string(), updated: z.boolean() }),
   annotations: destructive,
   toolset: 'writes',
   async run({ channel, ts, text: body }, { deps, signal }) {
@@ -125,8 +125,8 @@ export const deleteMessage = defineTool({
   name: 'delete_message',
   title: 'Delete own message',
   description: 'Delete a message this bot posted.',
-  input: { channel: channelArgument, ts: tsArgument },
-  output: { channel: z.string(), ts: z.string(), deleted: z.boolean() },
+  input: () => ({ channel: channelArgument, ts: tsArgument }),
+  output: () => ({ channel: z.string(), ts: z.string(), deleted: z.boolean() }),
   annotations: destructive,
   toolset: 'writes',
   async run({ channel, ts }, { deps, signal }) {
