@@ -20,6 +20,16 @@ import { callStart, observeConfig } from './observe-fixture.js'
 const source = { name: 'x', description: 'x', version: '1.0.0' }
 const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseConfig(source, argv, env)
 
+/** The audit file's lines, parsed; its directory removed. */
+async function auditLines(dir: string, file: string): Promise<ReturnType<typeof JSON.parse>[]> {
+  const lines = (await readFile(file, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line))
+  await rm(dir, { recursive: true, force: true })
+  return lines
+}
+
 describe('operations flags', () => {
   it.each([
     ['10/s', { count: 10, perMs: 1000 }],
@@ -253,11 +263,7 @@ describe('the observer without tracing', () => {
     } finally {
       await watching.close()
     }
-    const lines = (await readFile(file, 'utf8'))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line))
-    await rm(dir, { recursive: true, force: true })
+    const lines = await auditLines(dir, file)
     expect(lines).toHaveLength(2)
     expect(Object.keys(lines[0])).toEqual([
       'time',
@@ -325,11 +331,7 @@ describe('the observer without tracing', () => {
       await transport.close()
       await watching.close()
     }
-    const lines = (await readFile(file, 'utf8'))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line))
-    await rm(dir, { recursive: true, force: true })
+    const lines = await auditLines(dir, file)
     // The lines written are the ones JSON.stringify gives, in the members' own order.
     expect(written).toEqual(responses.map((response) => JSON.stringify(response)))
     expect(lines.map((line) => line.result_bytes)).toEqual([
