@@ -199,7 +199,7 @@ export class Database {
    */
   async #begin(limits: QueryLimits, deferred: boolean): Promise<PoolClient> {
     if (deferred) return (await this.#getPool()).pool.connect()
-    const begin = beginStatements(limits, this.#limits).join('; ')
+    const begin = joinedBegin(beginStatements(limits, this.#limits))
     for (let attempt = 0; ; attempt++) {
       const { pool } = await this.#getPool()
       const client = await pool.connect()
@@ -614,6 +614,18 @@ class TransactionGuard implements Expiring {
     })
   }
 }
+
+/** A begin list as one simple query, joined once per list (the lists are kept, see below). */
+function joinedBegin(statements: readonly string[]): string {
+  let joined = joinedBegins.get(statements)
+  if (joined === undefined) {
+    joined = statements.join('; ')
+    joinedBegins.set(statements, joined)
+  }
+  return joined
+}
+
+const joinedBegins = new WeakMap<readonly string[], string>()
 
 /** {@link beginStatements} when a call's timeouts are the session's: no `SET LOCAL`. */
 const defaultBegin: readonly string[] = ['BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', callMarker]
