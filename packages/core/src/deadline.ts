@@ -39,8 +39,11 @@ function fire(durationMs: number, bucket: Bucket): void {
   }
 }
 
+/** The longest delay a Node timer takes (longer ones fire after 1 ms): a later deadline re-arms. */
+const MAX_TIMER_MS = 2_147_483_647
+
 function arm(durationMs: number, bucket: Bucket, inMs: number): void {
-  bucket.timer = setTimeout(fire, Math.max(1, Math.ceil(inMs)), durationMs, bucket)
+  bucket.timer = setTimeout(fire, Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(inMs))), durationMs, bucket)
 }
 
 /**

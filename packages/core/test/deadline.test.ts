@@ -55,6 +55,28 @@ describe('shared deadlines', () => {
   })
 })
 
+describe('a deadline beyond what a Node timer holds', () => {
+  it('neither expires early nor overflows the timer (Node would fire it after 1 ms, and warn)', async () => {
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => warnings.push(warning.name)
+    process.on('warning', onWarning)
+    try {
+      const expired: string[] = []
+      const far = entry('far', expired)
+      setDeadline(far, 2 ** 33)
+      const near = entry('near', expired)
+      setDeadline(near, 20)
+      await near.settled
+      await new Promise((resolve) => setImmediate(resolve))
+      cancelDeadline(far, 2 ** 33)
+      expect(expired).toEqual(['near'])
+      expect(warnings).not.toContain('TimeoutOverflowWarning')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+})
+
 describe('the tool context', () => {
   it('keeps its signal, logger, client and functions when a wrapper spreads it', async () => {
     const seen: Record<string, string> = {}
