@@ -177,11 +177,20 @@ export class Budget {
     readonly tool: string,
     /** The budget in effect (already bounded by the operator's cap). */
     readonly tokens: number,
-    private readonly scope: string,
+    scope: string | (() => string),
     cursor: string | undefined,
     private readonly upstream: boolean,
   ) {
+    this.#scope = scope
     this.start = this.decode(cursor)
+  }
+
+  /** The call's other arguments as text: computed when a cursor is checked or made, not before. */
+  #scope: string | (() => string)
+
+  private get scope(): string {
+    if (typeof this.#scope !== 'string') this.#scope = this.#scope()
+    return this.#scope
   }
 
   /** A cursor that continues at `position` (for a cut the helpers below do not make). */
@@ -370,10 +379,12 @@ export function openBudget(
   const cursorKey = options.cursorKey ?? 'cursor'
   const cursor = args[cursorKey]
   const requested = args.max_tokens
+  // Most calls make no cursor and check none: their arguments are not serialized. Tools do not
+  // change their arguments, so the text is the same whenever it is made.
   return new Budget(
     tool,
     boundTokens(typeof requested === 'number' ? requested : undefined),
-    scopeOf(args, cursorKey),
+    () => scopeOf(args, cursorKey),
     typeof cursor === 'string' ? cursor : undefined,
     options.upstream === true,
   )

@@ -1,5 +1,6 @@
 import { inputRequired } from '@modelcontextprotocol/server'
 import { InputNeeded, requestStateCodec } from './client-access.js'
+import { cancelDeadline, type Expiring, setDeadline } from './deadline.js'
 import type {
   AnyTool,
   ClientAccess,
@@ -48,7 +49,7 @@ function internalResult(runtime: Runtime<unknown, unknown>, tool: string, error:
  */
 const stopOnShutdown = new WeakMap<AbortSignal, Set<(reason: unknown) => void>>()
 
-function onShutdown(signal: AbortSignal, stop: (reason: unknown) => void): () => void {
+function onShutdown(signal: AbortSignal, stop: (reason: unknown) => void): Set<(reason: unknown) => void> {
   let running = stopOnShutdown.get(signal)
   if (!running) {
     const calls = new Set<(reason: unknown) => void>()
@@ -63,7 +64,8 @@ function onShutdown(signal: AbortSignal, stop: (reason: unknown) => void): () =>
     running = calls
   }
   running.add(stop)
-  return () => running.delete(stop)
+  // The set itself, not a closure to leave it: one object fewer per call.
+  return running
 }
 
 class TimeoutError extends Error {
@@ -265,14 +267,15 @@ function rateKeyOf<D>(channel: CallChannel<D>, subject: string | undefined): str
  * aborts the call's own controller and settles the promise the tool's run is raced against, so a
  * tool that ignores its signal still yields a prompt result.
  */
-class CallStop {
+class CallStop implements Expiring {
   /** Made when the tool first reads its signal: a call that never does needs none. */
   #controller: AbortController | undefined
   #stopped = false
   #reason: unknown
   #reject: ((reason: unknown) => void) | undefined
-  readonly #timer: NodeJS.Timeout
-  readonly #leaveShutdown: () => void
+  readonly #name: string
+  readonly #timeoutMs: number
+  readonly #shutdown: Set<(reason: unknown) => void>
   readonly #caller: AbortSignal | undefined
 
   constructor(
@@ -281,17 +284,17 @@ class CallStop {
     timeoutMs: number,
     channel: CallChannel<unknown>,
   ) {
-    this.#leaveShutdown = onShutdown(runtime.shutdownSignal, this.stop)
+    this.#shutdown = onShutdown(runtime.shutdownSignal, this.stop)
     this.#caller = channel.signal
     if (channel.signal) {
       channel.signal.addEventListener('abort', this.#onCancel, { once: true })
       if (channel.signal.aborted) this.#onCancel()
     }
     channel.onStop?.(this.stop)
-    this.#timer = setTimeout(
-      () => this.stop(new TimeoutError(`${name} did not finish within ${timeoutMs} ms`)),
-      timeoutMs,
-    )
+    this.#name = name
+    this.#timeoutMs = timeoutMs
+    // One shared timer per duration, not a timer and closure per call (deadline.ts).
+    setDeadline(this, timeoutMs)
   }
 
   /** The signal the tool gets: aborted with the first reason the call was stopped for. */
@@ -327,21 +330,35 @@ class CallStop {
    * Runs the tool. A result it returns at once is taken as it is; a promise is raced against the
    * stop. A call stopped before it starts does not run.
    */
-  run<T>(work: () => T | PromiseLike<T>): T | Promise<T> {
+  run<T>(
+    tool: { run(args: never, context: never): T | PromiseLike<T> },
+    args: unknown,
+    context: unknown,
+  ): T | Promise<T> {
     if (this.#stopped) throw this.#reason
-    const output = work()
+    // The tool and its arguments, not a closure over them: one object fewer per call.
+    const output = tool.run(args as never, context as never)
     if (!isThenable(output)) return output
-    const stopped = new Promise<never>((_, reject) => {
+    // The race of the tool's promise and the stop, as one promise (not a second one and a
+    // Promise.race): whichever settles it first wins.
+    return new Promise<T>((resolve, reject) => {
       this.#reject = reject
+      output.then(resolve, reject)
+      // Stopped while the tool started (rare): as Promise.race did, an output already settled
+      // still comes first.
+      if (this.#stopped) void Promise.resolve().then(() => reject(this.#reason))
     })
-    if (this.#stopped) this.#reject?.(this.#reason)
-    return Promise.race([output, stopped])
+  }
+
+  /** The call's timeout passed. */
+  expire(): void {
+    this.stop(new TimeoutError(`${this.#name} did not finish within ${this.#timeoutMs} ms`))
   }
 
   release(): void {
-    clearTimeout(this.#timer)
+    cancelDeadline(this, this.#timeoutMs)
     this.#caller?.removeEventListener('abort', this.#onCancel)
-    this.#leaveShutdown()
+    this.#shutdown.delete(this.stop)
   }
 }
 
@@ -367,62 +384,105 @@ function callLogger<D>(logger: Logger, name: string, channel: CallChannel<D>): L
   )
 }
 
-/** What a tool's run gets. Its logger is built on first use: most calls never log. */
-function toolContextFor<D, C>(
-  parts: InstanceParts<D, C>,
-  channel: CallChannel<D>,
-  name: string,
-  stop: CallStop,
-): ToolContext<D> & { handle?: HandleBinding } {
-  const { runtime, mcp } = parts
-  const progressToken = channel.progressToken
-  let lastProgress = Number.NEGATIVE_INFINITY
-  let log: Logger | undefined
-  return {
-    deps: runtime.deps,
-    get signal() {
-      return stop.signal
+/**
+ * What a tool's run gets. Its signal, logger and client are made on first use (most calls never
+ * log nor ask for the client, and many never read the signal). They are own enumerable accessors,
+ * as an object literal's getters were, so a wrapper that spreads the context (`{ ...context,
+ * deps }`) still gets them; but the accessor functions are shared by every call's context, made
+ * once (getters in an object literal are new functions, and a slow literal, on every call).
+ */
+class CallContext<D, C> implements ToolContext<D> {
+  readonly deps!: D
+  readonly requestId!: string | number
+  readonly session!: ToolContext<D>['session']
+  readonly auth!: ToolContext<D>['auth']
+  readonly progress!: ToolContext<D>['progress']
+  readonly enableTools!: ToolContext<D>['enableTools']
+  declare handle?: HandleBinding
+  declare readonly signal: AbortSignal
+  declare readonly log: Logger
+  declare readonly client: ClientAccess
+  readonly #parts: InstanceParts<D, C>
+  readonly #channel: CallChannel<D>
+  readonly #name: string
+  readonly #stop: CallStop
+  #log: Logger | undefined
+  #lastProgress = Number.NEGATIVE_INFINITY
+
+  static readonly #accessors: PropertyDescriptorMap = {
+    signal: {
+      get(this: CallContext<unknown, unknown>) {
+        return this.#stop.signal
+      },
+      enumerable: true,
+      configurable: true,
     },
-    get log() {
-      log ??= callLogger(runtime.logger, name, channel)
-      return log
+    log: {
+      get(this: CallContext<unknown, unknown>) {
+        this.#log ??= callLogger(this.#parts.runtime.logger, this.#name, this.#channel)
+        return this.#log
+      },
+      enumerable: true,
+      configurable: true,
     },
-    get client() {
-      return channel.client
+    client: {
+      get(this: CallContext<unknown, unknown>) {
+        return this.#channel.client
+      },
+      enumerable: true,
+      configurable: true,
     },
-    requestId: channel.requestId,
-    session: channel.session,
-    auth: channel.auth,
-    async enableTools(names) {
-      const listed = new Set(
-        listedTools(runtime, parts.state.enabledTools, channel.auth).map((tool) => tool.name),
-      )
-      const enabled = (runtime.available ?? runtime.tools)
-        .filter((tool) => names.includes(tool.name) && !listed.has(tool.name))
-        .map((tool) => tool.name)
-      // A request served on its own has no connection to remember the change for.
-      if (!runtime.spec.dynamicTools || channel.session.id === undefined) return { enabled, lasting: false }
-      for (const tool of enabled) parts.state.enabledTools.add(tool)
-      if (enabled.length && mcp.isConnected()) await mcp.sendToolListChanged()
-      return { enabled, lasting: true }
-    },
-    async progress(progress, total, message) {
-      // Progress must increase for one token; late or repeated values are dropped, not sent.
-      if (progressToken === undefined || progress <= lastProgress || stop.stopped) return
-      lastProgress = progress
-      await channel
-        .notify({
-          method: 'notifications/progress',
-          params: {
-            progressToken,
-            progress,
-            ...(total !== undefined ? { total } : {}),
-            ...(message ? { message } : {}),
-            ...(channel.meta ? { _meta: channel.meta } : {}),
-          },
-        })
-        .catch(() => {})
-    },
+  }
+
+  constructor(parts: InstanceParts<D, C>, channel: CallChannel<D>, name: string, stop: CallStop) {
+    this.#parts = parts
+    this.#channel = channel
+    this.#name = name
+    this.#stop = stop
+    Object.defineProperties(this, CallContext.#accessors)
+    this.deps = parts.runtime.deps
+    this.requestId = channel.requestId
+    this.session = channel.session
+    this.auth = channel.auth
+    // Own functions, not methods: tools destructure them (`{ progress }`).
+    this.enableTools = (names) => this.#enableTools(names)
+    this.progress = (progress, total, message) => this.#progress(progress, total, message)
+  }
+
+  async #enableTools(names: readonly string[]): Promise<{ enabled: string[]; lasting: boolean }> {
+    const { runtime, mcp } = this.#parts
+    const channel = this.#channel
+    const listed = new Set(
+      listedTools(runtime, this.#parts.state.enabledTools, channel.auth).map((tool) => tool.name),
+    )
+    const enabled = (runtime.available ?? runtime.tools)
+      .filter((tool) => names.includes(tool.name) && !listed.has(tool.name))
+      .map((tool) => tool.name)
+    // A request served on its own has no connection to remember the change for.
+    if (!runtime.spec.dynamicTools || channel.session.id === undefined) return { enabled, lasting: false }
+    for (const tool of enabled) this.#parts.state.enabledTools.add(tool)
+    if (enabled.length && mcp.isConnected()) await mcp.sendToolListChanged()
+    return { enabled, lasting: true }
+  }
+
+  async #progress(progress: number, total?: number, message?: string): Promise<void> {
+    // Progress must increase for one token; late or repeated values are dropped, not sent.
+    const channel = this.#channel
+    const progressToken = channel.progressToken
+    if (progressToken === undefined || progress <= this.#lastProgress || this.#stop.stopped) return
+    this.#lastProgress = progress
+    await channel
+      .notify({
+        method: 'notifications/progress',
+        params: {
+          progressToken,
+          progress,
+          ...(total !== undefined ? { total } : {}),
+          ...(message ? { message } : {}),
+          ...(channel.meta ? { _meta: channel.meta } : {}),
+        },
+      })
+      .catch(() => {})
   }
 }
 
@@ -510,21 +570,23 @@ export async function runCall<D, C>(
     tool.timeoutMs ?? runtime.config.toolTimeoutMs,
     channel as CallChannel<unknown>,
   )
-  const context = toolContextFor(parts, channel, name, stop)
+  const context = new CallContext(parts, channel, name, stop)
   let outcome = 'ok'
   // A stateful tool's call is bound to its state first (handles.ts); a bad handle is a tool error.
   let binding: HandleBinding | undefined
   const handleSpec = tool.handle ? runtime.spec.handles?.[tool.handle.kind] : undefined
   try {
-    binding = bindHandle(runtime, tool, {
-      args: call.args as Record<string, unknown>,
-      session: channel.session,
-      subject: channel.auth?.subject,
-    })
-    if (binding) context.handle = binding
-    const output = await stop.run(() => tool.run(call.args as never, context))
+    if (tool.handle) {
+      binding = bindHandle(runtime, tool, {
+        args: call.args as Record<string, unknown>,
+        session: channel.session,
+        subject: channel.auth?.subject,
+      })
+      if (binding) context.handle = binding
+    }
+    const output = await stop.run(tool, call.args, context)
     const result = successResult(parts, plan, name, output)
-    return (await settleHandle(binding, result as never, handleSpec as never)) as never
+    return binding ? ((await settleHandle(binding, result as never, handleSpec as never)) as never) : result
   } catch (error) {
     if (error instanceof InputNeeded) {
       outcome = 'input_required'
@@ -540,10 +602,12 @@ export async function runCall<D, C>(
   } finally {
     stop.release()
     if (report) report.outcome = outcome
-    runtime.logger.debug('tool call', {
-      tool: name,
-      durationMs: Math.round((performance.now() - started) * 100) / 100,
-      outcome,
-    })
+    // The fields are built only when someone takes the line (off at the default level).
+    if (runtime.logger.wants('debug'))
+      runtime.logger.debug('tool call', {
+        tool: name,
+        durationMs: Math.round((performance.now() - started) * 100) / 100,
+        outcome,
+      })
   }
 }

@@ -1,5 +1,5 @@
 import type { McpServer } from '@modelcontextprotocol/server'
-import { type CoreCallTool, coreCallToolOf } from './tool-call.js'
+import { type CallingContext, type CoreCallTool, coreCallToolOf } from './tool-call.js'
 
 // Core's stdio fast path: after a 2025-era connection is initialized, the messages of a warm
 // call loop (`tools/call`, `tools/list`, `ping`, `logging/setLevel`, and `notifications/cancelled`
@@ -95,6 +95,8 @@ interface ResultCodec {
   ): { ok: true; value: unknown } | { ok: false; reason: string; message?: string }
 }
 
+type CallError = { code?: unknown; message?: string; data?: unknown }
+
 type RequestHandler = (request: { method: string; params?: unknown }, ctx: unknown) => Promise<unknown>
 
 /** A call served here, until it is answered or cancelled. */
@@ -110,6 +112,8 @@ interface Served {
  */
 export class StdioFastPath {
   readonly #send: (message: Message) => Promise<void>
+  /** Sends an answer no one waits for (no promise); `#send` when not given. */
+  readonly #post: (message: Message) => void
   #callTool: CoreCallTool | undefined
   #codec: (() => ResultCodec) | undefined
   /** The SDK's registered handlers (their checks, core's handlers inside) served at once. */
@@ -120,8 +124,9 @@ export class StdioFastPath {
   /** How many messages were served here (for tests and diagnostics). */
   served = 0
 
-  constructor(send: (message: Message) => Promise<void>) {
+  constructor(send: (message: Message) => Promise<void>, post?: (message: Message) => void) {
     this.#send = send
+    this.#post = post ?? ((message) => void send(message).catch(() => {}))
   }
 
   /**
@@ -222,29 +227,19 @@ export class StdioFastPath {
     const callTool = this.#callTool as CoreCallTool
     const served: Served = { cancelled: false }
     this.#served.set(id, served)
-    const ctx = {
-      mcpReq: {
-        id,
-        ...(params._meta !== undefined ? { _meta: params._meta } : {}),
-        notify: this.#notify,
-        log: this.#log,
-      },
+    const mcpReq: CallingContext['mcpReq'] = { id, notify: this.#notify, log: this.#log }
+    if (params._meta !== undefined) mcpReq._meta = params._meta
+    // One reaction for both outcomes: no `finally` promise and closure per call.
+    const settle = (result: Message | undefined, error?: CallError): void => {
+      if (this.#served.get(id) === served) this.#served.delete(id)
+      if (served.cancelled) return
+      if (result !== undefined) this.#answerCall(id, result)
+      else this.#answerError(id, error as CallError)
     }
-    callTool(params, ctx, (stop) => {
+    callTool(params, { mcpReq }, (stop) => {
       served.stop = stop
       if (served.cancelled) stop(served.reason)
-    })
-      .then(
-        (result) => {
-          if (!served.cancelled) this.#answerCall(id, result)
-        },
-        (error: { code?: unknown; message?: string; data?: unknown }) => {
-          if (!served.cancelled) this.#answerError(id, error)
-        },
-      )
-      .finally(() => {
-        if (this.#served.get(id) === served) this.#served.delete(id)
-      })
+    }).then(settle, (error: CallError) => settle(undefined, error ?? {}))
   }
 
   /** A request the SDK's own registered handler serves, called at once and encoded as it encodes. */
@@ -273,12 +268,12 @@ export class StdioFastPath {
   }
 
   #answer(id: Id, result: Message): void {
-    void this.#send({ result, jsonrpc: '2.0', id }).catch(() => {})
+    this.#post({ result, jsonrpc: '2.0', id })
   }
 
   #answerError(id: Id, error: { code?: unknown; message?: string; data?: unknown }): void {
     const code = Number.isSafeInteger(error.code) ? (error.code as number) : -32603
-    void this.#send({
+    this.#post({
       jsonrpc: '2.0',
       id,
       error: {
@@ -287,7 +282,7 @@ export class StdioFastPath {
         message: error.message ?? 'Internal error',
         ...(error.data !== undefined ? { data: error.data } : {}),
       },
-    }).catch(() => {})
+    })
   }
 
   readonly #notify = (notification: { method: string; params: Record<string, unknown> }): Promise<void> =>

@@ -46,6 +46,7 @@ export {
   type PositionalSpec,
   parseConfig,
 } from './config.js'
+export { cancelDeadline, type Expiring, setDeadline } from './deadline.js'
 export {
   type AnyTool,
   type AskOptions,

@@ -166,6 +166,14 @@ export class Logger {
     return () => this.#state.forwarders.delete(entry)
   }
 
+  /**
+   * True when a record at `level` would go anywhere (stderr or a forwarder that takes it): lets a
+   * caller skip building the fields of a record no one takes.
+   */
+  wants(level: Exclude<LogLevel, 'silent'>): boolean {
+    return this.#wanted(level)
+  }
+
   /** True when a record at `level` would go anywhere: stderr or a forwarder that takes it. */
   #wanted(level: Exclude<LogLevel, 'silent'>): boolean {
     if (RANK[level] >= RANK[this.#state.level]) return true

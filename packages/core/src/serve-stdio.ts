@@ -26,7 +26,12 @@ export function serveStdioRuntime<D, C>(
   const { logger } = runtime
   const streams = stdioChangeStreams(runtime)
   const fast =
-    options.fastPath === false ? undefined : new StdioFastPath((message) => transport.send(message as never))
+    options.fastPath === false
+      ? undefined
+      : new StdioFastPath(
+          (message) => transport.send(message as never),
+          (message) => transport.post(message as never),
+        )
   const transport: LineTransport = new LineTransport({
     ...(options.input ? { input: options.input } : {}),
     ...(options.output ? { output: options.output } : {}),

@@ -89,27 +89,29 @@ export class LineTransport implements Transport {
   }
 
   #onData = (chunk: Buffer | string) => {
-    let data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
+    const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
+    // Lines are decoded straight from the chunk by offsets: no buffer view per line.
+    let start = 0
     let newline = data.indexOf(0x0a)
     while (newline !== -1) {
-      const tail = data.subarray(0, newline)
       if (this.#discarding) {
         this.#discarding = false
-      } else {
-        let line = tail
-        if (this.#chunks.length) {
-          this.#chunks.push(tail)
-          line = Buffer.concat(this.#chunks)
-          this.#chunks = []
-        }
+      } else if (this.#chunks.length) {
+        this.#chunks.push(data.subarray(start, newline))
+        const line = Buffer.concat(this.#chunks)
+        this.#chunks = []
         this.#pending = 0
         this.#handleLine(line.toString('utf8'))
+      } else {
+        this.#pending = 0
+        this.#handleLine(data.toString('utf8', start, newline))
       }
-      data = data.subarray(newline + 1)
-      newline = data.indexOf(0x0a)
+      start = newline + 1
+      newline = data.indexOf(0x0a, start)
     }
-    if (data.length === 0 || this.#discarding) return
-    this.#pending += data.length
+    if (start === data.length || this.#discarding) return
+    const rest = start === 0 ? data : data.subarray(start)
+    this.#pending += rest.length
     if (this.#pending > this.#maxLineBytes) {
       this.#chunks = []
       this.#pending = 0
@@ -123,7 +125,7 @@ export class LineTransport implements Transport {
       )
       return
     }
-    this.#chunks.push(data)
+    this.#chunks.push(rest)
   }
 
   #handleLine(raw: string) {
@@ -240,6 +242,22 @@ export class LineTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
+    const line = this.#observedLine(message)
+    return line === undefined ? this.#write(message) : this.#write(message, line)
+  }
+
+  /**
+   * As {@link send}, for a caller that does not wait for the write (core's fast path answering a
+   * request): no promise and no callback per message. A failed write still reaches `onerror`
+   * through the output's error event, as it does for {@link send}.
+   */
+  post(message: JSONRPCMessage): void {
+    if (this.#closed) return
+    this.#output.write(this.#observedLine(message) ?? `${JSON.stringify(message)}\n`)
+  }
+
+  /** Ends the observation of the request `message` answers, if any; the line when it measured it. */
+  #observedLine(message: JSONRPCMessage): string | undefined {
     if (this.#observed.size) {
       const answer = message as { id?: string | number; method?: unknown; error?: { code?: number } }
       const observation =
@@ -251,11 +269,11 @@ export class LineTransport implements Transport {
           // The audit log records the result's size: taken from the line written here.
           const line = observer()?.sizes ? resultLine(message) : undefined
           observation.end(undefined, line)
-          if (line) return this.#write(message, line.text)
+          if (line) return line.text
         }
       }
     }
-    return this.#write(message)
+    return undefined
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,8 @@
+import type { McpServer } from '@modelcontextprotocol/server'
 import { LOG_LEVEL_META_KEY, ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server'
 import { assertWriteScope, requestAuthOf } from './auth/context.js'
 import { type CallChannel, executeCall, listedTools, runCall, type ValidatedCall } from './call-pipeline.js'
-import { modernClientAccess, servesModernEra } from './client-access.js'
+import { type ConnectionClientAccess, modernClientAccess, servesModernEra } from './client-access.js'
 import type { AnyTool, ClientAccess, RequestAuth, SessionAccess } from './define.js'
 import { formatToolError, ToolError } from './errors.js'
 import type { InstanceParts, Runtime } from './instance.js'
@@ -131,7 +132,7 @@ export interface CallRequestContext {
 }
 
 /** A request context that can also send a call's notifications and log messages. */
-interface CallingContext extends CallRequestContext {
+export interface CallingContext extends CallRequestContext {
   mcpReq: CallRequestContext['mcpReq'] & {
     notify(notification: { method: string; params: Record<string, unknown> }): Promise<void>
     log(level: McpLogLevel, data: unknown, logger?: string): Promise<void>
@@ -215,27 +216,11 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     if (!session || session.key !== key) session = { key, access: sessionFor(key) }
     return session.access
   }
-  const channelFor: ChannelFor<D> = (ctx, clientOf, side) => {
-    const session = sessionOf(ctx.sessionId)
-    let client: ClientAccess | undefined
-    return {
-      ...side,
-      requestId: ctx.mcpReq.id,
-      session,
-      transport: ctx.http ? 'http' : session.id === 'stdio' ? 'stdio' : 'memory',
-      era: servesModernEra(server) ? 'modern' : 'legacy',
-      auth: requestAuthOf(ctx.http?.authInfo),
-      // Made when the tool first asks for the client: most calls never do.
-      get client() {
-        client ??= clientOf()
-        return client
-      },
-      progressToken: ctx.mcpReq._meta?.progressToken as string | number | undefined,
-      get logThreshold() {
-        return logThresholdOf(ctx)
-      },
-    }
-  }
+  const channelFor: ChannelFor<D> = (ctx, clientOf, side) =>
+    Object.assign(
+      new RequestChannel<D>(ctx, sessionOf(ctx.sessionId), server, logThresholdOf, clientOf),
+      side,
+    )
   // 2026-07-28: a request opts in to log messages with its envelope's level (the SDK lifts it out
   // of `_meta`); without one it gets none. 2025: `logging/setLevel`, else warnings and errors.
   const logThresholdOf = (ctx: CallRequestContext): McpLogLevel | 'none' | undefined => {
@@ -268,18 +253,18 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         `Tool ${name} must be called as a task: add "task": {} to the tools/call params`,
       )
     }
-    const { mcpReq } = ctx
     const result = await executeCall(
       parts,
       call,
-      channelFor(
+      new RequestChannel<D>(
         ctx,
-        () => (modern ? modernClientAccess(client, mcpReq as never) : client.forRequest(mcpReq.id)),
-        {
-          ...(onStop ? { onStop } : { signal: mcpReq.signal }),
-          notify: (notification) => mcpReq.notify(notification),
-          log: (level, data, logger) => mcpReq.log(level, data, logger),
-        },
+        sessionOf(ctx.sessionId),
+        server,
+        logThresholdOf,
+        undefined,
+        modern,
+        client,
+        onStop,
       ),
     )
     noteCallServed()
@@ -309,6 +294,78 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     if (params?.task === undefined || servesModernEra(server)) return checked(request, ctx)
     return startTask(parts, tasks, channelFor, params, ctx as CallRequestContext)
   })
+}
+
+/**
+ * The channel of one call on its request: its fields read from the request's context once, its
+ * side output sent on the request's stream. A class, so a call builds one object and no closures
+ * (a cheap call's allocations are a measurable share of its CPU). A task's channel takes its
+ * own client, signal and side output in place of the request's.
+ */
+class RequestChannel<D> implements CallChannel<D> {
+  readonly requestId: string | number
+  readonly session: SessionAccess
+  readonly transport: CallChannel<D>['transport']
+  readonly era: CallChannel<D>['era']
+  readonly auth: RequestAuth | undefined
+  readonly progressToken: string | number | undefined
+  signal?: AbortSignal
+  onStop?: (stop: (reason: unknown) => void) => void
+  meta?: Record<string, unknown>
+  readonly #ctx: CallRequestContext
+  readonly #logThresholdOf: (ctx: CallRequestContext) => McpLogLevel | 'none' | undefined
+  readonly #clientOf: (() => ClientAccess) | undefined
+  readonly #connection: ConnectionClientAccess | undefined
+  #client: ClientAccess | undefined
+
+  constructor(
+    ctx: CallRequestContext,
+    session: SessionAccess,
+    server: McpServer['server'],
+    logThresholdOf: (ctx: CallRequestContext) => McpLogLevel | 'none' | undefined,
+    clientOf: (() => ClientAccess) | undefined,
+    modern = servesModernEra(server),
+    connection?: ConnectionClientAccess,
+    onStop?: (stop: (reason: unknown) => void) => void,
+  ) {
+    this.#ctx = ctx
+    this.#logThresholdOf = logThresholdOf
+    this.#clientOf = clientOf
+    this.#connection = connection
+    this.requestId = ctx.mcpReq.id
+    this.session = session
+    this.transport = ctx.http ? 'http' : session.id === 'stdio' ? 'stdio' : 'memory'
+    this.era = modern ? 'modern' : 'legacy'
+    this.auth = requestAuthOf(ctx.http?.authInfo)
+    this.progressToken = ctx.mcpReq._meta?.progressToken as string | number | undefined
+    if (onStop) this.onStop = onStop
+    else this.signal = ctx.mcpReq.signal
+  }
+
+  /** Made when the tool first asks for the client: most calls never do. */
+  get client(): ClientAccess {
+    if (this.#client === undefined) {
+      const { mcpReq } = this.#ctx
+      this.#client = this.#clientOf
+        ? this.#clientOf()
+        : this.era === 'modern'
+          ? modernClientAccess(this.#connection as ConnectionClientAccess, mcpReq as never)
+          : (this.#connection as ConnectionClientAccess).forRequest(mcpReq.id)
+    }
+    return this.#client
+  }
+
+  get logThreshold(): McpLogLevel | 'none' | undefined {
+    return this.#logThresholdOf(this.#ctx)
+  }
+
+  notify(notification: { method: string; params: Record<string, unknown> }): Promise<void> {
+    return (this.#ctx as CallingContext).mcpReq.notify(notification)
+  }
+
+  log(level: McpLogLevel, data: unknown, logger: string | undefined): Promise<void> {
+    return (this.#ctx as CallingContext).mcpReq.log(level, data, logger)
+  }
 }
 
 /** A channel for a call of one instance (`registerTools`' own). */

@@ -5,7 +5,7 @@
  */
 import { connect as netConnect } from 'node:net'
 import type { Pool, PoolClient } from 'pg'
-import { isConnectionError } from './errors.js'
+import { isConnectionError, ResultTooLargeError } from './errors.js'
 
 /** After a cancel, how long to wait for the statement to stop before dropping the connection. */
 const cancelGraceMs = 2_000
@@ -49,32 +49,77 @@ interface ClientInternals {
   port: number
 }
 
+/** Where a {@link ReceivedBytesMeter} reports a result over its limit. */
+export interface ByteLimitTarget {
+  interrupt(error: Error): void
+}
+
 /**
- * Counts the bytes `client` receives from now on; past the budget, stops the inflow at once
- * (destroying the socket, so pg's parser stops buffering) and calls `exceeded`. The caller then
- * cancels the backend and drops the connection. Returns the function that stops counting.
+ * Counts the bytes one connection receives while a call watches it. When a call's count passes
+ * its limit, the connection is marked broken and destroyed (so a huge row stops arriving at once)
+ * and the call is interrupted with a {@link ResultTooLargeError}. One listener for the life of the
+ * connection, not one added and removed per call.
  */
-export function countReceivedBytes(
-  client: PoolClient,
-  maxBytes: number,
-  broken: WeakSet<object>,
-  exceeded: () => void,
-): () => void {
-  const stream = (
-    client as unknown as { connection?: { stream?: NodeJS.ReadableStream & { destroy(): void } } }
-  ).connection?.stream
-  if (stream === undefined) return () => undefined
-  let received = 0
-  const onData = (chunk: Buffer | string) => {
-    received += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length
-    if (received <= maxBytes) return
-    stream.removeListener('data', onData)
-    broken.add(client)
-    stream.destroy()
-    exceeded()
+export class ReceivedBytesMeter {
+  #received = 0
+  #limit = 0
+  #target: ByteLimitTarget | undefined
+  readonly #stream: NodeJS.ReadableStream & { destroy(): void }
+  readonly #client: PoolClient
+  readonly #broken: WeakSet<object>
+
+  constructor(
+    stream: NodeJS.ReadableStream & { destroy(): void },
+    client: PoolClient,
+    broken: WeakSet<object>,
+  ) {
+    this.#stream = stream
+    this.#client = client
+    this.#broken = broken
+    stream.on('data', this.#onData)
   }
-  stream.on('data', onData)
-  return () => stream.removeListener('data', onData)
+
+  /** Counts from zero for `target`, until {@link unwatch}. */
+  watch(limit: number, target: ByteLimitTarget): void {
+    this.#received = 0
+    this.#limit = limit
+    this.#target = target
+  }
+
+  unwatch(): void {
+    this.#target = undefined
+  }
+
+  readonly #onData = (chunk: Buffer | string) => {
+    const target = this.#target
+    if (target === undefined) return
+    this.#received += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length
+    if (this.#received <= this.#limit) return
+    this.#target = undefined
+    this.#stream.removeListener('data', this.#onData)
+    this.#broken.add(this.#client)
+    this.#stream.destroy()
+    target.interrupt(new ResultTooLargeError(this.#limit))
+  }
+}
+
+const meters = new WeakMap<PoolClient, ReceivedBytesMeter>()
+
+/** The byte meter of `client`'s connection (made on first use), or undefined when it has no stream. */
+export function receivedBytesMeter(
+  client: PoolClient,
+  broken: WeakSet<object>,
+): ReceivedBytesMeter | undefined {
+  let meter = meters.get(client)
+  if (meter === undefined) {
+    const stream = (
+      client as unknown as { connection?: { stream?: NodeJS.ReadableStream & { destroy(): void } } }
+    ).connection?.stream
+    if (stream === undefined) return undefined
+    meter = new ReceivedBytesMeter(stream, client, broken)
+    meters.set(client, meter)
+  }
+  return meter
 }
 
 /**

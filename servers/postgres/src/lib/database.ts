@@ -23,16 +23,15 @@
  * - only maxRows + 1 rows are fetched (Execute with a row limit), whatever the query returns;
  * - catalog SQL is parameterised: no identifier or value from a caller is concatenated into SQL.
  */
-import { traceUpstream } from '@keel-mcp/core'
+import { cancelDeadline, type Expiring, setDeadline, traceUpstream } from '@keel-mcp/core'
 import type { FieldDef, PoolClient } from 'pg'
-import { type CancelContext, cancelUntilStopped, countReceivedBytes } from './cancellation.js'
+import { type CancelContext, cancelUntilStopped, receivedBytesMeter } from './cancellation.js'
 import { describeTable, health, listSchemas, listTables } from './catalog.js'
 import {
   DatabaseConfigError,
   isConnectionError,
   QueryCancelledError,
   QueryTimeoutError,
-  ResultTooLargeError,
   SqlRefusedError,
 } from './errors.js'
 import { type ExplainOptions, explain } from './explain.js'
@@ -60,7 +59,7 @@ import {
   transactionStatus,
 } from './session.js'
 import { checkReadOnlySql, loadSqlParser, type SqlReferences } from './sql-guard.js'
-import { BoundedStatement } from './statement.js'
+import { BoundedStatement, type StatementResult } from './statement.js'
 import type {
   CallOptions,
   DatabaseOptions,
@@ -200,7 +199,7 @@ export class Database {
    */
   async #begin(limits: QueryLimits, deferred: boolean): Promise<PoolClient> {
     if (deferred) return (await this.#getPool()).pool.connect()
-    const begin = beginStatements(limits, this.#limits).join('; ')
+    const begin = joinedBegin(beginStatements(limits, this.#limits))
     for (let attempt = 0; ; attempt++) {
       const { pool } = await this.#getPool()
       const client = await pool.connect()
@@ -226,16 +225,14 @@ export class Database {
     limits: QueryLimits,
     signal: AbortSignal | undefined,
     work: (client: PoolClient, session: { reset: boolean }) => Promise<T>,
-    options: { deferBegin?: boolean } = {},
+    deferBegin = false,
   ): Promise<T> {
     // One upstream span and sample per transaction (operations: tracing and metrics, when on).
     return traceUpstream(
       'postgresql',
       'transaction',
-      () => this.#transaction(limits, signal, work, options),
-      {
-        'db.system.name': 'postgresql',
-      },
+      () => this.#transaction(limits, signal, work, deferBegin),
+      transactionAttributes,
     )
   }
 
@@ -243,7 +240,7 @@ export class Database {
     limits: QueryLimits,
     signal: AbortSignal | undefined,
     work: (client: PoolClient, session: { reset: boolean }) => Promise<T>,
-    { deferBegin = false }: { deferBegin?: boolean },
+    deferBegin: boolean,
   ): Promise<T> {
     if (signal?.aborted) throw new QueryCancelledError({ cause: signal.reason })
     const client = await this.#begin(limits, deferBegin)
@@ -259,36 +256,23 @@ export class Database {
       throw new QueryCancelledError({ cause: signal.reason })
     }
     let destroy = false
-    let interruption: Error | undefined
-    let timer: NodeJS.Timeout | undefined
-    let onAbort: (() => void) | undefined
-    let stopCounting: (() => void) | undefined
-    const interrupted = new Promise<never>((_, reject) => {
-      const interrupt = (error: Error) => {
-        interruption ??= error
-        reject(interruption)
-      }
-      stopCounting = countReceivedBytes(client, this.#maxResultBytes, this.#broken, () =>
-        interrupt(new ResultTooLargeError(this.#maxResultBytes)),
-      )
-      timer = setTimeout(
-        () => interrupt(new QueryTimeoutError(limits.timeoutMs)),
-        limits.timeoutMs + clientDeadlineGraceMs,
-      )
-      onAbort = () => interrupt(new QueryCancelledError({ cause: signal?.reason }))
-      if (signal?.aborted) onAbort()
-      else signal?.addEventListener('abort', onAbort, { once: true })
-    })
-    interrupted.catch(() => undefined)
+    // What can interrupt the call: too many bytes received, the client-side deadline, the signal.
+    const guard = new TransactionGuard(signal, limits.timeoutMs)
+    const meter = receivedBytesMeter(client, this.#broken)
+    meter?.watch(this.#maxResultBytes, guard)
+    const deadlineMs = limits.timeoutMs + clientDeadlineGraceMs
+    setDeadline(guard, deadlineMs)
+    if (signal?.aborted) guard.handleEvent()
+    else signal?.addEventListener('abort', guard, { once: true })
     // Set by work that already reset the session in its own round trip (statement.ts).
     const session = { reset: false }
     const running = work(client, session)
-    running.catch(() => undefined)
     let failed = false
     try {
-      return await Promise.race([running, interrupted])
+      return await guard.race(running)
     } catch (error) {
       failed = true
+      const interruption = guard.interruption
       if (interruption === undefined) throw error
       // The statement may still be running on the server: cancel it there, then never reuse this
       // connection (a late cancel could otherwise hit the next statement run on it).
@@ -296,9 +280,9 @@ export class Database {
       await cancelUntilStopped(client, running, this.#cancelContext)
       throw interruption
     } finally {
-      clearTimeout(timer)
-      stopCounting?.()
-      if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort)
+      cancelDeadline(guard, deadlineMs)
+      meter?.unwatch()
+      signal?.removeEventListener('abort', guard)
       if (this.#broken.has(client)) destroy = true
       if (!destroy && !session.reset) {
         // A failed call's transaction is aborted: only the full reset (its ROLLBACK first) applies.
@@ -327,11 +311,11 @@ export class Database {
    * changed the read-only transaction): its result is discarded, the call refused, and the full
    * reset follows. Any other failure of the tail gets the full reset here, and the result stands.
    */
-  async #checkCallEnd(
+  #checkCallEnd(
     client: PoolClient,
     result: { resetDone: boolean; tailError?: Error },
     session: { reset: boolean },
-  ): Promise<void> {
+  ): Promise<void> | undefined {
     const proofFailed =
       (result.tailError as { code?: unknown } | undefined)?.code === '22012' ||
       (result.resetDone && transactionStatus(client) !== 'I')
@@ -342,10 +326,19 @@ export class Database {
         'The statement ended or changed the read-only transaction it ran in: its result was discarded and the session reset.',
       )
     }
+    // The common end: settled here, with no promise.
     if (result.resetDone) {
       session.reset = true
-      return
+      return undefined
     }
+    return this.#fullReset(client, result, session)
+  }
+
+  async #fullReset(
+    client: PoolClient,
+    result: { tailError?: Error },
+    session: { reset: boolean },
+  ): Promise<void> {
     if (!(await resetSession(client, this.#sessionResetSql))) {
       this.#broken.add(client)
       throw new Error('The session could not be reset after the call.', { cause: result.tailError })
@@ -358,7 +351,27 @@ export class Database {
    * transaction (`session.reset`), the lookup gets a read-only transaction and reset of its own,
    * in one round trip like the statement's.
    */
-  async #describeFields(
+  #describeFields(
+    client: PoolClient,
+    fields: readonly FieldDef[],
+    limits: QueryLimits,
+    session: { reset: boolean },
+  ): ResultField[] | Promise<ResultField[]> {
+    // The common case, every type named already: no lookup, no promise.
+    let known = true
+    for (const field of fields) if (!this.#typeNames.has(field.dataTypeID)) known = false
+    return known ? this.#namedFields(fields) : this.#lookUpFields(client, fields, limits, session)
+  }
+
+  #namedFields(fields: readonly FieldDef[]): ResultField[] {
+    return fields.map((field) => ({
+      name: field.name,
+      dataTypeID: field.dataTypeID,
+      type: this.#typeNames.get(field.dataTypeID) ?? 'unknown',
+    }))
+  }
+
+  async #lookUpFields(
     client: PoolClient,
     fields: readonly FieldDef[],
     limits: QueryLimits,
@@ -385,11 +398,7 @@ export class Database {
       }
       for (const [oid, name] of rows as [number, string][]) this.#typeNames.set(oid, name)
     }
-    return fields.map((field) => ({
-      name: field.name,
-      dataTypeID: field.dataTypeID,
-      type: this.#typeNames.get(field.dataTypeID) ?? 'unknown',
-    }))
+    return this.#namedFields(fields)
   }
 
   /**
@@ -430,23 +439,28 @@ export class Database {
               tail: callEndStatements,
             })
             client.query(statement as never)
-            const result = await statement.promise.catch((error: unknown) => {
+            let result: StatementResult
+            try {
+              result = await statement.promise
+            } catch (error) {
               // Nothing of the statement ran: a dead idle connection may be retried on a fresh one.
               if (!statement.begun && isConnectionError(error)) throw new NotStartedError(error)
               throw error
-            })
-            await this.#checkCallEnd(client, result, session)
+            }
+            const ended = this.#checkCallEnd(client, result, session)
+            if (ended) await ended
             const { rows, fields } = result
             const truncated = rows.length > limits.maxRows
             const kept = truncated ? rows.slice(0, limits.maxRows) : rows
+            const described = this.#describeFields(client, fields, limits, session)
             return {
-              fields: await this.#describeFields(client, fields, limits, session),
+              fields: Array.isArray(described) ? described : await described,
               rows: kept,
               rowCount: kept.length,
               truncated,
             }
           },
-          { deferBegin: !judged },
+          !judged,
         )
       } catch (error) {
         if (!(error instanceof NotStartedError)) throw error
@@ -527,6 +541,13 @@ export class Database {
  * resolveLimits: nothing from a caller is spliced in as text.
  */
 function beginStatements(limits: QueryLimits, defaults: QueryLimits): readonly string[] {
+  // The common case, the session's own timeouts: one list, found without a key.
+  if (
+    limits.timeoutMs === defaults.timeoutMs &&
+    limits.lockTimeoutMs === defaults.lockTimeoutMs &&
+    limits.idleInTransactionTimeoutMs === defaults.idleInTransactionTimeoutMs
+  )
+    return defaultBegin
   const key = `${limits.timeoutMs}/${limits.lockTimeoutMs}/${limits.idleInTransactionTimeoutMs}/${defaults.timeoutMs}/${defaults.lockTimeoutMs}/${defaults.idleInTransactionTimeoutMs}`
   let statements = begins.get(key)
   if (statements === undefined) {
@@ -550,6 +571,64 @@ function beginStatements(limits: QueryLimits, defaults: QueryLimits): readonly s
   }
   return statements
 }
+
+/** The attributes of a transaction's upstream span: the same for every one. */
+const transactionAttributes = { 'db.system.name': 'postgresql' }
+
+/**
+ * What interrupts one transaction: the client-side deadline (its `expire`), the call's signal (it
+ * is the abort listener itself) and the byte meter. One object a call, no closures: the race of
+ * the work against these is one promise.
+ */
+class TransactionGuard implements Expiring {
+  interruption: Error | undefined
+  #reject: ((error: Error) => void) | undefined
+  readonly #signal: AbortSignal | undefined
+  readonly #timeoutMs: number
+
+  constructor(signal: AbortSignal | undefined, timeoutMs: number) {
+    this.#signal = signal
+    this.#timeoutMs = timeoutMs
+  }
+
+  interrupt(error: Error): void {
+    this.interruption ??= error
+    this.#reject?.(this.interruption)
+  }
+
+  expire(): void {
+    this.interrupt(new QueryTimeoutError(this.#timeoutMs))
+  }
+
+  /** The signal's abort event. */
+  handleEvent(): void {
+    this.interrupt(new QueryCancelledError({ cause: this.#signal?.reason }))
+  }
+
+  /** Settles as `running` does, unless an interruption comes first (it rejects with that). */
+  race<T>(running: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#reject = reject
+      if (this.interruption !== undefined) reject(this.interruption)
+      running.then(resolve, reject)
+    })
+  }
+}
+
+/** A begin list as one simple query, joined once per list (the lists are kept, see below). */
+function joinedBegin(statements: readonly string[]): string {
+  let joined = joinedBegins.get(statements)
+  if (joined === undefined) {
+    joined = statements.join('; ')
+    joinedBegins.set(statements, joined)
+  }
+  return joined
+}
+
+const joinedBegins = new WeakMap<readonly string[], string>()
+
+/** {@link beginStatements} when a call's timeouts are the session's: no `SET LOCAL`. */
+const defaultBegin: readonly string[] = ['BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', callMarker]
 
 /** {@link beginStatements} by limits: the same list each time, so its serialized form is found by identity. */
 const begins = new Map<string, readonly string[]>()

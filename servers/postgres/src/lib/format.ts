@@ -189,29 +189,34 @@ export function formatTable(result: RenderableResult, options: RenderOptions = {
   // Only rows that could fit are rendered: a line is at least its cells and separators long (padding
   // only adds), so once that lower bound passes the cap, no later row can be shown.
   let lowerBound = header.reduce((total, name) => total + byteLength(name), 0) * 2 + separators
+  const columns = result.fields.length
   const cells: string[][] = []
   for (const row of result.rows) {
-    const rendered = result.fields.map((_, index) => {
-      const text = cellText(row[index], maxCellWidth * 4)
-      return text === undefined ? 'NULL' : clean(text)
-    })
-    const last = rendered.length - 1
+    const rendered: string[] = new Array(columns)
     lowerBound += separators
-    for (let index = 0; index < rendered.length; index++) {
-      const cell = rendered[index] ?? ''
-      lowerBound += byteLength(index === last ? cell.trimEnd() : cell)
+    for (let index = 0; index < columns; index++) {
+      const text = cellText(row[index], maxCellWidth * 4)
+      const cell = text === undefined ? 'NULL' : clean(text)
+      rendered[index] = cell
+      lowerBound += byteLength(index === columns - 1 ? cell.trimEnd() : cell)
     }
     if (lowerBound > maxBytes) break
     cells.push(rendered)
   }
-  const widths = header.map((name, index) =>
-    cells.reduce((width, row) => Math.max(width, row[index]?.length ?? 0), name.length),
-  )
-  const line = (values: readonly string[]) =>
-    `${values
-      .map((value, index) => value.padEnd(widths[index] ?? 0))
-      .join(' | ')
-      .trimEnd()}\n`
+  const widths = header.map((name) => name.length)
+  for (const row of cells)
+    for (let index = 0; index < columns; index++)
+      widths[index] = Math.max(widths[index] as number, (row[index] as string).length)
+  // A line is built by appending: no array of padded cells to join, per row.
+  const line = (values: readonly string[]) => {
+    let text = ''
+    for (let index = 0; index < values.length; index++) {
+      const value = values[index] as string
+      if (index > 0) text += ' | '
+      text += index === values.length - 1 ? value : value.padEnd(widths[index] ?? 0)
+    }
+    return `${text.trimEnd()}\n`
+  }
   const fixed = [line(header), `${widths.map((width) => '-'.repeat(width)).join('-+-')}\n`]
   const rowLines = cells.map(line)
   const total = result.rows.length

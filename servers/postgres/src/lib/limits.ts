@@ -25,9 +25,11 @@ export function positiveInteger(name: string, value: number, { allowZero = false
   return value
 }
 
+const zeroAllowed = { allowZero: true }
+
 /** The limits of one call: the caller's maxRows and timeoutMs over the defaults, validated. */
 export function resolveLimits(defaults: QueryLimits, options: QueryOptions): QueryLimits {
-  const maxRows = positiveInteger('maxRows', options.maxRows ?? defaults.maxRows, { allowZero: true })
+  const maxRows = positiveInteger('maxRows', options.maxRows ?? defaults.maxRows, zeroAllowed)
   const timeoutMs = positiveInteger('timeoutMs', options.timeoutMs ?? defaults.timeoutMs)
   return {
     maxRows,

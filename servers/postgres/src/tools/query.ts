@@ -10,8 +10,8 @@ import {
   z,
 } from '@keel-mcp/core'
 import { HARD_MAX_ROWS } from '../config.js'
-import { withSql } from '../errors.js'
-import { formatCsv, formatTable, type JsonValue, toJsonValue } from '../lib/index.js'
+import { toToolError } from '../errors.js'
+import { formatCsv, formatTable, type JsonValue, type QueryResult, toJsonValue } from '../lib/index.js'
 import {
   databaseShape,
   defineTool,
@@ -134,9 +134,13 @@ export const query = defineTool({
     // statement again and continues after the rows shown, if they are still the first ones.
     const budget = openBudget('query', args)
     const maxRows = max_rows ?? deps.maxRows
-    const result = await withSql(sql, () =>
-      deps.target(database).db.query(sql, params ?? [], { maxRows, signal }),
-    )
+    // withSql's mapping, written out: no closure and no second async frame per call.
+    let result: QueryResult
+    try {
+      result = await deps.target(database).db.query(sql, params ?? [], { maxRows, signal })
+    } catch (error) {
+      throw toToolError(error, sql) ?? error
+    }
     const structured = jsonRows(result.rows as unknown[][], QUERY_STRUCTURED_MAX_BYTES)
     const truncatedBy: 'size' | 'max_rows' | undefined = !structured.complete
       ? 'size'
