@@ -140,6 +140,21 @@ const PAGES: Record<string, (url: URL) => string> = {
     ),
   '/vanish': () =>
     page('Vanish', `<h1>Vanish</h1><button onclick="this.remove()">Remove me</button><button>Stay</button>`),
+  '/retain': () =>
+    page(
+      'Retain',
+      `<h1>Retain</h1><input aria-label="Big" id="big"><p id="out">kept</p>
+      <script>(() => {
+        // 32 MiB of the page's heap (4 Mi doubles) that only the field holds: once the field is
+        // gone, only a handle kept on it would keep them.
+        const field = document.getElementById('big')
+        field.payload = new Array(4 * 1024 * 1024).fill(0.5)
+        field.addEventListener('input', () => setTimeout(() => {
+          field.remove()
+          document.getElementById('out').textContent = 'removed'
+        }, 0))
+      })()</script>`,
+    ),
   '/drag': () =>
     page(
       'Drag',

@@ -339,6 +339,31 @@ describe('actions by ref', () => {
     }
   })
 
+  it('keeps no page handle after a call: an element it found and acted on, once removed, can be collected', async () => {
+    const { tab, text } = await open('/retain')
+    // A search reads the field through page handles too.
+    const found = await call(connection, 'find', { tab, role: 'textbox' })
+    expect(found.text).toContain('textbox "Big"')
+    const typed = await call(connection, 'type', { tab, ref: refOf(text, /textbox "Big"/), text: 'a' })
+    expect(typed.isError).toBe(false)
+    expect(typed.text).toContain('removed')
+    const page = hosts
+      .at(-1)
+      ?.allTabs()
+      .find((candidate) => candidate.id === tab)?.page
+    expect(page).toBeDefined()
+    const session = await (page as NonNullable<typeof page>).createCDPSession()
+    try {
+      await session.send('HeapProfiler.collectGarbage')
+      await session.send('HeapProfiler.collectGarbage')
+      const { usedSize } = await session.send('Runtime.getHeapUsage')
+      // The field's 32 MiB are gone with it (a handle kept from the call would hold them).
+      expect(usedSize).toBeLessThan(16 * 1024 * 1024)
+    } finally {
+      await session.detach()
+    }
+  })
+
   it('drags one element onto another', async () => {
     const { tab, text } = await open('/drag')
     const dragged = await call(connection, 'drag', {

@@ -1,7 +1,7 @@
 import { lineOf } from './find.js'
 import { readTree, TreeReader } from './page-tree.js'
 import { type AXNode, folds, renderFrom } from './snapshot.js'
-import type { Tab } from './tab.js'
+import { REF_OBJECT_GROUP, type Tab } from './tab.js'
 
 /** Changed elements described at most, in document order; the rest are counted. */
 const MAX_CHANGED = 12
@@ -54,10 +54,14 @@ export async function evaluateIsolated(tab: Tab, expression: string, byValue: bo
       tab.watcher = { generation: tab.generation, contextId: executionContextId }
     }
     try {
+      // A handle (and what is read through it) belongs to the call's group, released when the
+      // call ends (Tab.run), whatever the reader releases itself.
+      if (!byValue) tab.refsHeld = true
       const { result, exceptionDetails } = (await tab.cdp.send('Runtime.evaluate', {
         expression,
         contextId: tab.watcher.contextId,
         returnByValue: byValue,
+        ...(byValue ? {} : { objectGroup: REF_OBJECT_GROUP }),
       })) as { result: { value?: unknown; objectId?: string }; exceptionDetails?: unknown }
       if (exceptionDetails) return undefined
       return byValue ? result.value : result.objectId

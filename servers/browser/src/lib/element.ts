@@ -1,5 +1,5 @@
 import { parseRef } from './snapshot.js'
-import { StaleRefError, type Tab } from './tab.js'
+import { REF_OBJECT_GROUP, StaleRefError, type Tab } from './tab.js'
 
 /** CDP says this when a backend node id no longer names a live node. */
 const GONE = /No node with given id|Could not find node|Node is detached|No node found|Cannot find context/i
@@ -23,7 +23,11 @@ export interface Element {
 
 export async function resolveRef(tab: Tab, ref: string): Promise<Element> {
   const backendNodeId = parseRef(tab, ref)
-  const { object } = await send<{ object: { objectId?: string } }>(tab, 'DOM.resolveNode', { backendNodeId })
+  tab.refsHeld = true
+  const { object } = await send<{ object: { objectId?: string } }>(tab, 'DOM.resolveNode', {
+    backendNodeId,
+    objectGroup: REF_OBJECT_GROUP,
+  })
   if (!object.objectId) throw new StaleRefError(`Ref ${ref} is gone. Take a new snapshot.`)
   return { backendNodeId, objectId: object.objectId }
 }

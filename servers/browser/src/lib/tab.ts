@@ -107,6 +107,9 @@ export interface RefusedRequest {
   topLevel: boolean
 }
 
+/** The object group of the page handles a call makes (released when the call ends). */
+export const REF_OBJECT_GROUP = 'keel-refs'
+
 /**
  * One tab: a page, its CDP session, the refs of its latest snapshot, bounded console and network
  * buffers, and a queue so that calls on one tab run one at a time (calls on other tabs do not wait).
@@ -129,6 +132,13 @@ export class Tab {
   treeGeneration = -1
   /** The isolated world that watches the page for changes, and its document generation. */
   watcher: { generation: number; contextId: number } | undefined
+  /**
+   * Whether the call running on this tab made page handles (in {@link REF_OBJECT_GROUP}: for refs,
+   * and the lists a search or the change watcher returns, with every element read from them):
+   * released when the call ends, else the page would keep each element they name, removed or
+   * not, until it navigates.
+   */
+  refsHeld = false
   dialog: OpenDialog | undefined
   mainFrameId = ''
   /** The session's routes (--caps network): mocked or blocked requests, judged after the policy. */
@@ -409,6 +419,12 @@ export class Tab {
         signal,
       )
     } finally {
+      if (this.refsHeld) {
+        this.refsHeld = false
+        // Sent before the next call may start: the session answers in order, so no handle that
+        // call makes is released with these.
+        this.cdp.send('Runtime.releaseObjectGroup', { objectGroup: REF_OBJECT_GROUP }).catch(() => undefined)
+      }
       release()
     }
   }
