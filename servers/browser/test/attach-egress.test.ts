@@ -184,7 +184,7 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
     } finally {
       await listeners.close()
     }
-  })
+  }, 60_000)
 
   // Last: it ends the browser, which writes its net log out on exit.
   it("makes the browser look up no name for the server's context (DNS prefetch, preconnect, link hover, sub-resources): names go to the proxy", async () => {

@@ -69,11 +69,16 @@ export function refOf(text: string, pattern: RegExp): string {
 
 /**
  * Calls `read` until `done` holds (events the page reports a moment after the call that caused
- * them), bounded to 10 s; returns the last result either way, for the test to assert on.
+ * them), bounded by `timeoutMs` (a loaded machine can take seconds); returns the last result either
+ * way, for the test to assert on.
  */
-export async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+export async function until<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 20_000,
+): Promise<T> {
   let value = await read()
-  for (const deadline = Date.now() + 10_000; !done(value) && Date.now() < deadline; ) {
+  for (const deadline = Date.now() + timeoutMs; !done(value) && Date.now() < deadline; ) {
     await new Promise((resolve) => setTimeout(resolve, 50))
     value = await read()
   }
