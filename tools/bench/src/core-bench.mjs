@@ -35,6 +35,22 @@ export function contenders() {
     },
     // The reference servers' SDK generation, for context: not the goal's baseline.
     { label: 'SDK v1 no-op', command: process.execPath, args: [baseline('sdk-v1-noop.mjs')], call },
+    // The same Keel server to a 2026-07-28 client (each request carries its version and
+    // capabilities; core's fast path serves 2025-era connections only).
+    {
+      label: 'keel no-op, 2026-07-28 client',
+      command: process.execPath,
+      args: [baseline('keel-noop.mjs')],
+      call,
+      era: 'modern',
+    },
+    {
+      label: 'SDK no-op, 2026-07-28 client',
+      command: process.execPath,
+      args: [baseline('sdk-noop.mjs')],
+      call,
+      era: 'modern',
+    },
   ]
 }
 
@@ -133,7 +149,7 @@ async function operationsCost() {
 
 export async function run() {
   await operationsCost()
-  const [keel, off, sdk, v1] = await compareServers('core', contenders())
+  const [keel, off, sdk, v1, modern, sdkModern] = await compareServers('core', contenders())
   console.log(
     `\nGoal: keel no-op ≤ 1.5× the SDK no-op. CPU per call ${(keel.cpu / sdk.cpu).toFixed(2)}×, p50 ${(keel.p50 / sdk.p50).toFixed(2)}×.`,
   )
@@ -145,5 +161,8 @@ export async function run() {
   )
   console.log(
     `SDK v2 against v1 (the reference servers' generation), same tool: CPU per call ${(sdk.cpu / v1.cpu).toFixed(2)}×, p50 ${(sdk.p50 / v1.p50).toFixed(2)}×.`,
+  )
+  console.log(
+    `2026-07-28 client ÷ 2025 client, same Keel server: CPU per call ${(modern.cpu / keel.cpu).toFixed(2)}×, p50 ${(modern.p50 / keel.p50).toFixed(2)}×, calls/s at 8 in flight ${(modern.rate / keel.rate).toFixed(2)}×. Keel ÷ SDK no-op, both to a 2026-07-28 client: CPU per call ${(modern.cpu / sdkModern.cpu).toFixed(2)}×, p50 ${(modern.p50 / sdkModern.p50).toFixed(2)}×.`,
   )
 }

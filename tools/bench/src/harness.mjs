@@ -103,7 +103,7 @@ async function closeTree(client, deadlineMs) {
 /** One cold start: spawn → initialize → tools/list, then stdin closed → exit. */
 async function coldRound(contender) {
   const started = performance.now()
-  const client = new RawClient(contender.command, contender.args, { env: contender.env })
+  const client = new RawClient(contender.command, contender.args, { env: contender.env, era: contender.era })
   try {
     await client.initialize()
     const initialized = performance.now() - started
@@ -234,7 +234,10 @@ export async function compareServers(title, given, options = {}) {
     const measured = []
     try {
       for (const contender of contenders) {
-        const client = new RawClient(contender.command, contender.args, { env: contender.env })
+        const client = new RawClient(contender.command, contender.args, {
+          env: contender.env,
+          era: contender.era,
+        })
         clients.push(client)
         await client.initialize()
         const prepared = await contender.prepare?.(client)

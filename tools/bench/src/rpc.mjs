@@ -3,14 +3,27 @@
 import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 
+/**
+ * What a 2026-07-28 client stamps on every request: its version and capabilities travel with each
+ * request instead of an `initialize` handshake.
+ */
+const MODERN_META = Object.freeze({
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'keel-bench', version: '1.0.0' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+})
+
 export class RawClient {
   #child
   #buffer = ''
   #waiters = new Map()
   #nextId = 1
+  /** `legacy` (the 2025 `initialize` handshake, the default) or `modern` (2026-07-28). */
+  #era
   stderr = ''
 
   constructor(command, args, options = {}) {
+    this.#era = options.era ?? 'legacy'
     this.#child = spawn(command, args, {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: { ...process.env, ...options.env },
@@ -77,6 +90,7 @@ export class RawClient {
           reject(error)
         },
       })
+      if (this.#era === 'modern') params = { ...params, _meta: { ...params?._meta, ...MODERN_META } }
       this.#child.stdin.write(
         `${JSON.stringify({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) })}\n`,
       )
@@ -88,6 +102,8 @@ export class RawClient {
   }
 
   async initialize() {
+    // A 2026-07-28 client discovers the server; there is no handshake to complete.
+    if (this.#era === 'modern') return this.request('server/discover', {})
     const result = await this.request('initialize', {
       protocolVersion: '2025-06-18',
       capabilities: {},
