@@ -1,4 +1,4 @@
-import { McpServer } from '@modelcontextprotocol/server'
+import { McpServer, SERVER_INFO_META_KEY } from '@modelcontextprotocol/server'
 import { createClientAccess, requestStateCodec, servesModernEra } from './client-access.js'
 import type { HandlerContext, SessionAccess } from './define.js'
 import type { InstanceOptions, InstanceParts, InstanceState, Runtime } from './instance.js'
@@ -78,35 +78,32 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
   const connection = options.connection ?? 'request'
   // Tasks need a connection to poll on: a lone request (2026-07-28, --stateless) has none.
   const offersTasks = connection !== 'request' && runtime.tools.some((tool) => tool.taskSupport)
-  const mcp = new McpServer(
-    {
-      name: spec.name.includes('-') ? spec.name : `keel-${spec.name}`,
-      version: spec.version,
-      ...(spec.title ? { title: spec.title } : {}),
-      ...(spec.icons?.length ? { icons: spec.icons } : {}),
+  const identity = {
+    name: spec.name.includes('-') ? spec.name : `keel-${spec.name}`,
+    version: spec.version,
+    ...(spec.title ? { title: spec.title } : {}),
+  }
+  const serverInfo = { ...identity, ...(spec.icons?.length ? { icons: spec.icons } : {}) }
+  const mcp = new McpServer(serverInfo, {
+    capabilities: {
+      // The lists are fixed for the life of the process, so no list-changed notifications are promised.
+      tools: {},
+      logging: {},
+      ...(resources.length || templates.length ? { resources: subscribable ? { subscribe: true } : {} } : {}),
+      ...(prompts.length ? { prompts: {} } : {}),
+      ...(offersTasks ? { tasks: TASKS_CAPABILITY } : {}),
+      ...(templates.some((template) => template.complete) || prompts.some((prompt) => prompt.complete)
+        ? { completions: {} }
+        : {}),
     },
-    {
-      capabilities: {
-        // The lists are fixed for the life of the process, so no list-changed notifications are promised.
-        tools: {},
-        logging: {},
-        ...(resources.length || templates.length
-          ? { resources: subscribable ? { subscribe: true } : {} }
-          : {}),
-        ...(prompts.length ? { prompts: {} } : {}),
-        ...(offersTasks ? { tasks: TASKS_CAPABILITY } : {}),
-        ...(templates.some((template) => template.complete) || prompts.some((prompt) => prompt.complete)
-          ? { completions: {} }
-          : {}),
-      },
-      ...(instructions ? { instructions } : {}),
-      cacheHints: listingCacheHints(config, spec.hiddenTools !== undefined),
-      // The codec (Web Crypto, a key) is made on the first state to check or mint: a start that
-      // never sees one does not load Web Crypto.
-      requestState: { verify: (state, context) => requestStateCodec().verify(state, context) },
-    },
-  )
+    ...(instructions ? { instructions } : {}),
+    cacheHints: listingCacheHints(config, spec.hiddenTools !== undefined),
+    // The codec (Web Crypto, a key) is made on the first state to check or mint: a start that
+    // never sees one does not load Web Crypto.
+    requestState: { verify: (state, context) => requestStateCodec().verify(state, context) },
+  })
   const server = mcp.server
+  stampIdentityOnly(server, identity, serverInfo)
   const initializedBefore = server.oninitialized
   // The warm call runs on this instance, whose parts exist by the time the warm-up gets to it.
   let parts: InstanceParts<D, C> | undefined
@@ -213,4 +210,36 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     ...(prompts.length ? { prompts: { listChanged: false } } : {}),
   })
   return mcp
+}
+
+/**
+ * 2026-07-28: the SDK stamps the server's identity into every result's `_meta`
+ * (`io.modelcontextprotocol/serverInfo`) through the server's `_outboundServerInfo` hook, which
+ * gives the whole `serverInfo`, icons included: a data URI of several hundred bytes written and
+ * parsed on every call (692 bytes for a six-byte file read on fs, against 130 to a 2025 client).
+ * The stamp on a call identifies the software that answered, and name, version and title do that.
+ * The icons are for a client's server list, which a 2026-07-28 client reads off the
+ * `server/discover` result's stamp: that result carries the whole `serverInfo` itself (the SDK
+ * keeps a stamp a result already has). Both are SDK internals, checked here: without them the SDK
+ * stamps the whole `serverInfo` everywhere, as before.
+ */
+function stampIdentityOnly(
+  server: McpServer['server'],
+  identity: { name: string; version: string },
+  serverInfo: Record<string, unknown>,
+): void {
+  const hooks = server as unknown as {
+    _outboundServerInfo?: () => unknown
+    _ondiscover?: () => Record<string, unknown>
+  }
+  const discover = hooks._ondiscover
+  if (typeof hooks._outboundServerInfo !== 'function' || typeof discover !== 'function') return
+  hooks._outboundServerInfo = () => identity
+  hooks._ondiscover = () => {
+    const result = discover.call(server)
+    return {
+      ...result,
+      _meta: { ...(result._meta as object | undefined), [SERVER_INFO_META_KEY]: serverInfo },
+    }
+  }
 }
