@@ -276,8 +276,10 @@ export function compactAnnotations(annotations: AnyTool['annotations']): Record<
 /**
  * The title to list: none when it only restates the name (`read_text_file`: "Read text file"), which
  * is what a client shows without one; a title that says more ("Run a read-only SQL query") is kept.
+ * A tool written in plain JavaScript may have none (the types ask for one): none is listed.
  */
-export function listedTitle(name: string, title: string): string | undefined {
+export function listedTitle(name: string, title: string | undefined): string | undefined {
+  if (typeof title !== 'string') return undefined
   const words = (text: string) =>
     text
       .toLowerCase()

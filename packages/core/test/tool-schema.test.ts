@@ -207,6 +207,8 @@ describe('tools/list schemas', () => {
     ['explain_query', 'Explain a query', 'Explain a query'],
     ['search_content', 'Search file contents', 'Search file contents'],
     ['get_rich', 'Rich', 'Rich'],
+    // A tool written in plain JavaScript without one (the types ask for one).
+    ['untitled', undefined, undefined],
   ])('lists the title of %s, %j, as %j (none when it only restates the name)', (name, title, listed) => {
     expect(listedTitle(name, title)).toBe(listed)
   })
