@@ -213,6 +213,13 @@ describe('tools/list schemas', () => {
     expect(listedTitle(name, title)).toBe(listed)
   })
 
+  it('lists a tool without a title (plain JavaScript) without one', () => {
+    const untitled = { ...rich, name: 'get_untitled', title: undefined as unknown as string }
+    const listed = planFor(untitled).listed
+    expect(listed).not.toHaveProperty('title')
+    expect(listed.name).toBe('get_untitled')
+  })
+
   it('leaves a title that restates the name out of tools/list', () => {
     const echo = defineTool({ ...rich, name: 'get_rich_shape', title: 'Get rich shape' })
     const listed = planFor(echo).listed
