@@ -59,37 +59,44 @@ describe('the server identity on each result', () => {
     expect(connection.client.getServerVersion()).toMatchObject({ ...identity, icons: [ICON] })
   })
 
-  it('is the same over Streamable HTTP, read off the wire', async () => {
+  it('is the same over Streamable HTTP, read off the wire; discovery there carries the icons', async () => {
     const server = await httpServer()
-    const response = await fetch(server.http?.url as string, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'tools/call',
-        'mcp-name': 'echo',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/call',
-        params: {
-          name: 'echo',
-          arguments: { message: 'hi' },
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-            'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
-            'io.modelcontextprotocol/clientCapabilities': {},
-          },
+    const post = async (method: string, params: Record<string, unknown>, name?: string) => {
+      const response = await fetch(server.http?.url as string, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': method,
+          ...(name ? { 'mcp-name': name } : {}),
         },
-      }),
-    })
-    const text = await response.text()
-    expect(response.status, text).toBe(200)
-    const body = JSON.parse(text.startsWith('{') ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? '{}'))
-    expect(body.result._meta[SERVER_INFO]).toEqual(identity)
-    expect(text).not.toContain('data:image/svg+xml')
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method,
+          params: {
+            ...params,
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
+        }),
+      })
+      const text = await response.text()
+      expect(response.status, text).toBe(200)
+      return {
+        text,
+        body: JSON.parse(text.startsWith('{') ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? '{}')),
+      }
+    }
+    const called = await post('tools/call', { name: 'echo', arguments: { message: 'hi' } }, 'echo')
+    expect(called.body.result._meta[SERVER_INFO]).toEqual(identity)
+    expect(called.text).not.toContain('data:image/svg+xml')
+    const discovered = await post('server/discover', {})
+    expect(discovered.body.result._meta[SERVER_INFO]).toEqual({ ...identity, icons: [ICON] })
   })
 
   it('is not stamped on a 2025-era result, where initialize carries the icons', async () => {
