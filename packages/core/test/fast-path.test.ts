@@ -6,7 +6,8 @@ import { fixture } from './fixture.js'
 
 // Core's stdio fast path (fast-path.ts) against the SDK's own handling of the same lines: every
 // request below is answered on a server with the fast path and on one without, and the answers
-// (and the notifications in between) must be the same.
+// (and the notifications in between) must be the same. The 2026-07-28 generation's own script is
+// fast-path-modern.test.ts.
 
 type Message = Record<string, unknown> & { id?: unknown; method?: string }
 
@@ -254,46 +255,5 @@ describe('stdio fast path', () => {
     // Either way the call's signal is aborted and the closing connection carries no answer to it.
     expect(fast.some((message: Message) => message.id === 'running')).toBe(false)
     expect(aborted).toEqual([true, true])
-  })
-
-  it('leaves a 2026-07-28 connection to the SDK', async () => {
-    const server = await serve(true)
-    // A 2025-era connection is served here once initialized; one opened by a 2026-07-28 request is not.
-    await server.request('legacy', 'tools/call', call('echo', { message: 'm' }))
-    expect(server.served.fastPathServed).toBe(1)
-    const shutdown = new AbortController()
-    const runtime = await prepare(fixture, {
-      argv: [],
-      env: { LOG_LEVEL: 'silent' },
-      shutdownSignal: shutdown.signal,
-    })
-    const input = new PassThrough()
-    const output = new PassThrough()
-    const lines: Message[] = []
-    const answered = new Promise<void>((resolve) => {
-      output.on('data', (chunk: Buffer) => {
-        for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line))
-        if (lines.some((message) => message.id === 2)) resolve()
-      })
-    })
-    const modern = serveStdioRuntime(runtime, { input, output, fastPath: true })
-    open.push(async () => {
-      shutdown.abort()
-      await modern.close()
-    })
-    const meta = {
-      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-      'io.modelcontextprotocol/clientCapabilities': {},
-    }
-    for (const id of [1, 2]) {
-      input.write(
-        `${JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { ...call('echo', { message: 'm' }), _meta: meta } })}\n`,
-      )
-    }
-    await answered
-    expect(lines.find((message) => message.id === 2)?.result).toMatchObject({
-      structuredContent: { echoed: 'm' },
-    })
-    expect(modern.fastPathServed).toBe(0)
   })
 })
