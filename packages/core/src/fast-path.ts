@@ -42,15 +42,16 @@ export function fastPathEnabled(env: NodeJS.ProcessEnv): boolean {
 const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params'])
 const NOTIFICATION_MEMBERS = new Set(['jsonrpc', 'method', 'params'])
 const CALL_PARAMS = new Set(['name', 'arguments', '_meta'])
-const CALL_META = new Set(['progressToken'])
-/** 2026-07-28: a call's `_meta` holds the envelope's reserved keys and perhaps a progress token. */
-const MODERN_CALL_META = new Set([
-  'progressToken',
+/** 2026-07-28: the envelope's reserved keys, which a call's `_meta` carries besides its own. */
+const ENVELOPE_KEYS = new Set([
   PROTOCOL_VERSION_META_KEY,
   CLIENT_INFO_META_KEY,
   CLIENT_CAPABILITIES_META_KEY,
   LOG_LEVEL_META_KEY,
 ])
+const NO_ENVELOPE = new Set<string>()
+/** The prefix of `_meta` keys the protocol reserves (the SDK gives some of them a meaning). */
+const RESERVED_PREFIX = 'io.modelcontextprotocol/'
 const CANCEL_PARAMS = new Set(['requestId', 'reason'])
 /** The cancellation of a 2026-07-28 request may carry `_meta` (an envelope the SDK lifts and ignores). */
 const MODERN_CANCEL_PARAMS = new Set(['requestId', 'reason', '_meta'])
@@ -107,8 +108,12 @@ function plainCallResult(result: unknown): boolean {
 
 type CallParams = Parameters<CoreCallTool>[0] & { _meta?: Message }
 
-/** The `params` of a `tools/call` the fast path serves, or undefined; `meta` the `_meta` allowed. */
-function callParams(params: unknown, allowedMeta: ReadonlySet<string>): CallParams | undefined {
+/**
+ * The `params` of a `tools/call` the fast path serves, or undefined. Its `_meta` may hold a
+ * progress token, `envelope` keys, and keys the SDK passes through untouched (W3C trace context
+ * such as `traceparent`, vendor keys): any key outside the protocol's reserved prefix.
+ */
+function callParams(params: unknown, envelope: ReadonlySet<string>): CallParams | undefined {
   if (!isRecord(params) || !membersWithin(params, CALL_PARAMS)) return undefined
   if (typeof params.name !== 'string') return undefined
   // The SDK's record parse drops a `__proto__` member of the arguments: leave such a call to it.
@@ -116,7 +121,10 @@ function callParams(params: unknown, allowedMeta: ReadonlySet<string>): CallPara
   if (args !== undefined && (!isRecord(args) || Object.hasOwn(args, '__proto__'))) return undefined
   const meta = params._meta
   if (meta !== undefined) {
-    if (!isRecord(meta) || !membersWithin(meta, allowedMeta)) return undefined
+    if (!isRecord(meta)) return undefined
+    for (const key in meta) {
+      if (key === '__proto__' || (key.startsWith(RESERVED_PREFIX) && !envelope.has(key))) return undefined
+    }
     if (meta.progressToken !== undefined && !isId(meta.progressToken)) return undefined
   }
   return params as CallParams
@@ -319,7 +327,7 @@ export class StdioFastPath {
     if (method === 'notifications/cancelled') return this.#claimCancel(message, CANCEL_PARAMS)
     if (!isId(id) || this.#served.has(id) || !membersWithin(message, REQUEST_MEMBERS)) return undefined
     if (method === 'tools/call') {
-      const call = callParams(params, CALL_META)
+      const call = callParams(params, NO_ENVELOPE)
       return call ? () => this.#call(id, call) : undefined
     }
     // Served here so that a level set just before a call counts for it, as it does when the SDK
@@ -345,19 +353,23 @@ export class StdioFastPath {
     if (method === 'notifications/cancelled') return this.#claimCancel(message, MODERN_CANCEL_PARAMS)
     if (method !== 'tools/call' || !isId(id) || this.#served.has(id)) return undefined
     if (!membersWithin(message, REQUEST_MEMBERS)) return undefined
-    const call = callParams(params, MODERN_CALL_META)
+    const call = callParams(params, ENVELOPE_KEYS)
     const meta = call?._meta
     if (!call || meta === undefined || meta[PROTOCOL_VERSION_META_KEY] !== modern.revision) return undefined
-    // The envelope as the SDK lifts it: its reserved keys, without the progress token.
-    const { progressToken } = meta
+    // The envelope and the rest of `_meta`, as the SDK lifts them apart.
     let envelope = meta
-    if (progressToken !== undefined) {
-      envelope = { ...meta }
-      delete envelope.progressToken
+    let rest: Message | undefined
+    for (const key in meta) {
+      if (ENVELOPE_KEYS.has(key)) continue
+      if (rest === undefined) {
+        rest = {}
+        envelope = {}
+        for (const reserved of ENVELOPE_KEYS) if (reserved in meta) envelope[reserved] = meta[reserved]
+      }
+      rest[key] = meta[key]
     }
     if (!this.#envelopeAccepted(envelope, modern)) return undefined
-    return () =>
-      this.#call(id, call, modern, envelope, progressToken === undefined ? undefined : { progressToken })
+    return () => this.#call(id, call, modern, envelope, rest)
   }
 
   /** The SDK's envelope check, run once for each envelope that differs from the last one accepted. */

@@ -1,9 +1,9 @@
 import { PassThrough } from 'node:stream'
 import { afterEach, describe, expect, it } from 'vitest'
-import { defineServer, defineTool } from '../src/index.js'
+import { type AnyTool, defineServer, defineTool } from '../src/index.js'
 import { prepare } from '../src/run.js'
 import { serveStdioRuntime } from '../src/serve-stdio.js'
-import { fixture } from './fixture.js'
+import { type FixtureDeps, fixture } from './fixture.js'
 
 // Core's stdio fast path on a 2026-07-28 connection (fast-path.ts) against the SDK's own handling
 // of the same lines: every request below is answered on a server with the fast path and on one
@@ -52,7 +52,10 @@ const askModel = defineTool({
   },
 })
 
-const spec = defineServer({ ...fixture, tools: [...fixture.tools, askUser, askModel] })
+const spec = defineServer({
+  ...fixture,
+  tools: [...(fixture.tools as AnyTool<FixtureDeps>[]), askUser, askModel],
+})
 
 const open: Array<() => Promise<void>> = []
 afterEach(async () => {
@@ -183,6 +186,25 @@ const script: Array<[unknown, string, unknown?] | { line: string; id: unknown }>
       { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
     ),
   ],
+  [
+    '35b',
+    'tools/call',
+    call(
+      'slow',
+      { steps: 2, step_ms: 1 },
+      {
+        traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+        progressToken: 'p35',
+        'example.com/vendor': [1],
+      },
+    ),
+  ],
+  [
+    '35c',
+    'tools/call',
+    call('echo', { message: 'x' }, { 'io.modelcontextprotocol/related-task': { taskId: 5 } }),
+  ],
+  ['35d', 'tools/call', call('echo', { message: 'x' }, { 'io.modelcontextprotocol/other': 1 })],
   // Asking the client: an input_required answer where the capability is declared, -32021 where not.
   [36, 'tools/call', call('ask_user', {})],
   [37, 'tools/call', call('ask_model', {})],

@@ -141,6 +141,46 @@ const script: Array<[unknown, string, unknown?] | { line: string; id: unknown }>
   [43, 'tools/list', {}],
   [44, 'tools/list', { cursor: 'x' }],
   [45, 'tools/list', 'nope'],
+  // `_meta` keys the SDK passes through (W3C trace context, a vendor's) and reserved ones it checks.
+  [
+    46,
+    'tools/call',
+    call(
+      'slow',
+      { steps: 1, step_ms: 1 },
+      {
+        _meta: {
+          traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+          tracestate: 'k=v',
+          progressToken: 46,
+        },
+      },
+    ),
+  ],
+  [
+    47,
+    'tools/call',
+    call('echo', { message: 'x' }, { _meta: { 'example.com/vendor': { any: [1, 'two'] } } }),
+  ],
+  [
+    48,
+    'tools/call',
+    call('echo', { message: 'x' }, { _meta: { 'io.modelcontextprotocol/related-task': { taskId: 5 } } }),
+  ],
+  [
+    49,
+    'tools/call',
+    call('echo', { message: 'x' }, { _meta: { 'io.modelcontextprotocol/related-task': { taskId: 't' } } }),
+  ],
+  [
+    50,
+    'tools/call',
+    call('echo', { message: 'x' }, { _meta: { 'io.modelcontextprotocol/logLevel': 'debug' } }),
+  ],
+  {
+    line: '{"jsonrpc":"2.0","id":51,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"},"_meta":{"__proto__":{"progressToken":{}}}}}',
+    id: 51,
+  },
 ]
 
 async function transcript(fastPath: boolean) {
