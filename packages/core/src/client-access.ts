@@ -1,5 +1,6 @@
 import {
   CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
   createRequestStateCodec,
   inputRequired,
   inputResponse,
@@ -154,8 +155,12 @@ export function modernClientAccess(
     return key
   }
   return {
+    // The request's own identity (its envelope's client info), else the connection's.
     get info() {
-      return base.info
+      const own = mcpReq.envelope?.[CLIENT_INFO_META_KEY] as { name?: unknown; version?: unknown } | undefined
+      return typeof own?.name === 'string' && typeof own.version === 'string'
+        ? { name: own.name, version: own.version }
+        : base.info
     },
     capabilities,
     // Roots are not offered to servers on 2026-07-28 requests (SEP-2577): the configured roots apply.

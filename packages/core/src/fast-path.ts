@@ -1,11 +1,29 @@
+import { LOG_LEVEL_META_KEY, type McpServer } from '@modelcontextprotocol/server'
 import {
-  CLIENT_CAPABILITIES_META_KEY,
-  CLIENT_INFO_META_KEY,
-  isInputRequiredResult,
-  LOG_LEVEL_META_KEY,
-  type McpServer,
-  PROTOCOL_VERSION_META_KEY,
-} from '@modelcontextprotocol/server'
+  CANCEL_PARAMS,
+  type CallError,
+  type CallParams,
+  callParams,
+  checkedCallResult,
+  ENVELOPE_KEYS,
+  encodedError,
+  type Id,
+  isId,
+  isRecord,
+  LEVEL_PARAMS,
+  LOG_SEVERITY,
+  type Message,
+  MODERN_CANCEL_PARAMS,
+  type ModernAnswer,
+  ModernCalls,
+  membersWithin,
+  NO_ENVELOPE,
+  NO_MEMBERS,
+  NOTIFICATION_MEMBERS,
+  REQUEST_MEMBERS,
+  type RequestHandler,
+  type ResultCodec,
+} from './fast-call.js'
 import { type CallingContext, type CoreCallTool, coreCallToolOf } from './tool-call.js'
 
 // Core's stdio fast path: after a 2025-era connection is initialized, the messages of a warm
@@ -28,9 +46,6 @@ import { type CallingContext, type CoreCallTool, coreCallToolOf } from './tool-c
 // stamp), as the SDK does it. A retry (`inputResponses`, `requestState`) goes to the SDK.
 // `KEEL_FAST_PATH=0` turns it off.
 
-type Id = string | number
-type Message = Record<string, unknown>
-
 /** The environment variable that turns the fast path off (`0`). */
 export const FAST_PATH_ENV = 'KEEL_FAST_PATH'
 
@@ -39,144 +54,6 @@ export function fastPathEnabled(env: NodeJS.ProcessEnv): boolean {
   return env[FAST_PATH_ENV] !== '0'
 }
 
-const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params'])
-const NOTIFICATION_MEMBERS = new Set(['jsonrpc', 'method', 'params'])
-const CALL_PARAMS = new Set(['name', 'arguments', '_meta'])
-/** 2026-07-28: the envelope's reserved keys, which a call's `_meta` carries besides its own. */
-const ENVELOPE_KEYS = new Set([
-  PROTOCOL_VERSION_META_KEY,
-  CLIENT_INFO_META_KEY,
-  CLIENT_CAPABILITIES_META_KEY,
-  LOG_LEVEL_META_KEY,
-])
-const NO_ENVELOPE = new Set<string>()
-/** The prefix of `_meta` keys the protocol reserves (the SDK gives some of them a meaning). */
-const RESERVED_PREFIX = 'io.modelcontextprotocol/'
-const CANCEL_PARAMS = new Set(['requestId', 'reason'])
-/** The cancellation of a 2026-07-28 request may carry `_meta` (an envelope the SDK lifts and ignores). */
-const MODERN_CANCEL_PARAMS = new Set(['requestId', 'reason', '_meta'])
-/** Log levels by severity, as the SDK orders them. */
-const LOG_SEVERITY: Record<string, number> = {
-  debug: 0,
-  info: 1,
-  notice: 2,
-  warning: 3,
-  error: 4,
-  critical: 5,
-  alert: 6,
-  emergency: 7,
-}
-const LEVEL_PARAMS = new Set(['level'])
-const NO_MEMBERS = new Set<string>()
-const RESULT_MEMBERS = new Set(['content', 'structuredContent', 'isError'])
-/** Result members the SDK leaves alone when it gives a result without `content` an empty one. */
-const FOREIGN_RESULT_MEMBERS = ['task', 'inputRequests', 'requestState']
-
-const isRecord = (value: unknown): value is Message =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
-
-// The same rule as the envelope check (jsonrpc.ts): a string or a safe integer.
-const isId = (value: unknown): value is Id =>
-  typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value))
-
-/** Every own member of `record` is one of `allowed` (a `__proto__` member from JSON is not). */
-function membersWithin(record: Message, allowed: ReadonlySet<string>): boolean {
-  for (const key in record) if (!allowed.has(key)) return false
-  return true
-}
-
-/**
- * A `tools/call` result the SDK's 2025 result schema passes unchanged: text blocks of exactly
- * `type` and `text`, a plain-object `structuredContent`, a boolean `isError`. Anything else is
- * checked by the SDK's own schema.
- */
-function plainCallResult(result: unknown): boolean {
-  if (!isRecord(result) || !membersWithin(result, RESULT_MEMBERS)) return false
-  const { content, structuredContent, isError } = result
-  if (!Array.isArray(content)) return false
-  for (const block of content) {
-    if (!isRecord(block) || block.type !== 'text' || typeof block.text !== 'string') return false
-    let members = 0
-    for (const _ in block) members++
-    if (members !== 2) return false
-  }
-  return (
-    (structuredContent === undefined || isRecord(structuredContent)) &&
-    (isError === undefined || typeof isError === 'boolean')
-  )
-}
-
-type CallParams = Parameters<CoreCallTool>[0] & { _meta?: Message }
-
-/**
- * The `params` of a `tools/call` the fast path serves, or undefined. Its `_meta` may hold a
- * progress token, `envelope` keys, and keys the SDK passes through untouched (W3C trace context
- * such as `traceparent`, vendor keys): any key outside the protocol's reserved prefix.
- */
-function callParams(params: unknown, envelope: ReadonlySet<string>): CallParams | undefined {
-  if (!isRecord(params) || !membersWithin(params, CALL_PARAMS)) return undefined
-  if (typeof params.name !== 'string') return undefined
-  // The SDK's record parse drops a `__proto__` member of the arguments: leave such a call to it.
-  const args = params.arguments
-  if (args !== undefined && (!isRecord(args) || Object.hasOwn(args, '__proto__'))) return undefined
-  const meta = params._meta
-  if (meta !== undefined) {
-    if (!isRecord(meta)) return undefined
-    for (const key in meta) {
-      if (key === '__proto__' || (key.startsWith(RESERVED_PREFIX) && !envelope.has(key))) return undefined
-    }
-    if (meta.progressToken !== undefined && !isId(meta.progressToken)) return undefined
-  }
-  return params as CallParams
-}
-
-/**
- * Whether two JSON values are the same value (JSON data only: plain objects, arrays, primitives),
- * compared to a bounded depth; deeper values count as different.
- */
-function sameJson(a: unknown, b: unknown, depth = 0): boolean {
-  if (a === b) return true
-  if (depth > 8 || typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false
-    for (let index = 0; index < a.length; index++) if (!sameJson(a[index], b[index], depth + 1)) return false
-    return true
-  }
-  if (Array.isArray(b)) return false
-  let count = 0
-  for (const key in a) {
-    if (!Object.hasOwn(b, key) || !sameJson((a as Message)[key], (b as Message)[key], depth + 1)) return false
-    count++
-  }
-  for (const _ in b) count--
-  return count === 0
-}
-
-/** The era codec the SDK checks results with (the instance's negotiated protocol generation). */
-interface ResultCodec {
-  /** The era's encoding of a result for the wire (2025: tools/list wraps non-object output schemas). */
-  encodeResult(method: string, result: unknown, serverInfo?: unknown): unknown
-  validateResult(
-    method: string,
-    raw: unknown,
-  ): { ok: true; value: unknown } | { ok: false; reason: string; message?: string }
-  /** 2026-07-28: why a request's envelope (its reserved `_meta` keys) is refused, or undefined. */
-  checkInboundEnvelope?(material: { envelope?: Record<string, unknown> }): string | undefined
-  encodeErrorCode?(code: number): number
-}
-
-type CallError = { code?: unknown; message?: string; data?: unknown }
-
-type RequestHandler = (request: { method: string; params?: unknown }, ctx: unknown) => Promise<unknown>
-
-/** The SDK's multi-round-trip seam of a 2026-07-28 `tools/call` (private API, checked at attach). */
-type InputRequiredSeam = (
-  method: string,
-  handler: (request: { params: CallParams }, ctx: CallingContext) => Promise<unknown>,
-  request: { method: string; params: CallParams },
-  ctx: CallingContext & { mcpReq: { requestState(): undefined } },
-) => Promise<unknown>
-
 /** A call served here, until it is answered or cancelled. */
 interface Served {
   stop?: (reason: unknown) => void
@@ -184,17 +61,11 @@ interface Served {
   reason?: unknown
 }
 
-/** What the fast path uses of a 2026-07-28 instance. */
+/** What the fast path uses of a 2026-07-28 instance: its calls, and the revision it was pinned to. */
 interface Modern {
-  server: McpServer['server']
+  calls: ModernCalls
   revision: string
-  seam: InputRequiredSeam
-  serverInfo: () => unknown
-  /** The last envelope the SDK's check accepted (reserved keys only). */
-  accepted?: Message
 }
-
-const noRequestState = (): undefined => undefined
 
 /**
  * Serves the warm call loop of one stdio connection. `claim` looks at each parsed line before the
@@ -240,8 +111,6 @@ export class StdioFastPath {
     const internals = server as unknown as {
       _negotiatedWireCodec?: () => ResultCodec
       _requestHandlers?: Map<string, RequestHandler>
-      _invokeInputRequiredCapableHandler?: InputRequiredSeam
-      _outboundServerInfo?: () => unknown
       _onrequest?: (request: { method?: unknown }, extra: unknown) => void
     }
     const codecOf = internals._negotiatedWireCodec
@@ -274,37 +143,20 @@ export class StdioFastPath {
 
   #attachModern(
     server: McpServer['server'],
-    internals: {
-      _invokeInputRequiredCapableHandler?: InputRequiredSeam
-      _outboundServerInfo?: () => unknown
-      _onrequest?: (request: { method?: unknown }, extra: unknown) => void
-    },
+    internals: { _onrequest?: (request: { method?: unknown }, extra: unknown) => void },
     callTool: CoreCallTool,
   ): boolean {
-    const {
-      _invokeInputRequiredCapableHandler: seam,
-      _outboundServerInfo: serverInfo,
-      _onrequest: onrequest,
-    } = internals
-    if (typeof seam !== 'function' || typeof serverInfo !== 'function' || typeof onrequest !== 'function') {
-      return false
-    }
-    const modern: Modern = {
-      server,
-      revision: '',
-      seam: seam.bind(server) as InputRequiredSeam,
-      serverInfo: () => serverInfo.call(server),
-    }
+    const onrequest = internals._onrequest
+    const calls = ModernCalls.of(server, callTool)
+    if (!calls || typeof onrequest !== 'function') return false
+    const modern: Modern = { calls, revision: '' }
     this.#modern = modern
     // The entry sets the instance's revision after making it, and delivers it a request other than
     // `server/discover` only once it has pinned it for the connection.
     internals._onrequest = (request, extra) => {
       if (!this.#live && request.method !== 'server/discover' && this.#callTool === callTool) {
         const revision = server.getNegotiatedProtocolVersion()
-        const codec = (
-          server as unknown as { _negotiatedWireCodec: () => ResultCodec }
-        )._negotiatedWireCodec()
-        if (typeof revision === 'string' && typeof codec.checkInboundEnvelope === 'function') {
+        if (typeof revision === 'string' && typeof calls.codec().checkInboundEnvelope === 'function') {
           modern.revision = revision
           this.#live = true
         }
@@ -355,30 +207,10 @@ export class StdioFastPath {
     if (!membersWithin(message, REQUEST_MEMBERS)) return undefined
     const call = callParams(params, ENVELOPE_KEYS)
     const meta = call?._meta
-    if (!call || meta === undefined || meta[PROTOCOL_VERSION_META_KEY] !== modern.revision) return undefined
-    // The envelope and the rest of `_meta`, as the SDK lifts them apart.
-    let envelope = meta
-    let rest: Message | undefined
-    for (const key in meta) {
-      if (ENVELOPE_KEYS.has(key)) continue
-      if (rest === undefined) {
-        rest = {}
-        envelope = {}
-        for (const reserved of ENVELOPE_KEYS) if (reserved in meta) envelope[reserved] = meta[reserved]
-      }
-      rest[key] = meta[key]
-    }
-    if (!this.#envelopeAccepted(envelope, modern)) return undefined
-    return () => this.#call(id, call, modern, envelope, rest)
-  }
-
-  /** The SDK's envelope check, run once for each envelope that differs from the last one accepted. */
-  #envelopeAccepted(envelope: Message, modern: Modern): boolean {
-    if (modern.accepted !== undefined && sameJson(envelope, modern.accepted)) return true
-    const codec = (this.#codec as () => ResultCodec)()
-    if (codec.checkInboundEnvelope?.({ envelope }) !== undefined) return false
-    modern.accepted = envelope
-    return true
+    if (!call || meta === undefined) return undefined
+    const lifted = modern.calls.lift(meta, modern.revision)
+    if (!lifted) return undefined
+    return () => this.#callModern(id, call, modern.calls, lifted.envelope, lifted.rest)
   }
 
   /** Stops every call served here (the connection closed); none of them is answered. */
@@ -405,46 +237,50 @@ export class StdioFastPath {
     }
   }
 
-  #call(id: Id, params: CallParams, modern?: Modern, envelope?: Message, meta?: Message): void {
-    const callTool = this.#callTool as CoreCallTool
+  /** Registers a call served here; `settle` answers it unless it was cancelled. */
+  #serve(id: Id): {
+    settle: (answer: ModernAnswer) => void
+    onStop: (stop: (reason: unknown) => void) => void
+  } {
     const served: Served = { cancelled: false }
     this.#served.set(id, served)
+    return {
+      settle: (answer) => {
+        if (this.#served.get(id) === served) this.#served.delete(id)
+        if (served.cancelled) return
+        if (answer.error) this.#answerError(id, answer.error)
+        else this.#answer(id, answer.result)
+      },
+      onStop: (stop) => {
+        served.stop = stop
+        if (served.cancelled) stop(served.reason)
+      },
+    }
+  }
+
+  #call(id: Id, params: CallParams): void {
+    const callTool = this.#callTool as CoreCallTool
+    const { settle, onStop } = this.#serve(id)
+    const mcpReq: CallingContext['mcpReq'] = { id, notify: this.#notify, log: this.#log }
+    if (params._meta !== undefined) mcpReq._meta = params._meta
     // One reaction for both outcomes: no `finally` promise and closure per call.
-    const settle = (result: Message | undefined, error?: CallError): void => {
-      if (this.#served.get(id) === served) this.#served.delete(id)
-      if (served.cancelled) return
-      if (result !== undefined) this.#answerCall(id, result, modern)
-      else this.#answerError(id, error as CallError)
-    }
-    const onStop = (stop: (reason: unknown) => void) => {
-      served.stop = stop
-      if (served.cancelled) stop(served.reason)
-    }
-    if (modern === undefined) {
-      const mcpReq: CallingContext['mcpReq'] = { id, notify: this.#notify, log: this.#log }
-      if (params._meta !== undefined) mcpReq._meta = params._meta
-      callTool(params, { mcpReq }, onStop).then(settle, (error: CallError) => settle(undefined, error ?? {}))
-      return
-    }
-    // The context the SDK gives a 2026-07-28 request: the envelope lifted out of `_meta`, no
-    // request state (a retry that carries one is the SDK's), the seam around the handler.
-    const mcpReq = {
-      id,
-      method: 'tools/call',
-      envelope,
-      requestState: noRequestState,
-      notify: this.#notifyModern,
-      log: (level: string, data: unknown, logger?: string) => this.#logModern(envelope, level, data, logger),
-    } as CallingContext['mcpReq'] & { requestState(): undefined }
-    if (meta !== undefined) mcpReq._meta = meta
-    modern
-      .seam(
-        'tools/call',
-        (request, ctx) => callTool(request.params, ctx, onStop),
-        { method: 'tools/call', params },
-        { mcpReq },
-      )
-      .then(settle as (result: unknown) => void, (error: CallError) => settle(undefined, error ?? {}))
+    callTool(params, { mcpReq }, onStop).then(
+      (result) => settle(checkedCallResult((this.#codec as () => ResultCodec)(), result, false)),
+      (error: CallError) => settle({ error: error ?? {} }),
+    )
+  }
+
+  #callModern(
+    id: Id,
+    params: CallParams,
+    calls: ModernCalls,
+    envelope: Message,
+    rest: Message | undefined,
+  ): void {
+    const { settle, onStop } = this.#serve(id)
+    const log = (level: string, data: unknown, logger?: string) =>
+      this.#logModern(envelope, level, data, logger)
+    void calls.call(id, params, envelope, rest, { notify: this.#notifyModern, log }, onStop).then(settle)
   }
 
   /** A request the SDK's own registered handler serves, called at once and encoded as it encodes. */
@@ -457,56 +293,12 @@ export class StdioFastPath {
     )
   }
 
-  /**
-   * The result as the SDK's tools/call wrapper passes it: checked against the era's schema (an
-   * `input_required` answer, already checked by the seam, is not), then encoded for a 2026-07-28
-   * client as the SDK encodes it.
-   */
-  #answerCall(id: Id, result: Message, modern: Modern | undefined): void {
-    const codec = (this.#codec as () => ResultCodec)()
-    let value: Message = result
-    if (!(modern && isInputRequiredResult(result)) && !plainCallResult(result)) {
-      const normalized =
-        result.content === undefined && !FOREIGN_RESULT_MEMBERS.some((key) => key in result)
-          ? { ...result, content: [] }
-          : result
-      const checked = codec.validateResult('tools/call', normalized)
-      if (!checked.ok) {
-        this.#answerError(id, { code: -32602, message: `Invalid tools/call result: ${checked.message}` })
-        return
-      }
-      value = checked.value as Message
-    }
-    if (modern === undefined) {
-      this.#answer(id, value)
-      return
-    }
-    let encoded: Message
-    try {
-      encoded = codec.encodeResult('tools/call', value, modern.serverInfo()) as Message
-    } catch {
-      this.#answerError(id, { code: -32603, message: 'Internal error' })
-      return
-    }
-    this.#answer(id, encoded)
-  }
-
   #answer(id: Id, result: Message): void {
     this.#post({ result, jsonrpc: '2.0', id })
   }
 
-  #answerError(id: Id, error: { code?: unknown; message?: string; data?: unknown }): void {
-    const code = Number.isSafeInteger(error.code) ? (error.code as number) : -32603
-    this.#post({
-      jsonrpc: '2.0',
-      id,
-      error: {
-        // As the SDK encodes it (both eras): -32002 (resource not found) is -32602 on the wire.
-        code: code === -32002 ? -32602 : code,
-        message: error.message ?? 'Internal error',
-        ...(error.data !== undefined ? { data: error.data } : {}),
-      },
-    })
+  #answerError(id: Id, error: CallError): void {
+    this.#post({ jsonrpc: '2.0', id, error: encodedError(error) })
   }
 
   readonly #notify = (notification: { method: string; params: Record<string, unknown> }): Promise<void> =>
@@ -523,14 +315,15 @@ export class StdioFastPath {
     params: Record<string, unknown>
   }): Promise<void> =>
     this.#modern
-      ? this.#modern.server.notification(notification as never)
+      ? this.#modern.calls.server.notification(notification as never)
       : Promise.reject(new Error('Not connected'))
 
   /** As the SDK logs for a 2026-07-28 request: only at or above the level its envelope opts in to. */
   #logModern(envelope: Message | undefined, level: string, data: unknown, logger?: string): Promise<void> {
     const threshold = envelope?.[LOG_LEVEL_META_KEY]
     const modern = this.#modern
-    if (typeof threshold !== 'string' || !modern?.server.getCapabilities().logging) return Promise.resolve()
+    if (typeof threshold !== 'string' || !modern?.calls.server.getCapabilities().logging)
+      return Promise.resolve()
     if ((LOG_SEVERITY[level] ?? 0) < (LOG_SEVERITY[threshold] ?? 0)) return Promise.resolve()
     return this.#notifyModern({ method: 'notifications/message', params: { level, data, logger } })
   }

@@ -4,6 +4,7 @@ import type { AuthGate } from './auth/gate.js'
 import type { Runtime } from './build-server.js'
 import { useStateSecret } from './client-access.js'
 import { DEFAULT_LIMITS, type HttpContext, type HttpLimits } from './http/context.js'
+import { HttpFastCalls } from './http/fast-call.js'
 import { endpointUrl, frontDoor, listen } from './http/front-door.js'
 import { SessionTable } from './http/sessions.js'
 import { closeEndpoint } from './http/shutdown.js'
@@ -24,6 +25,8 @@ export interface HttpEndpoint {
   port: number
   /** Stops accepting, closes sessions and in-flight requests. */
   close(): Promise<void>
+  /** How many 2026-07-28 tool calls core's HTTP fast path served (0 when it is off). */
+  readonly fastPathServed: number
 }
 
 /**
@@ -37,6 +40,7 @@ export interface HttpEndpoint {
 export async function serveHttp<D, C>(
   runtime: Runtime<D, C>,
   limits: Partial<HttpLimits> = {},
+  options: { fastPath?: boolean } = {},
 ): Promise<HttpEndpoint> {
   const shared = runtime as unknown as Runtime<unknown, unknown>
   const { config, logger, spec } = shared
@@ -64,6 +68,7 @@ export async function serveHttp<D, C>(
       })
     : undefined
   const context: HttpContext = { runtime: shared, limits: settled, sessions, cluster, gate, onerror }
+  if (options.fastPath !== false) context.fastCalls = new HttpFastCalls(shared)
   // /readyz: the server's own upstream (spec.ready) and, with replicas, Redis.
   const readiness = {
     ...serverReadiness(spec, shared.deps),
@@ -94,5 +99,8 @@ export async function serveHttp<D, C>(
     url: endpointUrl(server, config.host),
     port: (server.address() as AddressInfo).port,
     close: () => closeEndpoint({ httpServer: server, sessions, lone, cluster }),
+    get fastPathServed() {
+      return context.fastCalls?.served ?? 0
+    },
   }
 }

@@ -44,9 +44,12 @@ export interface RunningServer<D, C> {
  * Serves a prepared runtime over Streamable HTTP. The HTTP stack is loaded on first use so that
  * stdio servers never pay for it at start-up.
  */
-export async function serveHttp<D, C>(runtime: Runtime<D, C>): Promise<HttpEndpoint> {
+export async function serveHttp<D, C>(
+  runtime: Runtime<D, C>,
+  options: { fastPath?: boolean } = {},
+): Promise<HttpEndpoint> {
   const http = await import('./http.js')
-  return http.serveHttp(runtime)
+  return http.serveHttp(runtime, {}, options)
 }
 
 /** Thrown by {@link prepare} when the process should print and exit instead of serving. */
@@ -208,7 +211,7 @@ export async function run<D, C>(
 
   try {
     if (config.transport === 'http') {
-      http = await serveHttp(runtime)
+      http = await serveHttp(runtime, { fastPath: fastPathEnabled(options.env ?? process.env) })
       logger.info(
         `serving MCP over Streamable HTTP at ${http.url}${config.stateless ? ' (stateless)' : ''}`,
         {

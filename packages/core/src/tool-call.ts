@@ -121,6 +121,11 @@ function taskClientAccess(client: ClientAccess, control: TaskControl): ClientAcc
 /** The parts of the SDK's request context a call reads. */
 export interface CallRequestContext {
   sessionId?: string
+  /**
+   * Core's HTTP fast path (http/fast-call.ts): the request's own session access, whose `onClose`
+   * runs once the request is answered, where the SDK's per-request instance would close.
+   */
+  keelSession?: SessionAccess
   http?: { authInfo?: { token?: string; scopes?: string[] } }
   mcpReq: {
     id: string | number
@@ -258,7 +263,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
       call,
       new RequestChannel<D>(
         ctx,
-        sessionOf(ctx.sessionId),
+        ctx.keelSession ?? sessionOf(ctx.sessionId),
         server,
         logThresholdOf,
         undefined,

@@ -85,6 +85,8 @@ describe('ToolContext.session and ToolContext.auth', () => {
     const modern = await connection(server, { era: 'modern' })
     expect((await ask(modern)).session).toBeNull()
     await expect.poll(() => server.runtime.deps.closed).toContain('request')
+    // The SDK's v2 client sends what core's HTTP fast path serves: the same holds there.
+    expect(server.http.fastPathServed).toBeGreaterThan(0)
   })
 
   it('hands each request its own bearer and none when there is none', async () => {

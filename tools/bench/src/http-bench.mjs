@@ -30,6 +30,31 @@ const HEADERS = {
   accept: 'application/json, text/event-stream',
   'mcp-protocol-version': '2025-06-18',
 }
+/** The same call from a 2026-07-28 client: the `_meta` envelope and the standard headers. */
+const MODERN_BODY = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: {
+    name: 'noop',
+    arguments: { text: 'hello' },
+    _meta: {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientInfo': { name: 'keel-bench', version: '1.0.0' },
+      'io.modelcontextprotocol/clientCapabilities': {},
+    },
+  },
+})
+const MODERN_HEADERS = {
+  ...HEADERS,
+  'mcp-protocol-version': '2026-07-28',
+  'mcp-method': 'tools/call',
+  'mcp-name': 'noop',
+}
+const REQUESTS = {
+  legacy: { body: BODY, headers: HEADERS },
+  modern: { body: MODERN_BODY, headers: MODERN_HEADERS },
+}
 
 /** Spawns a server that prints its URL on stderr; resolves once it listens. */
 function startServer(args) {
@@ -70,22 +95,24 @@ function cpuMs(pid) {
 }
 
 /** One call by hand first: the load must be answers, not errors that happen to be 200s. */
-async function checkAnswer(url) {
-  const response = await fetch(url, { method: 'POST', headers: HEADERS, body: BODY })
+async function checkAnswer(url, era) {
+  const { body, headers } = REQUESTS[era]
+  const response = await fetch(url, { method: 'POST', headers, body })
   const text = await response.text()
   if (!response.ok || !text.includes('"result"') || text.includes('"isError":true')) {
     throw new Error(`${url} answered ${response.status}: ${text.slice(0, 300)}`)
   }
 }
 
-function load(url) {
+function load(url, era) {
+  const { body, headers } = REQUESTS[era]
   return new Promise((resolve, reject) => {
     autocannon(
       {
         url,
         method: 'POST',
-        headers: HEADERS,
-        body: BODY,
+        headers,
+        body,
         connections: CONNECTIONS,
         pipelining: 1,
         duration: SECONDS,
@@ -96,24 +123,26 @@ function load(url) {
 }
 
 export async function run() {
+  const keelArgs = [baseline('keel-noop.mjs'), '--transport', 'http', '--port', '0', '--stateless']
+  const sdkArgs = [baseline('sdk-noop.mjs'), '--http', '0']
+  // Both eras on the same two servers: 2025-era requests (stateless) and 2026-07-28 ones.
   const contenders = [
-    {
-      label: 'keel no-op',
-      args: [baseline('keel-noop.mjs'), '--transport', 'http', '--port', '0', '--stateless'],
-    },
-    { label: 'SDK no-op', args: [baseline('sdk-noop.mjs'), '--http', '0'] },
+    { label: 'keel no-op', args: keelArgs, era: 'legacy' },
+    { label: 'SDK no-op', args: sdkArgs, era: 'legacy' },
+    { label: 'keel no-op, 2026-07-28', args: keelArgs, era: 'modern' },
+    { label: 'SDK no-op, 2026-07-28', args: sdkArgs, era: 'modern' },
   ]
   const servers = []
   try {
     for (const contender of contenders) servers.push(await startServer(contender.args))
-    for (const server of servers) await checkAnswer(server.url)
+    for (const [index, server] of servers.entries()) await checkAnswer(server.url, contenders[index].era)
     // Warm-up: JIT and sockets, unmeasured.
-    for (const server of servers) await load(server.url)
+    for (const [index, server] of servers.entries()) await load(server.url, contenders[index].era)
     const samples = contenders.map(() => ({ rate: [], p50: [], p99: [], cpu: [], errors: 0, total: 0 }))
     for (let round = 0; round < ROUNDS; round++) {
       for (const [index, server] of servers.entries()) {
         const cpuBefore = cpuMs(server.pid)
-        const result = await load(server.url)
+        const result = await load(server.url, contenders[index].era)
         const answered = result.requests.total
         samples[index].rate.push(answered / SECONDS)
         samples[index].p50.push(result.latency.p50)
@@ -123,48 +152,53 @@ export async function run() {
         samples[index].total += answered
       }
     }
-    const [keel, sdk] = samples
     const spread = (values, digits = 0) =>
       `${median(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)})`
     console.log(
       `#### Streamable HTTP, ${CONNECTIONS} concurrent clients (autocannon ${createRequire(import.meta.url)('autocannon/package.json').version}), stateless, ${ROUNDS} alternated rounds of ${SECONDS} s, medians (spread)\n`,
     )
+    const [keel, sdk, keelModern, sdkModern] = samples
+    const ratio = (a, b, higher) =>
+      `${(median(a) / Math.max(higher ? 1e-9 : 1, median(b))).toFixed(2)}×${higher ? ' (higher is better)' : ''}`
     table(
-      ['measure', 'keel no-op', 'SDK no-op', 'keel ÷ SDK'],
+      ['measure', ...contenders.map((contender) => contender.label), 'keel ÷ SDK', 'keel ÷ SDK, 2026-07-28'],
       [
         [
           'calls/s',
-          spread(keel.rate),
-          spread(sdk.rate),
-          `${(median(keel.rate) / median(sdk.rate)).toFixed(2)}× (higher is better)`,
+          ...samples.map((sample) => spread(sample.rate)),
+          ratio(keel.rate, sdk.rate, true),
+          ratio(keelModern.rate, sdkModern.rate, true),
         ],
         [
           'latency p50 (ms)',
-          spread(keel.p50),
-          spread(sdk.p50),
-          `${(median(keel.p50) / Math.max(1, median(sdk.p50))).toFixed(2)}×`,
+          ...samples.map((sample) => spread(sample.p50)),
+          ratio(keel.p50, sdk.p50),
+          ratio(keelModern.p50, sdkModern.p50),
         ],
         [
           'latency p99 (ms)',
-          spread(keel.p99),
-          spread(sdk.p99),
-          `${(median(keel.p99) / median(sdk.p99)).toFixed(2)}×`,
+          ...samples.map((sample) => spread(sample.p99)),
+          ratio(keel.p99, sdk.p99),
+          ratio(keelModern.p99, sdkModern.p99),
         ],
         [
           'server CPU per call (ms)',
-          spread(keel.cpu, 3),
-          spread(sdk.cpu, 3),
-          `${(median(keel.cpu) / median(sdk.cpu)).toFixed(2)}×`,
+          ...samples.map((sample) => spread(sample.cpu, 3)),
+          ratio(keel.cpu, sdk.cpu),
+          ratio(keelModern.cpu, sdkModern.cpu),
         ],
         [
           'errors (non-2xx, resets, timeouts)',
-          `${keel.errors} of ${keel.total.toLocaleString('en')}`,
-          `${sdk.errors} of ${sdk.total.toLocaleString('en')}`,
+          ...samples.map((sample) => `${sample.errors} of ${sample.total.toLocaleString('en')}`),
+          '',
           '',
         ],
       ],
     )
     console.log('\nautocannon measures latency in whole milliseconds.')
+    console.log(
+      `2026-07-28 ÷ 2025, same Keel server: CPU per call ${(median(keelModern.cpu) / median(keel.cpu)).toFixed(2)}×, calls/s ${(median(keelModern.rate) / median(keel.rate)).toFixed(2)}×.`,
+    )
   } finally {
     await Promise.all(servers.map((server) => server.stop()))
   }

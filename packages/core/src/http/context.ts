@@ -3,6 +3,7 @@ import type { AuthInfo } from '@modelcontextprotocol/server'
 import type { AuthGate } from '../auth/gate.js'
 import type { Runtime } from '../instance.js'
 import type { Cluster } from '../scale/cluster.js'
+import type { HttpFastCalls } from './fast-call.js'
 import type { SessionTable } from './sessions.js'
 
 // What the pieces of the HTTP endpoint share: the front door (front-door.ts), session routing
@@ -48,6 +49,8 @@ export interface HttpContext {
   gate: AuthGate | undefined
   /** Transport errors: a debug line, never a crash. */
   onerror: (error: Error) => void
+  /** 2026-07-28 tool calls served without the SDK's per-request work (off with `KEEL_FAST_PATH=0`). */
+  fastCalls?: HttpFastCalls
 }
 
 /**

@@ -1,6 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node'
-import { createMcpHandler, InMemoryServerEventBus, isLegacyRequest } from '@modelcontextprotocol/server'
+import { toNodeHandler } from '@modelcontextprotocol/node'
+import {
+  classifyInboundRequest,
+  createMcpHandler,
+  InMemoryServerEventBus,
+} from '@modelcontextprotocol/server'
 import { createInstance } from '../build-server.js'
 import { ListenWatches, prepareListen } from '../change-streams.js'
 import type { Runtime } from '../instance.js'
@@ -183,6 +187,26 @@ async function withinBudget(
   return false
 }
 
+/**
+ * The SDK's era classification of a POST, as its `isLegacyRequest` makes it (the same function on
+ * the same headers and parsed body), without turning the Node request into a Fetch `Request`.
+ */
+function routeOf(req: IncomingMessage, parsed: unknown): ReturnType<typeof classifyInboundRequest> {
+  if (parsed === undefined)
+    return { kind: 'legacy', reason: 'no-claim' } as ReturnType<typeof classifyInboundRequest>
+  const header = (name: string) => {
+    const value = req.headers[name]
+    return Array.isArray(value) ? value.join(', ') : value
+  }
+  return classifyInboundRequest({
+    httpMethod: (req.method ?? 'POST').toUpperCase(),
+    protocolVersionHeader: header('mcp-protocol-version'),
+    mcpMethodHeader: header('mcp-method'),
+    mcpNameHeader: header('mcp-name'),
+    body: parsed,
+  })
+}
+
 /** Serves a checked POST: routed to its session, served on its own, or opening a session. */
 async function dispatch(
   context: HttpContext,
@@ -201,7 +225,12 @@ async function dispatch(
     await sessions.busy(session, () => session.transport.handleRequest(req, res, routed.message))
     return
   }
-  if (runtime.config.stateless || !(await isLegacyRequest(await toWebRequest(req, parsed), parsed))) {
+  const fast = context.fastCalls?.serve(req, res, parsed)
+  if (fast) {
+    await fast
+    return
+  }
+  if (runtime.config.stateless || routeOf(req, parsed).kind !== 'legacy') {
     await lone.serve(req, res, parsed)
     return
   }

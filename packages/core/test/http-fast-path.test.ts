@@ -1,0 +1,295 @@
+import { request as httpRequest } from 'node:http'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type AnyTool, defineServer, defineTool } from '../src/index.js'
+import { type RunningServer, run } from '../src/run.js'
+import { type FixtureDeps, fixture } from './fixture.js'
+
+// Core's fast path for 2026-07-28 tool calls over Streamable HTTP (http/fast-call.ts) against the
+// SDK's per-request handler: every POST below is sent to a server with the fast path and to one
+// without (KEEL_FAST_PATH=0), and the status, the content type and the answer must be the same.
+
+const VERSION = 'io.modelcontextprotocol/protocolVersion'
+const CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities'
+const INFO = 'io.modelcontextprotocol/clientInfo'
+const LEVEL = 'io.modelcontextprotocol/logLevel'
+
+const envelope = {
+  [VERSION]: '2026-07-28',
+  [INFO]: { name: 'http-fast-path-test', version: '1.0.0' },
+  [CAPABILITIES]: { elicitation: {} },
+}
+
+const askUser = defineTool({
+  name: 'ask_user',
+  title: 'Ask user',
+  description: 'Asks the user for a name.',
+  input: {},
+  annotations: { readOnlyHint: true, openWorldHint: true },
+  async run(_args, { client }) {
+    const result = (await client.elicit({
+      message: 'Your name?',
+      requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+    })) as { action: string; content?: { name?: string } }
+    return { text: `${result.action}: ${result.content?.name ?? ''}` }
+  },
+})
+
+const whoAsks = defineTool({
+  name: 'who_asks',
+  title: 'Who asks',
+  description: 'Names the client that called.',
+  input: {},
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  run: (_args, { client }) => ({
+    text: `asked by ${client.info?.name ?? 'nobody'} ${client.info?.version ?? ''}`,
+  }),
+})
+
+const spec = defineServer({
+  ...fixture,
+  tools: [...(fixture.tools as AnyTool<FixtureDeps>[]), askUser, whoAsks],
+})
+
+type Server = RunningServer<FixtureDeps, unknown> & {
+  http: NonNullable<RunningServer<FixtureDeps, unknown>['http']>
+}
+
+async function start(fastPath: boolean): Promise<Server> {
+  const server = await run(spec, {
+    argv: ['--transport', 'http', '--port', '0', '--toolsets', 'all'],
+    env: { LOG_LEVEL: 'silent', ...(fastPath ? {} : { KEEL_FAST_PATH: '0' }) },
+    manageProcess: false,
+  })
+  if (!server?.http) throw new Error('no http endpoint')
+  return server as Server
+}
+
+interface Answer {
+  status: number
+  type: string | undefined
+  body: unknown
+}
+
+function post(url: string, headers: Record<string, string>, body: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, { method: 'POST', headers }, (response) => {
+      const chunks: Buffer[] = []
+      response.on('data', (chunk: Buffer) => chunks.push(chunk))
+      response.on('end', () => {
+        const text = Buffer.concat(chunks).toString()
+        const type = response.headers['content-type']
+        let parsed: unknown = text
+        // An SSE answer: its message frames, in order.
+        if (type?.startsWith('text/event-stream')) {
+          parsed = text
+            .split('\n\n')
+            .filter((frame) => frame.startsWith('event: message'))
+            .map((frame) => JSON.parse(frame.slice(frame.indexOf('data: ') + 6)))
+        } else if (text) parsed = JSON.parse(text)
+        resolve({ status: response.statusCode ?? 0, type, body: parsed })
+      })
+    })
+    request.on('error', reject)
+    request.end(body)
+  })
+}
+
+/** What differs from one run to the next whoever serves it. */
+const normalized = (answer: Answer) =>
+  JSON.parse(
+    JSON.stringify(answer)
+      .replace(/ref [0-9a-f]{8}/g, 'ref REF')
+      .replace(/"ref":"[0-9a-f]{8}"/g, '"ref":"REF"')
+      .replace(/"requestState":"[^"]+"/g, '"requestState":"STATE"'),
+  )
+
+const headersFor = (name: string | undefined, extra: Record<string, string | undefined> = {}) => {
+  const headers: Record<string, string | undefined> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': 'tools/call',
+    ...(name !== undefined ? { 'mcp-name': name } : {}),
+    ...extra,
+  }
+  for (const key of Object.keys(headers)) if (headers[key] === undefined) delete headers[key]
+  return headers as Record<string, string>
+}
+
+const call = (
+  id: number,
+  name: string,
+  args: unknown = {},
+  meta: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+) => {
+  const merged: Record<string, unknown> = { ...envelope, ...meta }
+  for (const key of Object.keys(merged)) if (merged[key] === undefined) delete merged[key]
+  return JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name, ...(args !== undefined ? { arguments: args } : {}), _meta: merged, ...extra },
+  })
+}
+
+// Each step: headers and body of one POST.
+const script: Array<{ headers: Record<string, string>; body: string }> = [
+  { headers: headersFor('echo'), body: call(1, 'echo', { message: 'hi', times: 2 }) },
+  { headers: headersFor('echo'), body: call(2, 'echo', { message: 5 }) },
+  { headers: headersFor('no_such_tool'), body: call(3, 'no_such_tool') },
+  { headers: headersFor('fail'), body: call(4, 'fail', { how: 'tool_error' }) },
+  { headers: headersFor('fail'), body: call(5, 'fail', { how: 'crash' }) },
+  { headers: headersFor('fail'), body: call(6, 'fail', { how: 'secret' }) },
+  { headers: headersFor('fail'), body: call(7, 'fail', { how: 'bad_output' }) },
+  { headers: headersFor('get_picture'), body: call(8, 'get_picture') },
+  { headers: headersFor('hang'), body: call(9, 'hang') },
+  { headers: headersFor('increment'), body: call(10, 'increment') },
+  { headers: headersFor('ask_user'), body: call(11, 'ask_user') },
+  { headers: headersFor('ask_user'), body: call(12, 'ask_user', {}, { [CAPABILITIES]: {} }) },
+  { headers: headersFor('who_asks'), body: call(13, 'who_asks') },
+  { headers: headersFor('who_asks'), body: call(14, 'who_asks', {}, { [INFO]: undefined }) },
+  {
+    headers: headersFor('echo'),
+    body: call(
+      15,
+      'echo',
+      { message: 'x' },
+      { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+    ),
+  },
+  // Left to the SDK: progress or log messages asked for (they may precede the result), a retry,
+  // headers missing or disagreeing, another revision, a bad envelope or content type.
+  { headers: headersFor('slow'), body: call(16, 'slow', { steps: 2, step_ms: 1 }, { progressToken: 'p16' }) },
+  { headers: headersFor('slow'), body: call(17, 'slow', { steps: 1, step_ms: 1 }, { [LEVEL]: 'info' }) },
+  { headers: headersFor('slow'), body: call(18, 'slow', { steps: 1, step_ms: 1 }) },
+  {
+    headers: headersFor('ask_user'),
+    body: call(19, 'ask_user', {}, {}, { inputResponses: { keel_elicit_0: { action: 'decline' } } }),
+  },
+  { headers: headersFor('ask_user'), body: call(20, 'ask_user', {}, {}, { requestState: 'forged' }) },
+  { headers: headersFor(undefined), body: call(21, 'echo', { message: 'x' }) },
+  { headers: headersFor('other'), body: call(22, 'echo', { message: 'x' }) },
+  { headers: headersFor('echo', { 'mcp-method': undefined }), body: call(23, 'echo', { message: 'x' }) },
+  { headers: headersFor('echo', { 'mcp-method': 'tools/list' }), body: call(24, 'echo', { message: 'x' }) },
+  {
+    headers: headersFor('echo', { 'mcp-protocol-version': undefined }),
+    body: call(25, 'echo', { message: 'x' }),
+  },
+  {
+    headers: headersFor('echo', { 'mcp-protocol-version': '2025-06-18' }),
+    body: call(26, 'echo', { message: 'x' }),
+  },
+  { headers: headersFor('echo', { 'mcp-name': ' echo' }), body: call(27, 'echo', { message: 'x' }) },
+  {
+    headers: headersFor('echo', { 'mcp-protocol-version': '2099-01-01' }),
+    body: call(28, 'echo', { message: 'x' }, { [VERSION]: '2099-01-01' }),
+  },
+  { headers: headersFor('echo'), body: call(29, 'echo', { message: 'x' }, { [CAPABILITIES]: undefined }) },
+  { headers: headersFor('echo'), body: call(30, 'echo', { message: 'x' }, { [INFO]: { name: 5 } }) },
+  { headers: headersFor('echo', { 'content-type': 'text/plain' }), body: call(31, 'echo', { message: 'x' }) },
+  {
+    headers: headersFor('echo'),
+    body: call(32, 'echo', { message: 'x' }, { 'io.modelcontextprotocol/related-task': { taskId: 5 } }),
+  },
+  {
+    headers: headersFor('echo'),
+    body: `{"jsonrpc":"2.0","id":33,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x","__proto__":{"times":3}},"_meta":${JSON.stringify(envelope)}}}`,
+  },
+  {
+    headers: headersFor(undefined, { 'mcp-method': 'tools/list' }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 34, method: 'tools/list', params: { _meta: envelope } }),
+  },
+  {
+    headers: headersFor('echo', { 'mcp-protocol-version': '2025-06-18' }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 35,
+      method: 'tools/call',
+      params: { name: 'echo', arguments: {} },
+    }),
+  },
+  { headers: headersFor('echo'), body: call(36, 'echo', [], {}) },
+  { headers: headersFor('echo'), body: call(37, 'echo', { message: 'é ✓ \u2028 "quoted"' }) },
+]
+
+describe('Streamable HTTP fast path, 2026-07-28 tool calls', () => {
+  let fast: Server
+  let sdk: Server
+  beforeAll(async () => {
+    fast = await start(true)
+    sdk = await start(false)
+  })
+  afterAll(async () => {
+    await fast?.close('test done')
+    await sdk?.close('test done')
+  })
+
+  it('answers every POST of the script as the SDK does', async () => {
+    const answers = { fast: [] as Answer[], sdk: [] as Answer[] }
+    const served: number[] = []
+    for (const step of script) {
+      const before = fast.http.fastPathServed
+      answers.fast.push(normalized(await post(fast.http.url, step.headers, step.body)))
+      served.push(fast.http.fastPathServed - before)
+      answers.sdk.push(normalized(await post(sdk.http.url, step.headers, step.body)))
+    }
+    expect(answers.fast).toEqual(answers.sdk)
+    expect(sdk.http.fastPathServed).toBe(0)
+    // Served here: the plain calls (1–15, 18, 37, and 27, whose header's surrounding whitespace
+    // Node drops as the Fetch API does), whatever their answer; the SDK: everything else.
+    const plain = new Set([17, 26, 36])
+    expect(served).toEqual(script.map((_, index) => (index < 15 || plain.has(index) ? 1 : 0)))
+    // What the script exercises, read off the answers.
+    const body = (index: number) =>
+      answers.fast[index]?.body as { result?: Record<string, unknown>; error?: { code: number } }
+    expect(answers.fast[0]).toMatchObject({ status: 200, type: 'application/json' })
+    expect(body(0).result).toMatchObject({ resultType: 'complete', structuredContent: { echoed: 'hi hi' } })
+    expect(body(10).result).toMatchObject({ resultType: 'input_required', requestState: 'STATE' })
+    expect(answers.fast[11]).toMatchObject({ status: 400, body: { error: { code: -32021 } } })
+    expect(body(12).result).toMatchObject({ content: [{ text: 'asked by http-fast-path-test 1.0.0' }] })
+    expect(answers.fast[15]?.type).toBe('text/event-stream')
+    expect(answers.fast[20]?.status).toBe(400)
+  })
+
+  it('completes an elicitation round: the question here, the retry through the SDK', async () => {
+    const asked = (await post(fast.http.url, headersFor('ask_user'), call(40, 'ask_user'))).body as {
+      result: { inputRequests: Record<string, unknown>; requestState: string }
+    }
+    const [key] = Object.keys(asked.result.inputRequests)
+    const answered = await post(
+      fast.http.url,
+      headersFor('ask_user'),
+      call(
+        41,
+        'ask_user',
+        {},
+        {},
+        {
+          inputResponses: { [key as string]: { action: 'accept', content: { name: 'Ada' } } },
+          requestState: asked.result.requestState,
+        },
+      ),
+    )
+    expect(answered.body).toMatchObject({ result: { content: [{ type: 'text', text: 'accept: Ada' }] } })
+  })
+
+  it('stops a call whose client hangs up', async () => {
+    const deps = fast.runtime.deps
+    const before = deps.seenSignals.length
+    const request = httpRequest(fast.http.url, { method: 'POST', headers: headersFor('slow') })
+    request.on('error', () => {})
+    request.end(call(42, 'slow', { steps: 100, step_ms: 50 }))
+    for (let tries = 0; tries < 200 && deps.seenSignals.length === before; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    const signal = deps.seenSignals[before]
+    expect(signal?.aborted).toBe(false)
+    const aborted = new Promise((resolve) => signal?.addEventListener('abort', resolve, { once: true }))
+    request.destroy()
+    await aborted
+    expect(signal?.aborted).toBe(true)
+    const after = await post(fast.http.url, headersFor('echo'), call(43, 'echo', { message: 'still here' }))
+    expect(after.body).toMatchObject({ result: { structuredContent: { echoed: 'still here' } } })
+  })
+})
