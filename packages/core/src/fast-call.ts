@@ -157,6 +157,9 @@ export type InputRequiredSeam = (
 
 const noRequestState = (): undefined => undefined
 
+/** How many accepted envelopes {@link ModernCalls} remembers. */
+const ACCEPTED_ENVELOPES = 8
+
 /** What a 2026-07-28 call's context carries besides its id and envelope. */
 export interface ModernCallExtras {
   /** Over Streamable HTTP: the request's verified credential. */
@@ -176,8 +179,11 @@ export type ModernAnswer = { result: Message; error?: undefined } | { result?: u
  * is no fast path and the SDK serves every call.
  */
 export class ModernCalls {
-  /** The last envelope the SDK's check accepted (reserved keys only). */
-  #accepted: Message | undefined
+  /**
+   * The last few envelopes the SDK's check accepted (reserved keys only), newest first: a stdio
+   * client repeats one; an HTTP endpoint serves a few clients at a time.
+   */
+  readonly #accepted: Message[] = []
 
   private constructor(
     readonly server: McpServer['server'],
@@ -227,12 +233,13 @@ export class ModernCalls {
     return this.#accepts(envelope) ? { envelope, rest } : undefined
   }
 
-  /** The SDK's envelope check, run once for each envelope that differs from the last one accepted. */
+  /** The SDK's envelope check, run once for each envelope that differs from those last accepted. */
   #accepts(envelope: Message): boolean {
-    if (this.#accepted !== undefined && sameJson(envelope, this.#accepted)) return true
+    for (const known of this.#accepted) if (sameJson(envelope, known)) return true
     const check = this.codec().checkInboundEnvelope
     if (typeof check !== 'function' || check({ envelope }) !== undefined) return false
-    this.#accepted = envelope
+    this.#accepted.unshift(envelope)
+    if (this.#accepted.length > ACCEPTED_ENVELOPES) this.#accepted.pop()
     return true
   }
 

@@ -144,9 +144,19 @@ export class HttpFastCalls {
 
   #write(res: ServerResponse, id: string | number, answer: ModernAnswer): void {
     if (res.destroyed || res.writableEnded) return
-    const body = answer.error
-      ? JSON.stringify({ jsonrpc: '2.0', id, error: encodedError(answer.error) })
-      : JSON.stringify({ result: answer.result, jsonrpc: '2.0', id })
+    let body: string
+    try {
+      body = answer.error
+        ? JSON.stringify({ jsonrpc: '2.0', id, error: encodedError(answer.error) })
+        : JSON.stringify({ result: answer.result, jsonrpc: '2.0', id })
+    } catch (error) {
+      this.#runtime.logger.error('a tool call answer could not be encoded', {
+        error: (error as Error).message,
+      })
+      res.writeHead(500, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: 'Internal error' } }))
+      return
+    }
     // As the SDK answers: 200 with the JSON-RPC answer, except a missing client capability (400).
     const status = answer.error && encodedError(answer.error).code === -32021 ? 400 : 200
     res.writeHead(status, { 'content-type': 'application/json' })
