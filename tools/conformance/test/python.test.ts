@@ -107,6 +107,34 @@ describe('a 2026-07-28 request that asks for no log level', () => {
   })
 })
 
+describe('2026-07-28 tool calls over Streamable HTTP with the Python MCP SDK, no log level asked', () => {
+  // Calls that ask for no progress and no log messages are served by core's HTTP fast path; the
+  // same steps against the same bin with it off (KEEL_FAST_PATH=0) must give the same results.
+  const steps = [
+    { op: 'call_tool' as const, name: 'test_simple_text' },
+    { op: 'call_tool' as const, name: 'test_image_content' },
+    { op: 'call_tool' as const, name: 'test_multiple_content_types' },
+    { op: 'call_tool' as const, name: 'test_error_handling' },
+    { op: 'call_tool' as const, name: 'test_input_required_result_elicitation' },
+    { op: 'call_tool' as const, name: 'test_input_required_result_multi_round' },
+  ]
+  const runWith = async (env: Record<string, string>) => {
+    const server = await spawnHttp(process.execPath, [BIN], { env })
+    servers.push(server)
+    return runPythonClient({ target: { url: server.url }, mode: 'auto', elicit, steps })
+  }
+
+  it('gives the same results with core’s fast path as through the SDK', async () => {
+    const fast = await runWith({})
+    const sdk = await runWith({ KEEL_FAST_PATH: '0' })
+    expect(fast.protocolVersion).toBe('2026-07-28')
+    expect(fast.results).toEqual(sdk.results)
+    expect(text(ok(fast, 0))).toBeTruthy()
+    expect(text(ok(fast, 4))).toBe('Hello, Ada!')
+    expect(logLevels(fast)).toEqual([])
+  })
+})
+
 describe('the initialize handshake with the Python MCP SDK', () => {
   it('keeps logging/setLevel and in-call elicitation working as in 2025', async () => {
     const run = await runPythonClient({

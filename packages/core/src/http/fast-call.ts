@@ -159,7 +159,7 @@ export class HttpFastCalls {
     }
     // As the SDK answers: 200 with the JSON-RPC answer, except a missing client capability (400).
     const status = answer.error && encodedError(answer.error).code === -32021 ? 400 : 200
-    res.writeHead(status, { 'content-type': 'application/json' })
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
     res.end(body)
   }
 
