@@ -2,36 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { defineServer, defineTool } from '../src/index.js'
 import { type RunningServer, run } from '../src/run.js'
 import { type Connection, connectInMemory, type InMemoryOptions } from '../src/testing/index.js'
-
-const askModel = defineTool({
-  name: 'ask_model',
-  title: 'Ask model',
-  description: "Asks the client's model one question.",
-  input: {},
-  annotations: { readOnlyHint: true, openWorldHint: true },
-  async run(_args, { client }) {
-    const result = (await client.sample({
-      messages: [{ role: 'user', content: { type: 'text', text: 'Say hi' } }],
-      maxTokens: 10,
-    })) as { content: { text: string } }
-    return { text: `model said: ${result.content.text}` }
-  },
-})
-
-const askUser = defineTool({
-  name: 'ask_user',
-  title: 'Ask user',
-  description: 'Asks the user for a name.',
-  input: {},
-  annotations: { readOnlyHint: true, openWorldHint: true },
-  async run(_args, { client }) {
-    const result = (await client.elicit({
-      message: 'Your name?',
-      requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-    })) as { action: string; content?: { name?: string } }
-    return { text: `${result.action}: ${result.content?.name ?? ''}` }
-  },
-})
+import { askModel, askUser } from './fast-path-harness.js'
 
 const spec = defineServer({
   name: 'client-access',

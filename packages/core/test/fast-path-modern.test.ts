@@ -1,132 +1,45 @@
 import { PassThrough } from 'node:stream'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type AnyTool, defineServer, defineTool } from '../src/index.js'
 import { prepare } from '../src/run.js'
 import { serveStdioRuntime } from '../src/serve-stdio.js'
-import { type FixtureDeps, fixture } from './fixture.js'
+import {
+  askingFixture,
+  CAPABILITIES,
+  envelopeOf,
+  INFO,
+  LEVEL,
+  type Message,
+  normalized,
+  stdioConnection,
+  VERSION,
+  withChanges,
+} from './fast-path-harness.js'
 
 // Core's stdio fast path on a 2026-07-28 connection (fast-path.ts) against the SDK's own handling
 // of the same lines: every request below is answered on a server with the fast path and on one
 // without, and the answers (and the notifications in between) must be the same.
 
-type Message = Record<string, unknown> & { id?: unknown; method?: string }
-
-const VERSION = 'io.modelcontextprotocol/protocolVersion'
-const CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities'
-const INFO = 'io.modelcontextprotocol/clientInfo'
-const LEVEL = 'io.modelcontextprotocol/logLevel'
-
-const envelope = {
-  [VERSION]: '2026-07-28',
-  [INFO]: { name: 'fast-path-modern-test', version: '1.0.0' },
-  [CAPABILITIES]: { elicitation: {} },
-}
-
-const askUser = defineTool({
-  name: 'ask_user',
-  title: 'Ask user',
-  description: 'Asks the user for a name.',
-  input: {},
-  annotations: { readOnlyHint: true, openWorldHint: true },
-  async run(_args, { client }) {
-    const result = (await client.elicit({
-      message: 'Your name?',
-      requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-    })) as { action: string; content?: { name?: string } }
-    return { text: `${result.action}: ${result.content?.name ?? ''}` }
-  },
-})
-
-const askModel = defineTool({
-  name: 'ask_model',
-  title: 'Ask model',
-  description: "Asks the client's model one question.",
-  input: {},
-  annotations: { readOnlyHint: true, openWorldHint: true },
-  async run(_args, { client }) {
-    const result = (await client.sample({
-      messages: [{ role: 'user', content: { type: 'text', text: 'Say hi' } }],
-      maxTokens: 10,
-    })) as { content: { text: string } }
-    return { text: `model said: ${result.content.text}` }
-  },
-})
-
-const spec = defineServer({
-  ...fixture,
-  tools: [...(fixture.tools as AnyTool<FixtureDeps>[]), askUser, askModel],
-})
+const envelope = envelopeOf('fast-path-modern-test')
+const spec = askingFixture()
 
 const open: Array<() => Promise<void>> = []
 afterEach(async () => {
   for (const close of open.splice(0)) await close()
 })
 
+/** A 2026-07-28 stdio connection to the fixture, pinned by its first call (after a discovery). */
 async function serve(fastPath: boolean, opening: 'discover' | 'call' = 'discover') {
-  const shutdown = new AbortController()
-  const runtime = await prepare(spec, {
-    argv: ['--toolsets', 'all'],
-    env: { LOG_LEVEL: 'silent' },
-    shutdownSignal: shutdown.signal,
-  })
-  const input = new PassThrough()
-  const output = new PassThrough()
-  const seen: Message[] = []
-  const waiters: Array<{ test: (message: Message) => boolean; resolve: (message: Message) => void }> = []
-  let buffered = ''
-  output.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString()
-    let newline = buffered.indexOf('\n')
-    while (newline !== -1) {
-      const message = JSON.parse(buffered.slice(0, newline)) as Message
-      buffered = buffered.slice(newline + 1)
-      newline = buffered.indexOf('\n')
-      seen.push(message)
-      for (const waiter of waiters.splice(0)) {
-        if (waiter.test(message)) waiter.resolve(message)
-        else waiters.push(waiter)
-      }
-    }
-  })
-  const served = serveStdioRuntime(runtime, { input, output, fastPath })
-  open.push(async () => {
-    shutdown.abort()
-    await served.close()
-  })
-  const next = (test: (message: Message) => boolean) =>
-    new Promise<Message>((resolve) => {
-      const found = seen.find(test)
-      if (found) resolve(found)
-      else waiters.push({ test, resolve })
-    })
-  /** Writes raw lines; resolves with everything written out until the answer to `id`. */
-  const exchange = async (lines: string, id: unknown) => {
-    const from = seen.length
-    input.write(lines.endsWith('\n') ? lines : `${lines}\n`)
-    await next((message) => message.id === id && message.method === undefined)
-    return seen.slice(from)
-  }
-  const request = (id: unknown, method: string, params?: unknown) =>
-    exchange(JSON.stringify({ jsonrpc: '2.0', id, method, ...(params !== undefined ? { params } : {}) }), id)
-  if (opening === 'discover') await request(0, 'server/discover', { _meta: envelope })
+  const server = await stdioConnection(spec, { fastPath })
+  open.push(server.close)
+  if (opening === 'discover') await server.request(0, 'server/discover', { _meta: envelope })
   // The connection's first request after the discovery: the SDK pins its instance on it.
-  await request('warm', 'tools/call', { name: 'echo', arguments: { message: 'warm' }, _meta: envelope })
-  const write = (line: string) => input.write(`${line}\n`)
-  return { runtime, served, shutdown, request, exchange, write, seen, next }
+  await server.request('warm', 'tools/call', {
+    name: 'echo',
+    arguments: { message: 'warm' },
+    _meta: envelope,
+  })
+  return server
 }
-
-/**
- * What differs from one run to the next whoever serves it: the error reference of an internal
- * failure (random per call), the duration in a call's debug line, and a signed request state.
- */
-const normalized = (messages: Message[]) =>
-  JSON.parse(
-    JSON.stringify(messages)
-      .replace(/ref [0-9a-f]{8}/g, 'ref REF')
-      .replace(/"ref":"[0-9a-f]{8}"/g, '"ref":"REF"')
-      .replace(/"durationMs":[0-9.]+/g, '"durationMs":0')
-      .replace(/"requestState":"[^"]+"/g, '"requestState":"STATE"'),
-  )
 
 /** A call's params with the envelope (and whatever else `meta` adds to or takes from `_meta`). */
 const call = (
@@ -134,11 +47,12 @@ const call = (
   args?: unknown,
   meta: Record<string, unknown> = {},
   extra: Record<string, unknown> = {},
-) => {
-  const merged: Record<string, unknown> = { ...envelope, ...meta }
-  for (const key of Object.keys(merged)) if (merged[key] === undefined) delete merged[key]
-  return { name, ...(args !== undefined ? { arguments: args } : {}), _meta: merged, ...extra }
-}
+) => ({
+  name,
+  ...(args !== undefined ? { arguments: args } : {}),
+  _meta: withChanges(envelope, meta),
+  ...extra,
+})
 
 // Each entry: [id, method, params] or a raw line with the id it is answered under.
 const script: Array<[unknown, string, unknown?] | { line: string; id: unknown }> = [

@@ -1,7 +1,5 @@
-import { PassThrough } from 'node:stream'
 import { afterEach, describe, expect, it } from 'vitest'
-import { prepare } from '../src/run.js'
-import { serveStdioRuntime } from '../src/serve-stdio.js'
+import { type Message, normalized, stdioConnection } from './fast-path-harness.js'
 import { fixture } from './fixture.js'
 
 // Core's stdio fast path (fast-path.ts) against the SDK's own handling of the same lines: every
@@ -9,81 +7,24 @@ import { fixture } from './fixture.js'
 // (and the notifications in between) must be the same. The 2026-07-28 generation's own script is
 // fast-path-modern.test.ts.
 
-type Message = Record<string, unknown> & { id?: unknown; method?: string }
-
 const open: Array<() => Promise<void>> = []
 afterEach(async () => {
   for (const close of open.splice(0)) await close()
 })
 
+/** A 2025-era stdio connection to the fixture, initialized and warm. */
 async function serve(fastPath: boolean) {
-  const shutdown = new AbortController()
-  const runtime = await prepare(fixture, {
-    argv: ['--toolsets', 'all'],
-    env: { LOG_LEVEL: 'silent' },
-    shutdownSignal: shutdown.signal,
-  })
-  const input = new PassThrough()
-  const output = new PassThrough()
-  const seen: Message[] = []
-  const waiters: Array<{ test: (message: Message) => boolean; resolve: (message: Message) => void }> = []
-  let buffered = ''
-  output.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString()
-    let newline = buffered.indexOf('\n')
-    while (newline !== -1) {
-      const message = JSON.parse(buffered.slice(0, newline)) as Message
-      buffered = buffered.slice(newline + 1)
-      newline = buffered.indexOf('\n')
-      seen.push(message)
-      for (const waiter of waiters.splice(0)) {
-        if (waiter.test(message)) waiter.resolve(message)
-        else waiters.push(waiter)
-      }
-    }
-  })
-  const served = serveStdioRuntime(runtime, { input, output, fastPath })
-  open.push(async () => {
-    shutdown.abort()
-    await served.close()
-  })
-  const next = (test: (message: Message) => boolean) =>
-    new Promise<Message>((resolve) => {
-      const found = seen.find(test)
-      if (found) resolve(found)
-      else waiters.push({ test, resolve })
-    })
-  /** Writes raw lines; resolves with everything written out until the answer to `id`. */
-  const exchange = async (lines: string, id: unknown) => {
-    const from = seen.length
-    input.write(lines.endsWith('\n') ? lines : `${lines}\n`)
-    await next((message) => message.id === id && message.method === undefined)
-    return seen.slice(from)
-  }
-  const request = (id: unknown, method: string, params?: unknown) =>
-    exchange(JSON.stringify({ jsonrpc: '2.0', id, method, ...(params !== undefined ? { params } : {}) }), id)
-  await request(0, 'initialize', {
+  const server = await stdioConnection(fixture, { fastPath })
+  open.push(server.close)
+  await server.request(0, 'initialize', {
     protocolVersion: '2025-06-18',
     capabilities: {},
     clientInfo: { name: 'fast-path-test', version: '1.0.0' },
   })
-  input.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-  await request('warm', 'ping')
-  const write = (line: string) => input.write(`${line}\n`)
-  return { runtime, served, shutdown, request, exchange, write, seen, next }
+  server.write('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+  await server.request('warm', 'ping')
+  return server
 }
-
-/**
- * What differs from one run to the next whoever serves it: the error reference of an internal
- * failure (random per call) and the duration in a call's debug line.
- */
-const normalized = (messages: Message[]) =>
-  JSON.parse(
-    JSON.stringify(messages)
-      .replace(/ref [0-9a-f]{8}/g, 'ref REF')
-      .replace(/"ref":"[0-9a-f]{8}"/g, '"ref":"REF"')
-      .replace(/"durationMs":[0-9.]+/g, '"durationMs":0'),
-  )
 
 const call = (name: string, args?: unknown, extra: Record<string, unknown> = {}) => ({
   name,

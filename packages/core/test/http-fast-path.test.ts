@@ -1,38 +1,24 @@
 import { request as httpRequest } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type AnyTool, defineServer, defineTool } from '../src/index.js'
+import { defineTool } from '../src/index.js'
 import { type RunningServer, run } from '../src/run.js'
-import { type FixtureDeps, fixture } from './fixture.js'
+import {
+  askingFixture,
+  CAPABILITIES,
+  envelopeOf,
+  INFO,
+  LEVEL,
+  normalized,
+  VERSION,
+  withChanges,
+} from './fast-path-harness.js'
+import type { FixtureDeps } from './fixture.js'
 
 // Core's fast path for 2026-07-28 tool calls over Streamable HTTP (http/fast-call.ts) against the
 // SDK's per-request handler: every POST below is sent to a server with the fast path and to one
 // without (KEEL_FAST_PATH=0), and the status, the content type and the answer must be the same.
 
-const VERSION = 'io.modelcontextprotocol/protocolVersion'
-const CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities'
-const INFO = 'io.modelcontextprotocol/clientInfo'
-const LEVEL = 'io.modelcontextprotocol/logLevel'
-
-const envelope = {
-  [VERSION]: '2026-07-28',
-  [INFO]: { name: 'http-fast-path-test', version: '1.0.0' },
-  [CAPABILITIES]: { elicitation: {} },
-}
-
-const askUser = defineTool({
-  name: 'ask_user',
-  title: 'Ask user',
-  description: 'Asks the user for a name.',
-  input: {},
-  annotations: { readOnlyHint: true, openWorldHint: true },
-  async run(_args, { client }) {
-    const result = (await client.elicit({
-      message: 'Your name?',
-      requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-    })) as { action: string; content?: { name?: string } }
-    return { text: `${result.action}: ${result.content?.name ?? ''}` }
-  },
-})
+const envelope = envelopeOf('http-fast-path-test')
 
 const whoAsks = defineTool({
   name: 'who_asks',
@@ -45,10 +31,7 @@ const whoAsks = defineTool({
   }),
 })
 
-const spec = defineServer({
-  ...fixture,
-  tools: [...(fixture.tools as AnyTool<FixtureDeps>[]), askUser, whoAsks],
-})
+const spec = askingFixture(whoAsks)
 
 type Server = RunningServer<FixtureDeps, unknown> & {
   http: NonNullable<RunningServer<FixtureDeps, unknown>['http']>
@@ -94,15 +77,6 @@ function post(url: string, headers: Record<string, string>, body: string): Promi
   })
 }
 
-/** What differs from one run to the next whoever serves it. */
-const normalized = (answer: Answer) =>
-  JSON.parse(
-    JSON.stringify(answer)
-      .replace(/ref [0-9a-f]{8}/g, 'ref REF')
-      .replace(/"ref":"[0-9a-f]{8}"/g, '"ref":"REF"')
-      .replace(/"requestState":"[^"]+"/g, '"requestState":"STATE"'),
-  )
-
 const headersFor = (name: string | undefined, extra: Record<string, string | undefined> = {}) => {
   const headers: Record<string, string | undefined> = {
     'content-type': 'application/json',
@@ -122,16 +96,18 @@ const call = (
   args: unknown = {},
   meta: Record<string, unknown> = {},
   extra: Record<string, unknown> = {},
-) => {
-  const merged: Record<string, unknown> = { ...envelope, ...meta }
-  for (const key of Object.keys(merged)) if (merged[key] === undefined) delete merged[key]
-  return JSON.stringify({
+) =>
+  JSON.stringify({
     jsonrpc: '2.0',
     id,
     method: 'tools/call',
-    params: { name, ...(args !== undefined ? { arguments: args } : {}), _meta: merged, ...extra },
+    params: {
+      name,
+      ...(args !== undefined ? { arguments: args } : {}),
+      _meta: withChanges(envelope, meta),
+      ...extra,
+    },
   })
-}
 
 // Each step: headers and body of one POST.
 const script: Array<{ headers: Record<string, string>; body: string }> = [
