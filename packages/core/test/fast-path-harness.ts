@@ -138,3 +138,19 @@ export async function stdioConnection(
   }
   return { runtime, served, shutdown, request, exchange, write, seen, next, close }
 }
+
+/** One step of a script: `[id, method, params]`, or a raw line with the id it is answered under. */
+export type ScriptStep = [unknown, string, unknown?] | { line: string; id: unknown }
+
+/** Sends each step in turn and gathers, normalized, everything written out until each answer. */
+export async function playScript(server: Awaited<ReturnType<typeof stdioConnection>>, script: ScriptStep[]) {
+  const answers: Message[][] = []
+  for (const step of script) {
+    answers.push(
+      Array.isArray(step)
+        ? await server.request(step[0], step[1], step[2])
+        : await server.exchange(step.line, step.id),
+    )
+  }
+  return normalized(answers.flat())
+}

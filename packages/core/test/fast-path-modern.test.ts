@@ -10,6 +10,8 @@ import {
   LEVEL,
   type Message,
   normalized,
+  playScript,
+  type ScriptStep,
   stdioConnection,
   VERSION,
   withChanges,
@@ -55,7 +57,7 @@ const call = (
 })
 
 // Each entry: [id, method, params] or a raw line with the id it is answered under.
-const script: Array<[unknown, string, unknown?] | { line: string; id: unknown }> = [
+const script: ScriptStep[] = [
   [1, 'tools/call', call('echo', { message: 'hi', times: 2 })],
   [2, 'tools/call', call('echo')],
   [3, 'tools/call', call('echo', { message: 5 })],
@@ -153,15 +155,7 @@ const script: Array<[unknown, string, unknown?] | { line: string; id: unknown }>
 
 async function transcript(fastPath: boolean) {
   const server = await serve(fastPath)
-  const answers: Message[][] = []
-  for (const step of script) {
-    answers.push(
-      Array.isArray(step)
-        ? await server.request(step[0], step[1], step[2])
-        : await server.exchange(step.line, step.id),
-    )
-  }
-  return { answers: normalized(answers.flat()), server }
+  return { answers: await playScript(server, script), server }
 }
 
 describe('stdio fast path, 2026-07-28', () => {

@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Message, normalized, stdioConnection } from './fast-path-harness.js'
+import {
+  type Message,
+  normalized,
+  playScript,
+  type ScriptStep,
+  stdioConnection,
+} from './fast-path-harness.js'
 import { fixture } from './fixture.js'
 
 // Core's stdio fast path (fast-path.ts) against the SDK's own handling of the same lines: every
@@ -33,7 +39,7 @@ const call = (name: string, args?: unknown, extra: Record<string, unknown> = {})
 })
 
 // Each entry: [id, method, params] or a raw line with the id it is answered under.
-const script: Array<[unknown, string, unknown?] | { line: string; id: unknown }> = [
+const script: ScriptStep[] = [
   [1, 'tools/call', call('echo', { message: 'hi', times: 2 })],
   [2, 'tools/call', call('echo')],
   [3, 'tools/call', call('echo', { message: 5 })],
@@ -126,15 +132,7 @@ const script: Array<[unknown, string, unknown?] | { line: string; id: unknown }>
 
 async function transcript(fastPath: boolean) {
   const server = await serve(fastPath)
-  const answers: Message[][] = []
-  for (const step of script) {
-    answers.push(
-      Array.isArray(step)
-        ? await server.request(step[0], step[1], step[2])
-        : await server.exchange(step.line, step.id),
-    )
-  }
-  return { answers: normalized(answers.flat()), server }
+  return { answers: await playScript(server, script), server }
 }
 
 describe('stdio fast path', () => {
