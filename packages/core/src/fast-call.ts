@@ -244,6 +244,17 @@ export class ModernCalls {
   }
 
   /**
+   * Whether a log message at `level` goes to the client of a request with this envelope, as the
+   * SDK decides for a 2026-07-28 request: only when the server offers logging and the envelope
+   * opts in, at or above its level.
+   */
+  logs(envelope: Message, level: string): boolean {
+    const threshold = envelope[LOG_LEVEL_META_KEY]
+    if (typeof threshold !== 'string' || !this.server.getCapabilities().logging) return false
+    return (LOG_SEVERITY[level] ?? 0) >= (LOG_SEVERITY[threshold] ?? 0)
+  }
+
+  /**
    * Serves one call: core's handler inside the SDK's seam, with the context the SDK would give it
    * (the envelope lifted out of `_meta`, no request state: a retry that carries one is the SDK's).
    * Never rejects: a failure is the answer's error.

@@ -1,4 +1,4 @@
-import { LOG_LEVEL_META_KEY, type McpServer } from '@modelcontextprotocol/server'
+import type { McpServer } from '@modelcontextprotocol/server'
 import {
   CANCEL_PARAMS,
   type CallError,
@@ -11,7 +11,6 @@ import {
   isId,
   isRecord,
   LEVEL_PARAMS,
-  LOG_SEVERITY,
   type Message,
   MODERN_CANCEL_PARAMS,
   type ModernAnswer,
@@ -319,12 +318,8 @@ export class StdioFastPath {
       : Promise.reject(new Error('Not connected'))
 
   /** As the SDK logs for a 2026-07-28 request: only at or above the level its envelope opts in to. */
-  #logModern(envelope: Message | undefined, level: string, data: unknown, logger?: string): Promise<void> {
-    const threshold = envelope?.[LOG_LEVEL_META_KEY]
-    const modern = this.#modern
-    if (typeof threshold !== 'string' || !modern?.calls.server.getCapabilities().logging)
-      return Promise.resolve()
-    if ((LOG_SEVERITY[level] ?? 0) < (LOG_SEVERITY[threshold] ?? 0)) return Promise.resolve()
+  #logModern(envelope: Message, level: string, data: unknown, logger?: string): Promise<void> {
+    if (!this.#modern?.calls.logs(envelope, level)) return Promise.resolve()
     return this.#notifyModern({ method: 'notifications/message', params: { level, data, logger } })
   }
 

@@ -1,10 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import {
-  isJsonContentType,
-  LOG_LEVEL_META_KEY,
-  type McpServer,
-  PROTOCOL_VERSION_META_KEY,
-} from '@modelcontextprotocol/server'
+import { isJsonContentType, type McpServer, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server'
 import { createInstance } from '../build-server.js'
 import type { SessionAccess } from '../define.js'
 import {
@@ -27,14 +22,15 @@ import { verifiedAuth } from './context.js'
 // turns each POST into a Fetch `Request`, classifies it, builds a new McpServer for it (every
 // tool registered), connects it to a one-exchange transport, parses the request with zod, and
 // turns the answer back into a Fetch `Response` streamed to the Node response: about 0.7 ms of CPU
-// for a small fs read, ten times the call itself. A call the SDK would answer with one JSON body
-// is served here instead, by core's own `tools/call` handler on one long-lived instance of the
-// same era, the way the stdio fast path serves it (fast-call.ts: the envelope checked by the
-// SDK's own check, the SDK's `input_required` seam, the era's codec): a `tools/call` POST whose
-// body claims 2026-07-28 with an envelope the SDK accepts, whose standard headers
-// (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) are present and equal to the body's values,
-// whose `_meta` asks for no progress and no log messages (nothing can then precede the result, so the answer is one JSON body), and that is
-// not a retry (`inputResponses`, `requestState`). Everything else goes to the SDK unchanged.
+// for a small fs read, ten times the call itself. Such a call is served here instead, by core's
+// own `tools/call` handler on one long-lived instance of the same era, the way the stdio fast path
+// serves it (fast-call.ts: the envelope checked by the SDK's own check, the SDK's
+// `input_required` seam, the era's codec): a `tools/call` POST whose body claims 2026-07-28 with
+// an envelope the SDK accepts, whose standard headers (`MCP-Protocol-Version`, `Mcp-Method`,
+// `Mcp-Name`) are present and equal to the body's values, and that is not a retry
+// (`inputResponses`, `requestState`). It is answered as the SDK answers it: one JSON body, or an
+// SSE stream from the call's first notification (progress, log messages at the envelope's level)
+// on. Everything else goes to the SDK unchanged.
 // `KEEL_FAST_PATH=0` turns it off.
 
 /**
@@ -73,8 +69,6 @@ export class HttpFastCalls {
     // with the SDK's own envelope check) whose headers agree with it is a 2026-07-28 request.
     const revision = meta?.[PROTOCOL_VERSION_META_KEY]
     if (!call || !meta || typeof revision !== 'string' || !SERVED_REVISIONS.has(revision)) return undefined
-    // Nothing may precede the result: no progress token, no log level.
-    if (meta.progressToken !== undefined || meta[LOG_LEVEL_META_KEY] !== undefined) return undefined
     const { headers } = req
     if (
       !isJsonContentType(headers['content-type']) ||
@@ -101,38 +95,41 @@ export class HttpFastCalls {
     envelope: Message,
     rest: Message | undefined,
   ): Promise<void> {
+    const exchange = new Exchange(res, id, this.#runtime)
     // The client hanging up stops the call, as closing the SDK's per-request instance does.
     let stop: ((reason: unknown) => void) | undefined
-    let answered = false
     const onClose = () => {
-      if (!answered) stop?.(new DOMException('The client closed the request', 'AbortError'))
+      exchange.closed = true
+      stop?.(new DOMException('The client closed the request', 'AbortError'))
     }
     res.once('close', onClose)
     // The request's session, as the SDK's per-request instance gives it: no id, and what the call
     // registers with `onClose` runs once the request is answered (or its client hangs up).
     const closers: Array<() => void | Promise<void>> = []
     const session: SessionAccess = { id: undefined, onClose: (closer) => void closers.push(closer) }
-    const authInfo = verifiedAuth(req)
+    const notify = (notification: { method: string; params: Record<string, unknown> }) =>
+      exchange.notify({ jsonrpc: '2.0', ...notification })
     const answer: ModernAnswer = await calls.call(
       id,
       call,
       envelope,
       rest,
       {
-        http: { authInfo },
+        http: { authInfo: verifiedAuth(req) },
         session,
-        // Unreachable without a progress token or a log level; refused rather than dropped.
-        notify: () => Promise.reject(new Error('No notifications on this request')),
-        log: () => Promise.resolve(),
+        notify,
+        log: (level, data, logger) =>
+          calls.logs(envelope, level)
+            ? notify({ method: 'notifications/message', params: { level, data, logger } })
+            : Promise.resolve(),
       },
       (stopCall) => {
         stop = stopCall
       },
     )
-    answered = true
     res.off('close', onClose)
     try {
-      this.#write(res, id, answer)
+      exchange.answer(answer)
     } finally {
       for (const closer of closers.splice(0)) {
         Promise.resolve()
@@ -140,27 +137,6 @@ export class HttpFastCalls {
           .catch((error: unknown) => this.#runtime.logger.warn('a connection cleanup failed', { error }))
       }
     }
-  }
-
-  #write(res: ServerResponse, id: string | number, answer: ModernAnswer): void {
-    if (res.destroyed || res.writableEnded) return
-    let body: string
-    try {
-      body = answer.error
-        ? JSON.stringify({ jsonrpc: '2.0', id, error: encodedError(answer.error) })
-        : JSON.stringify({ result: answer.result, jsonrpc: '2.0', id })
-    } catch (error) {
-      this.#runtime.logger.error('a tool call answer could not be encoded', {
-        error: (error as Error).message,
-      })
-      res.writeHead(500, { 'content-type': 'application/json' })
-      res.end(JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: 'Internal error' } }))
-      return
-    }
-    // As the SDK answers: 200 with the JSON-RPC answer, except a missing client capability (400).
-    const status = answer.error && encodedError(answer.error).code === -32021 ? 400 : 200
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
-    res.end(body)
   }
 
   /** The calls of one instance serving `revision`, made on first use. */
@@ -187,5 +163,79 @@ export class HttpFastCalls {
     const calls = ModernCalls.of(mcp.server, callTool)
     if (!calls || typeof calls.codec().checkInboundEnvelope !== 'function') return undefined
     return calls
+  }
+}
+
+/** How often an SSE answer gets a keep-alive comment while the call runs, as the SDK sends them. */
+const KEEP_ALIVE_MS = 15_000
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+}
+
+/**
+ * One request's answer, as the SDK's per-request transport gives it: one JSON body when the result
+ * comes first; an SSE stream from the first notification on (progress, log messages), ending with
+ * the result's frame.
+ */
+class Exchange {
+  /** Set when the client hung up: nothing more is written. */
+  closed = false
+  #keepAlive: NodeJS.Timeout | undefined
+  #streaming = false
+
+  constructor(
+    readonly res: ServerResponse,
+    readonly id: string | number,
+    readonly runtime: Runtime<unknown, unknown>,
+  ) {}
+
+  notify(message: Message): Promise<void> {
+    if (this.closed || this.res.writableEnded) return Promise.resolve()
+    if (!this.#streaming) {
+      this.#streaming = true
+      this.res.writeHead(200, SSE_HEADERS)
+      this.#keepAlive = setInterval(() => this.#frame(': keepalive\n\n'), KEEP_ALIVE_MS)
+      this.#keepAlive.unref()
+    }
+    this.#frame(`event: message\ndata: ${JSON.stringify(message)}\n\n`)
+    return Promise.resolve()
+  }
+
+  answer(answer: ModernAnswer): void {
+    clearInterval(this.#keepAlive)
+    const { res, id } = this
+    if (this.closed || res.destroyed || res.writableEnded) return
+    let body: string
+    try {
+      body = answer.error
+        ? JSON.stringify({ jsonrpc: '2.0', id, error: encodedError(answer.error) })
+        : JSON.stringify({ result: answer.result, jsonrpc: '2.0', id })
+    } catch (error) {
+      this.runtime.logger.error('a tool call answer could not be encoded', {
+        error: (error as Error).message,
+      })
+      body = JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: 'Internal error' } })
+      if (!this.#streaming) {
+        res.writeHead(500, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+        res.end(body)
+        return
+      }
+    }
+    if (this.#streaming) {
+      res.end(`event: message\ndata: ${body}\n\n`)
+      return
+    }
+    // As the SDK answers: 200 with the JSON-RPC answer, except a missing client capability (400).
+    const status = answer.error && encodedError(answer.error).code === -32021 ? 400 : 200
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+    res.end(body)
+  }
+
+  #frame(text: string): void {
+    if (!this.closed && !this.res.writableEnded) this.res.write(text)
   }
 }
