@@ -37,9 +37,9 @@ type Server = RunningServer<FixtureDeps, unknown> & {
   http: NonNullable<RunningServer<FixtureDeps, unknown>['http']>
 }
 
-async function start(fastPath: boolean): Promise<Server> {
+async function start(fastPath: boolean, extra: string[] = []): Promise<Server> {
   const server = await run(spec, {
-    argv: ['--transport', 'http', '--port', '0', '--toolsets', 'all'],
+    argv: ['--transport', 'http', '--port', '0', '--toolsets', 'all', ...extra],
     env: { LOG_LEVEL: 'silent', ...(fastPath ? {} : { KEEL_FAST_PATH: '0' }) },
     manageProcess: false,
   })
@@ -269,5 +269,122 @@ describe('Streamable HTTP fast path, 2026-07-28 tool calls', () => {
     expect(signal?.aborted).toBe(true)
     const after = await post(fast.http.url, headersFor('echo'), call(43, 'echo', { message: 'still here' }))
     expect(after.body).toMatchObject({ result: { structuredContent: { echoed: 'still here' } } })
+  })
+})
+
+describe('Streamable HTTP fast path, 2025-era tool calls with --stateless', () => {
+  let fast: Server
+  let sdk: Server
+  beforeAll(async () => {
+    fast = await start(true, ['--stateless'])
+    sdk = await start(false, ['--stateless'])
+  })
+  afterAll(async () => {
+    await fast?.close('test done')
+    await sdk?.close('test done')
+  })
+
+  const legacyHeaders = (extra: Record<string, string | undefined> = {}) =>
+    withChanges(
+      {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-06-18',
+        ...extra,
+      },
+      {},
+    ) as Record<string, string>
+  const legacyCall = (id: number, name: string, args: unknown = {}, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...extra } })
+
+  const script: Array<{ headers: Record<string, string>; body: string; served: 0 | 1 }> = [
+    { headers: legacyHeaders(), body: legacyCall(1, 'echo', { message: 'hi', times: 2 }), served: 1 },
+    { headers: legacyHeaders(), body: legacyCall(2, 'echo', { message: 5 }), served: 1 },
+    { headers: legacyHeaders(), body: legacyCall(3, 'no_such_tool'), served: 1 },
+    { headers: legacyHeaders(), body: legacyCall(4, 'fail', { how: 'crash' }), served: 1 },
+    { headers: legacyHeaders(), body: legacyCall(5, 'fail', { how: 'bad_output' }), served: 1 },
+    { headers: legacyHeaders(), body: legacyCall(6, 'get_picture'), served: 1 },
+    { headers: legacyHeaders(), body: legacyCall(7, 'hang'), served: 1 },
+    // Warnings go to a 2025 client unasked; progress with a token.
+    { headers: legacyHeaders(), body: legacyCall(8, 'slow', { steps: 2, step_ms: 1 }), served: 1 },
+    {
+      headers: legacyHeaders(),
+      body: legacyCall(9, 'slow', { steps: 2, step_ms: 1 }, { _meta: { progressToken: 'p9' } }),
+      served: 1,
+    },
+    // No capabilities on a stateless 2025 request: asking the client is refused.
+    { headers: legacyHeaders(), body: legacyCall(10, 'ask_user'), served: 1 },
+    {
+      headers: legacyHeaders({ 'mcp-protocol-version': undefined }),
+      body: legacyCall(11, 'echo'),
+      served: 1,
+    },
+    {
+      headers: legacyHeaders(),
+      body: legacyCall(
+        12,
+        'echo',
+        { message: 'x' },
+        { _meta: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } },
+      ),
+      served: 1,
+    },
+    // Left to the SDK.
+    { headers: legacyHeaders({ accept: 'application/json' }), body: legacyCall(20, 'echo'), served: 0 },
+    { headers: legacyHeaders({ 'content-type': 'text/plain' }), body: legacyCall(21, 'echo'), served: 0 },
+    {
+      headers: legacyHeaders({ 'mcp-protocol-version': '1999-01-01' }),
+      body: legacyCall(22, 'echo'),
+      served: 0,
+    },
+    {
+      headers: legacyHeaders({ 'mcp-protocol-version': '2026-07-28' }),
+      body: legacyCall(23, 'echo'),
+      served: 0,
+    },
+    { headers: legacyHeaders({ 'mcp-method': 'tools/list' }), body: legacyCall(24, 'echo'), served: 0 },
+    { headers: legacyHeaders(), body: legacyCall(25, 'echo', {}, { task: {} }), served: 0 },
+    {
+      headers: legacyHeaders(),
+      body: legacyCall(26, 'echo', {}, { _meta: { 'io.modelcontextprotocol/logLevel': 'debug' } }),
+      served: 0,
+    },
+    { headers: legacyHeaders(), body: `[${legacyCall(27, 'echo')}]`, served: 0 },
+    {
+      headers: legacyHeaders(),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 28, method: 'tools/list' }),
+      served: 0,
+    },
+    {
+      headers: legacyHeaders(),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 29,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
+      served: 0,
+    },
+    { headers: legacyHeaders(), body: legacyCall(30, 'echo', []), served: 0 },
+  ]
+
+  it('answers every POST of the script as the SDK does', async () => {
+    const answers = { fast: [] as Answer[], sdk: [] as Answer[] }
+    const served: number[] = []
+    for (const step of script) {
+      const before = fast.http.fastPathServed
+      answers.fast.push(normalized(await post(fast.http.url, step.headers, step.body)))
+      served.push(fast.http.fastPathServed - before)
+      answers.sdk.push(normalized(await post(sdk.http.url, step.headers, step.body)))
+    }
+    expect(answers.fast).toEqual(answers.sdk)
+    expect(served).toEqual(script.map((step) => step.served))
+    expect(answers.fast[0]).toMatchObject({
+      status: 200,
+      type: 'text/event-stream',
+      body: [{ result: { structuredContent: { echoed: 'hi hi' } } }],
+    })
+    const progressed = answers.fast[8]?.body as Array<{ method?: string }>
+    expect(progressed.filter((message) => message.method === 'notifications/progress')).toHaveLength(2)
   })
 })

@@ -1,21 +1,31 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { isJsonContentType, type McpServer, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server'
+import {
+  isJsonContentType,
+  type McpServer,
+  PROTOCOL_VERSION_META_KEY,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '@modelcontextprotocol/server'
 import { createInstance } from '../build-server.js'
 import type { SessionAccess } from '../define.js'
 import {
+  type CallError,
   callParams,
+  checkedCallResult,
   ENVELOPE_KEYS,
   encodedError,
   isId,
   isRecord,
   type Message,
   type ModernAnswer,
+  type ModernCallExtras,
   ModernCalls,
   membersWithin,
+  NO_ENVELOPE,
   REQUEST_MEMBERS,
+  type ResultCodec,
 } from '../fast-call.js'
 import type { Runtime } from '../instance.js'
-import { coreCallToolOf } from '../tool-call.js'
+import { type CallingContext, type CoreCallTool, coreCallToolOf } from '../tool-call.js'
 import { verifiedAuth } from './context.js'
 
 // Core's fast path for 2026-07-28 tool calls over Streamable HTTP. The SDK's per-request handler
@@ -39,14 +49,26 @@ import { verifiedAuth } from './context.js'
  */
 const SERVED_REVISIONS = new Set(['2026-07-28'])
 
+/** The 2025-era revisions the SDK's per-request 2025 transport accepts in `MCP-Protocol-Version`. */
+const LEGACY_REVISIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS)
+
+/** What the stateless 2025-era path uses of its instance. */
+interface LegacyCalls {
+  callTool: CoreCallTool
+  codec: () => ResultCodec
+  server: McpServer['server']
+}
+
 /** A tool name the `Mcp-Name` header carries as it is (no Base64 sentinel, no whitespace). */
 const PLAIN_NAME = /^[A-Za-z0-9_.-]{1,128}$/
 
-/** 2026-07-28 tool calls served over HTTP without the SDK's per-request work. */
+/** Tool calls served over HTTP without the SDK's per-request work. */
 export class HttpFastCalls {
   readonly #runtime: Runtime<unknown, unknown>
   /** Per revision: the calls of one long-lived instance of that era; null when it cannot serve. */
   readonly #byRevision = new Map<string, ModernCalls | null>()
+  /** The 2025-era instance (`--stateless`); null when it cannot serve. */
+  #legacy: LegacyCalls | null | undefined
   /** How many calls were served here (for tests and diagnostics). */
   served = 0
 
@@ -58,11 +80,24 @@ export class HttpFastCalls {
    * Serves `message` when it qualifies (see the module comment) and resolves once it is answered;
    * undefined when the SDK serves it.
    */
-  serve(req: IncomingMessage, res: ServerResponse, message: unknown): Promise<void> | undefined {
+  serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    message: unknown,
+    stateless: boolean,
+  ): Promise<void> | undefined {
     if (!isRecord(message) || message.jsonrpc !== '2.0' || !membersWithin(message, REQUEST_MEMBERS))
       return undefined
     const { id, method, params } = message
-    if (method !== 'tools/call' || !isId(id)) return undefined
+    if (method !== 'tools/call' || !isId(id) || !isJsonContentType(req.headers['content-type']))
+      return undefined
+    const meta = isRecord(params) && isRecord(params._meta) ? params._meta : undefined
+    if (meta && PROTOCOL_VERSION_META_KEY in meta) return this.#serveModern(req, res, id, params)
+    return stateless ? this.#serveStateless(req, res, id, params) : undefined
+  }
+
+  /** A 2026-07-28 call (see the module comment). */
+  #serveModern(req: IncomingMessage, res: ServerResponse, id: string | number, params: unknown) {
     const call = callParams(params, ENVELOPE_KEYS)
     const meta = call?._meta
     // The SDK classifies a request by its body: an envelope naming a 2026 revision (checked below
@@ -71,7 +106,6 @@ export class HttpFastCalls {
     if (!call || !meta || typeof revision !== 'string' || !SERVED_REVISIONS.has(revision)) return undefined
     const { headers } = req
     if (
-      !isJsonContentType(headers['content-type']) ||
       headers['mcp-protocol-version'] !== revision ||
       headers['mcp-method'] !== 'tools/call' ||
       headers['mcp-name'] !== call.name ||
@@ -83,19 +117,85 @@ export class HttpFastCalls {
     const lifted = calls?.lift(meta, revision)
     if (!calls || !lifted) return undefined
     this.served++
-    return this.#answer(req, res, id, calls, call, lifted.envelope, lifted.rest)
+    const { envelope, rest } = lifted
+    return this.#answer(req, new Exchange(res, id, this.#runtime, false), (extras, onStop) =>
+      calls.call(
+        id,
+        call,
+        envelope,
+        rest,
+        {
+          ...extras,
+          log: (level, data, logger) =>
+            calls.logs(envelope, level)
+              ? extras.notify({ method: 'notifications/message', params: { level, data, logger } })
+              : Promise.resolve(),
+        },
+        onStop,
+      ),
+    )
   }
 
+  /**
+   * A 2025-era call with `--stateless`, answered as the SDK's per-request 2025 transport answers
+   * it (an SSE stream: the call's notifications, then its result) when that transport would
+   * accept it: both media types accepted, a supported `MCP-Protocol-Version` or none, no `_meta`
+   * key under the protocol's reserved prefix, no task, and `Mcp-Method`/`Mcp-Name`, if sent, equal
+   * to the body's values.
+   */
+  #serveStateless(req: IncomingMessage, res: ServerResponse, id: string | number, params: unknown) {
+    const call = callParams(params, NO_ENVELOPE)
+    if (!call) return undefined
+    const { headers } = req
+    const accept = headers.accept
+    const version = headers['mcp-protocol-version']
+    if (Array.isArray(version)) return undefined
+    if (
+      typeof accept !== 'string' ||
+      !accept.includes('application/json') ||
+      !accept.includes('text/event-stream') ||
+      (version !== undefined && !LEGACY_REVISIONS.has(version)) ||
+      (headers['mcp-method'] !== undefined && headers['mcp-method'] !== 'tools/call') ||
+      (headers['mcp-name'] !== undefined && headers['mcp-name'] !== call.name)
+    ) {
+      return undefined
+    }
+    const legacy = this.#legacyInstance()
+    if (!legacy) return undefined
+    this.served++
+    const { callTool, codec, server } = legacy
+    return this.#answer(req, new Exchange(res, id, this.#runtime, true), (extras, onStop) => {
+      const mcpReq: CallingContext['mcpReq'] = {
+        id,
+        notify: extras.notify,
+        log: (level, data, logger) =>
+          server.getCapabilities().logging
+            ? extras.notify({ method: 'notifications/message', params: { level, data, logger } })
+            : Promise.resolve(),
+      }
+      if (call._meta !== undefined) mcpReq._meta = call._meta
+      const ctx: CallingContext = {
+        mcpReq,
+        http: extras.http as CallingContext['http'],
+        keelSession: extras.session,
+      }
+      return callTool(call, ctx, onStop).then(
+        (result): ModernAnswer => checkedCallResult(codec(), result, false),
+        (error: CallError): ModernAnswer => ({ error: error ?? {} }),
+      )
+    })
+  }
+
+  /** Runs one call on `exchange` and answers it there, as the SDK's per-request instance would. */
   async #answer(
     req: IncomingMessage,
-    res: ServerResponse,
-    id: string | number,
-    calls: ModernCalls,
-    call: NonNullable<ReturnType<typeof callParams>>,
-    envelope: Message,
-    rest: Message | undefined,
+    exchange: Exchange,
+    run: (
+      extras: Pick<ModernCallExtras, 'http' | 'session' | 'notify'>,
+      onStop: (stop: (reason: unknown) => void) => void,
+    ) => Promise<ModernAnswer>,
   ): Promise<void> {
-    const exchange = new Exchange(res, id, this.#runtime)
+    const { res } = exchange
     // The client hanging up stops the call, as closing the SDK's per-request instance does.
     let stop: ((reason: unknown) => void) | undefined
     const onClose = () => {
@@ -107,21 +207,11 @@ export class HttpFastCalls {
     // registers with `onClose` runs once the request is answered (or its client hangs up).
     const closers: Array<() => void | Promise<void>> = []
     const session: SessionAccess = { id: undefined, onClose: (closer) => void closers.push(closer) }
-    const notify = (notification: { method: string; params: Record<string, unknown> }) =>
-      exchange.notify({ jsonrpc: '2.0', ...notification })
-    const answer: ModernAnswer = await calls.call(
-      id,
-      call,
-      envelope,
-      rest,
+    const answer = await run(
       {
         http: { authInfo: verifiedAuth(req) },
         session,
-        notify,
-        log: (level, data, logger) =>
-          calls.logs(envelope, level)
-            ? notify({ method: 'notifications/message', params: { level, data, logger } })
-            : Promise.resolve(),
+        notify: (notification) => exchange.notify({ jsonrpc: '2.0', ...notification }),
       },
       (stopCall) => {
         stop = stopCall
@@ -147,6 +237,31 @@ export class HttpFastCalls {
       this.#byRevision.set(revision, calls)
     }
     return calls ?? undefined
+  }
+
+  /** One long-lived 2025-era instance, as the SDK's per-request 2025 handler makes them (never initialized). */
+  #legacyInstance(): LegacyCalls | undefined {
+    if (this.#legacy === undefined) {
+      const mcp: McpServer = createInstance(this.#runtime, { connection: 'request' })
+      const server = mcp.server
+      const internals = server as unknown as {
+        _negotiatedWireCodec?: () => ResultCodec
+        _supportedProtocolVersions?: string[]
+      }
+      const callTool = coreCallToolOf(mcp)
+      const codec = internals._negotiatedWireCodec
+      const supported = internals._supportedProtocolVersions
+      // The versions the SDK's 2025 transport accepts are the instance's (private API, checked).
+      const same =
+        Array.isArray(supported) &&
+        supported.length === LEGACY_REVISIONS.size &&
+        supported.every((version) => LEGACY_REVISIONS.has(version))
+      this.#legacy =
+        callTool && typeof codec === 'function' && same && server.getNegotiatedProtocolVersion() === undefined
+          ? { callTool, codec: () => codec.call(server), server }
+          : null
+    }
+    return this.#legacy ?? undefined
   }
 
   #instanceFor(revision: string): ModernCalls | undefined {
@@ -191,16 +306,22 @@ class Exchange {
     readonly res: ServerResponse,
     readonly id: string | number,
     readonly runtime: Runtime<unknown, unknown>,
-  ) {}
+    /** 2025-era: the answer is an SSE stream from the start, as the SDK's 2025 transport writes it. */
+    streamAtOnce: boolean,
+  ) {
+    if (streamAtOnce) this.#stream()
+  }
+
+  #stream(): void {
+    this.#streaming = true
+    this.res.writeHead(200, SSE_HEADERS)
+    this.#keepAlive = setInterval(() => this.#frame(': keepalive\n\n'), KEEP_ALIVE_MS)
+    this.#keepAlive.unref()
+  }
 
   notify(message: Message): Promise<void> {
     if (this.closed || this.res.writableEnded) return Promise.resolve()
-    if (!this.#streaming) {
-      this.#streaming = true
-      this.res.writeHead(200, SSE_HEADERS)
-      this.#keepAlive = setInterval(() => this.#frame(': keepalive\n\n'), KEEP_ALIVE_MS)
-      this.#keepAlive.unref()
-    }
+    if (!this.#streaming) this.#stream()
     this.#frame(`event: message\ndata: ${JSON.stringify(message)}\n\n`)
     return Promise.resolve()
   }

@@ -225,7 +225,7 @@ async function dispatch(
     await sessions.busy(session, () => session.transport.handleRequest(req, res, routed.message))
     return
   }
-  const fast = context.fastCalls?.serve(req, res, parsed)
+  const fast = context.fastCalls?.serve(req, res, parsed, runtime.config.stateless === true)
   if (fast) {
     await fast
     return
