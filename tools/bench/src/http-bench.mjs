@@ -158,28 +158,29 @@ export async function run() {
       `#### Streamable HTTP, ${CONNECTIONS} concurrent clients (autocannon ${createRequire(import.meta.url)('autocannon/package.json').version}), stateless, ${ROUNDS} alternated rounds of ${SECONDS} s, medians (spread)\n`,
     )
     const [keel, sdk, keelModern, sdkModern] = samples
-    const ratio = (a, b, higher) =>
-      `${(median(a) / Math.max(higher ? 1e-9 : 1, median(b))).toFixed(2)}×${higher ? ' (higher is better)' : ''}`
+    // Latency is in whole milliseconds: a median of 0 is read as 1 (no division by zero).
+    const ratio = (a, b, { higher = false, wholeMs = false } = {}) =>
+      `${(median(a) / (wholeMs ? Math.max(1, median(b)) : median(b))).toFixed(2)}×${higher ? ' (higher is better)' : ''}`
     table(
       ['measure', ...contenders.map((contender) => contender.label), 'keel ÷ SDK', 'keel ÷ SDK, 2026-07-28'],
       [
         [
           'calls/s',
           ...samples.map((sample) => spread(sample.rate)),
-          ratio(keel.rate, sdk.rate, true),
-          ratio(keelModern.rate, sdkModern.rate, true),
+          ratio(keel.rate, sdk.rate, { higher: true }),
+          ratio(keelModern.rate, sdkModern.rate, { higher: true }),
         ],
         [
           'latency p50 (ms)',
           ...samples.map((sample) => spread(sample.p50)),
-          ratio(keel.p50, sdk.p50),
-          ratio(keelModern.p50, sdkModern.p50),
+          ratio(keel.p50, sdk.p50, { wholeMs: true }),
+          ratio(keelModern.p50, sdkModern.p50, { wholeMs: true }),
         ],
         [
           'latency p99 (ms)',
           ...samples.map((sample) => spread(sample.p99)),
-          ratio(keel.p99, sdk.p99),
-          ratio(keelModern.p99, sdkModern.p99),
+          ratio(keel.p99, sdk.p99, { wholeMs: true }),
+          ratio(keelModern.p99, sdkModern.p99, { wholeMs: true }),
         ],
         [
           'server CPU per call (ms)',
