@@ -40,7 +40,9 @@ import { verifiedAuth } from './context.js'
 // `Mcp-Name`) are present and equal to the body's values, and that is not a retry
 // (`inputResponses`, `requestState`). It is answered as the SDK answers it: one JSON body, or an
 // SSE stream from the call's first notification (progress, log messages at the envelope's level)
-// on. Everything else goes to the SDK unchanged.
+// on. With `--stateless` a 2025-era call is served the same way when the SDK's per-request 2025
+// transport would accept it, answered as that transport answers (see #serveStateless). Everything
+// else goes to the SDK unchanged.
 // `KEEL_FAST_PATH=0` turns it off.
 
 /**
