@@ -135,6 +135,38 @@ describe('2026-07-28 tool calls over Streamable HTTP with the Python MCP SDK, no
   })
 })
 
+describe('2025-era tool calls over stateless Streamable HTTP with the Python MCP SDK', () => {
+  // With --stateless, 2025-era calls are served by core's HTTP fast path as the SDK's per-request
+  // transport serves them (SSE); the same steps with it off (KEEL_FAST_PATH=0) must match.
+  const steps = [
+    { op: 'call_tool' as const, name: 'test_simple_text' },
+    { op: 'call_tool' as const, name: 'test_image_content' },
+    { op: 'call_tool' as const, name: 'test_error_handling' },
+    { op: 'call_tool' as const, name: 'test_tool_with_logging' },
+    { op: 'call_tool' as const, name: 'test_tool_with_progress', meta: { progressToken: 'py-progress' } },
+  ]
+  const runWith = async (env: Record<string, string>) => {
+    const server = await spawnHttp(process.execPath, [BIN, '--stateless'], { env })
+    servers.push(server)
+    return runPythonClient({ target: { url: server.url }, mode: 'legacy', steps })
+  }
+
+  it('gives the same results and notifications with core’s fast path as through the SDK', async () => {
+    const fast = await runWith({})
+    const sdk = await runWith({ KEEL_FAST_PATH: '0' })
+    expect(fast.results).toEqual(sdk.results)
+    expect(fast.notifications).toEqual(sdk.notifications)
+    expect(text(ok(fast, 0))).toBeTruthy()
+    expect(fast.results.every((result) => 'ok' in result)).toBe(true)
+    // The progress of the call that asked for it reached the client, in order.
+    expect(fast.notifications.map((note) => note.method)).toEqual([
+      'notifications/progress',
+      'notifications/progress',
+      'notifications/progress',
+    ])
+  })
+})
+
 describe('the initialize handshake with the Python MCP SDK', () => {
   it('keeps logging/setLevel and in-call elicitation working as in 2025', async () => {
     const run = await runPythonClient({
