@@ -154,3 +154,38 @@ export async function playScript(server: Awaited<ReturnType<typeof stdioConnecti
   }
   return normalized(answers.flat())
 }
+
+/**
+ * Writes `lines` in one chunk and waits for the answer to `last` and to every id in `ids`; returns
+ * everything written out meanwhile, normalized and sorted (concurrent calls finish in any order).
+ */
+export async function answersOfChunk(
+  server: Awaited<ReturnType<typeof stdioConnection>>,
+  lines: string,
+  last: unknown,
+  ids: unknown[],
+) {
+  const from = server.seen.length
+  await server.exchange(lines, last)
+  await Promise.all(ids.map((id) => server.next((message) => message.id === id)))
+  const out = normalized(server.seen.slice(from)) as Message[]
+  const key = (message: Message) => JSON.stringify(message)
+  return { out: out.sort((a, b) => key(a).localeCompare(key(b))), served: server.served.fastPathServed }
+}
+
+/**
+ * Writes a call that runs long, waits for its first log message, then shuts the server down as
+ * run() does on SIGTERM (the shutdown signal first, then the transport closes): everything written
+ * out meanwhile, normalized, and whether the call's signal was aborted.
+ */
+export async function shutdownDuring(server: Awaited<ReturnType<typeof stdioConnection>>, callLine: string) {
+  const from = server.seen.length
+  server.write(callLine)
+  await server.next((message) => message.method === 'notifications/message')
+  server.shutdown.abort(new Error('server shutting down'))
+  await server.served.close()
+  return {
+    out: normalized(server.seen.slice(from)) as Message[],
+    aborted: server.runtime.deps.seenSignals.at(-1)?.aborted === true,
+  }
+}

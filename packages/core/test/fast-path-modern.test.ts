@@ -3,15 +3,16 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { prepare } from '../src/run.js'
 import { serveStdioRuntime } from '../src/serve-stdio.js'
 import {
+  answersOfChunk,
   askingFixture,
   CAPABILITIES,
   envelopeOf,
   INFO,
   LEVEL,
   type Message,
-  normalized,
   playScript,
   type ScriptStep,
+  shutdownDuring,
   stdioConnection,
   VERSION,
   withChanges,
@@ -218,15 +219,8 @@ describe('stdio fast path, 2026-07-28', () => {
         params: call('echo', { message: 'last' }),
       }),
     ].join('\n')
-    const answersOf = async (fastPath: boolean) => {
-      const server = await serve(fastPath)
-      const from = server.seen.length
-      await server.exchange(lines, 'last')
-      await Promise.all(Array.from({ length: 40 }, (_, id) => server.next((message) => message.id === id)))
-      const out = normalized(server.seen.slice(from)) as Message[]
-      const key = (message: Message) => JSON.stringify(message)
-      return { out: out.sort((a, b) => key(a).localeCompare(key(b))), served: server.served.fastPathServed }
-    }
+    const ids = Array.from({ length: 40 }, (_, id) => id)
+    const answersOf = async (fastPath: boolean) => answersOfChunk(await serve(fastPath), lines, 'last', ids)
     const fast = await answersOf(true)
     const sdk = await answersOf(false)
     expect(fast.out).toEqual(sdk.out)
@@ -237,23 +231,16 @@ describe('stdio fast path, 2026-07-28', () => {
 
   it('ends a running call on shutdown as the SDK does', async () => {
     const aborted: boolean[] = []
+    const line = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'running',
+      method: 'tools/call',
+      params: call('slow', { steps: 100, step_ms: 50 }, { [LEVEL]: 'info' }),
+    })
     const endOf = async (fastPath: boolean) => {
-      const server = await serve(fastPath)
-      const from = server.seen.length
-      server.write(
-        JSON.stringify({
-          jsonrpc: '2.0',
-          id: 'running',
-          method: 'tools/call',
-          params: call('slow', { steps: 100, step_ms: 50 }, { [LEVEL]: 'info' }),
-        }),
-      )
-      await server.next((message) => message.method === 'notifications/message')
-      // What run() does on SIGTERM: the shutdown signal first, then the transport closes.
-      server.shutdown.abort(new Error('server shutting down'))
-      await server.served.close()
-      aborted.push(server.runtime.deps.seenSignals.at(-1)?.aborted === true)
-      return normalized(server.seen.slice(from))
+      const ended = await shutdownDuring(await serve(fastPath), line)
+      aborted.push(ended.aborted)
+      return ended.out
     }
     const fast = await endOf(true)
     const sdk = await endOf(false)

@@ -47,6 +47,26 @@ async function start(fastPath: boolean, extra: string[] = []): Promise<Server> {
   return server as Server
 }
 
+/**
+ * Sends each POST of `script` to both servers in turn: their answers, normalized, and how many
+ * calls the first one's fast path served for each.
+ */
+async function playBoth(
+  fast: Server,
+  sdk: Server,
+  script: Array<{ headers: Record<string, string>; body: string }>,
+) {
+  const answers = { fast: [] as Answer[], sdk: [] as Answer[] }
+  const served: number[] = []
+  for (const step of script) {
+    const before = fast.http.fastPathServed
+    answers.fast.push(normalized(await post(fast.http.url, step.headers, step.body)))
+    served.push(fast.http.fastPathServed - before)
+    answers.sdk.push(normalized(await post(sdk.http.url, step.headers, step.body)))
+  }
+  return { answers, served }
+}
+
 interface Answer {
   status: number
   type: string | undefined
@@ -203,14 +223,7 @@ describe('Streamable HTTP fast path, 2026-07-28 tool calls', () => {
   })
 
   it('answers every POST of the script as the SDK does', async () => {
-    const answers = { fast: [] as Answer[], sdk: [] as Answer[] }
-    const served: number[] = []
-    for (const step of script) {
-      const before = fast.http.fastPathServed
-      answers.fast.push(normalized(await post(fast.http.url, step.headers, step.body)))
-      served.push(fast.http.fastPathServed - before)
-      answers.sdk.push(normalized(await post(sdk.http.url, step.headers, step.body)))
-    }
+    const { answers, served } = await playBoth(fast, sdk, script)
     expect(answers.fast).toEqual(answers.sdk)
     expect(sdk.http.fastPathServed).toBe(0)
     // Served here: the calls 1–18 (16 and 17 answered over SSE: progress, log messages), 37, and
@@ -369,14 +382,7 @@ describe('Streamable HTTP fast path, 2025-era tool calls with --stateless', () =
   ]
 
   it('answers every POST of the script as the SDK does', async () => {
-    const answers = { fast: [] as Answer[], sdk: [] as Answer[] }
-    const served: number[] = []
-    for (const step of script) {
-      const before = fast.http.fastPathServed
-      answers.fast.push(normalized(await post(fast.http.url, step.headers, step.body)))
-      served.push(fast.http.fastPathServed - before)
-      answers.sdk.push(normalized(await post(sdk.http.url, step.headers, step.body)))
-    }
+    const { answers, served } = await playBoth(fast, sdk, script)
     expect(answers.fast).toEqual(answers.sdk)
     expect(served).toEqual(script.map((step) => step.served))
     expect(answers.fast[0]).toMatchObject({
