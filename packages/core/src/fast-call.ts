@@ -7,6 +7,8 @@ import {
   PROTOCOL_VERSION_META_KEY,
 } from '@modelcontextprotocol/server'
 import type { SessionAccess } from './define.js'
+import { validId } from './jsonrpc.js'
+import { type McpLogLevel, mcpLevelAtLeast } from './logger.js'
 import type { CallingContext, CoreCallTool } from './tool-call.js'
 
 // What core's fast paths (stdio: fast-path.ts; Streamable HTTP: http/fast-call.ts) share: the
@@ -33,17 +35,6 @@ const RESERVED_PREFIX = 'io.modelcontextprotocol/'
 export const CANCEL_PARAMS = new Set(['requestId', 'reason'])
 /** The cancellation of a 2026-07-28 request may carry `_meta` (an envelope the SDK lifts and ignores). */
 export const MODERN_CANCEL_PARAMS = new Set(['requestId', 'reason', '_meta'])
-/** Log levels by severity, as the SDK orders them. */
-export const LOG_SEVERITY: Record<string, number> = {
-  debug: 0,
-  info: 1,
-  notice: 2,
-  warning: 3,
-  error: 4,
-  critical: 5,
-  alert: 6,
-  emergency: 7,
-}
 export const LEVEL_PARAMS = new Set(['level'])
 export const NO_MEMBERS = new Set<string>()
 const RESULT_MEMBERS = new Set(['content', 'structuredContent', 'isError'])
@@ -53,9 +44,8 @@ export const FOREIGN_RESULT_MEMBERS = ['task', 'inputRequests', 'requestState']
 export const isRecord = (value: unknown): value is Message =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
-// The same rule as the envelope check (jsonrpc.ts): a string or a safe integer.
-export const isId = (value: unknown): value is Id =>
-  typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value))
+/** The envelope check's rule for an id (jsonrpc.ts): a string or a safe integer. */
+export const isId = validId
 
 /** Every own member of `record` is one of `allowed` (a `__proto__` member from JSON is not). */
 export function membersWithin(record: Message, allowed: ReadonlySet<string>): boolean {
@@ -140,7 +130,6 @@ export interface ResultCodec {
   ): { ok: true; value: unknown } | { ok: false; reason: string; message?: string }
   /** 2026-07-28: why a request's envelope (its reserved `_meta` keys) is refused, or undefined. */
   checkInboundEnvelope?(material: { envelope?: Record<string, unknown> }): string | undefined
-  encodeErrorCode?(code: number): number
 }
 
 export type CallError = { code?: unknown; message?: string; data?: unknown }
@@ -251,7 +240,7 @@ export class ModernCalls {
   logs(envelope: Message, level: string): boolean {
     const threshold = envelope[LOG_LEVEL_META_KEY]
     if (typeof threshold !== 'string' || !this.server.getCapabilities().logging) return false
-    return (LOG_SEVERITY[level] ?? 0) >= (LOG_SEVERITY[threshold] ?? 0)
+    return mcpLevelAtLeast(level as McpLogLevel, threshold as McpLogLevel)
   }
 
   /**

@@ -25,7 +25,7 @@ export interface HttpEndpoint {
   port: number
   /** Stops accepting, closes sessions and in-flight requests. */
   close(): Promise<void>
-  /** How many 2026-07-28 tool calls core's HTTP fast path served (0 when it is off). */
+  /** How many tool calls core's HTTP fast path served (0 when it is off). */
   readonly fastPathServed: number
 }
 

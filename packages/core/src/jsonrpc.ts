@@ -25,7 +25,8 @@ type Check = { ok: true } | { ok: false; id: string | number | null; code: numbe
 
 // JSON-RPC: ids SHOULD NOT have fractional parts; MCP's schema takes integers, and past 2^53 two ids
 // compare equal. So an id is a string or a safe integer; anything else is an invalid request.
-const validId = (id: unknown): id is string | number =>
+/** A JSON-RPC id as Keel accepts it: a string or a safe integer. */
+export const validId = (id: unknown): id is string | number =>
   typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id))
 
 /**
