@@ -153,21 +153,26 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
         '/seen?data-frame-webrtc-absent',
         '/seen?popup-webrtc-absent',
         '/seen?doc-popup-webrtc-absent',
-        '/seen?worker-webtransport-failed-webrtc-absent',
       ]
+      // The worker's WebTransport must not open: Chromium refuses it through the context's proxy
+      // (about 1.4 s even with both cores busy), and in one CI run in six (not seen again in 20
+      // runs by hand) it was still pending a minute later. Either way nothing reaches the
+      // listeners, which is checked below, after the worker has reported.
+      const workerHit = () => pageHits().find((hit) => hit.startsWith('/seen?worker-webtransport-'))
       // The iframe of another site (out of process) runs the same attempts (its worker's are the
       // page's worker's, checked above).
       const framed = ['/seen?page-webrtc-absent', '/seen?blank-frame-webrtc-absent']
-      // The worker reports once Chromium has refused its WebTransport: about 1.4 s even with both
-      // cores busy, but one CI run in six waited past 20 s for it (with nothing reaching the
-      // listeners). Chromium's refusal, not the guard, sets that pace, so the wait is a minute.
       await until(
         async () => [...pageHits(), ...frameHits()],
         () =>
           expected.every((hit) => pageHits().includes(hit)) &&
-          framed.every((hit) => frameHits().includes(hit)),
-        60_000,
+          framed.every((hit) => frameHits().includes(hit)) &&
+          workerHit() !== undefined,
       )
+      expect([
+        '/seen?worker-webtransport-failed-webrtc-absent',
+        '/seen?worker-webtransport-pending-webrtc-absent',
+      ]).toContain(workerHit())
       expect(pageHits()).toEqual(expect.arrayContaining(expected))
       expect(frameHits()).toEqual(expect.arrayContaining(framed))
       expect([...pageHits(), ...frameHits()].filter((hit) => hit.includes('webrtc-open'))).toEqual([])
@@ -188,7 +193,7 @@ describe('attached to a stock browser (--cdp-endpoint)', () => {
     } finally {
       await listeners.close()
     }
-  }, 120_000)
+  }, 60_000)
 
   // Last: it ends the browser, which writes its net log out on exit.
   it("makes the browser look up no name for the server's context (DNS prefetch, preconnect, link hover, sub-resources): names go to the proxy", async () => {

@@ -317,8 +317,12 @@ export async function startFixtures(): Promise<Fixtures> {
       const at = (port: number) => `127.0.0.1:${port}`
       response.writeHead(200, { 'content-type': 'text/javascript' })
       return response.end(`
-        const report = () => fetch('/seen?worker-webtransport-failed-webrtc-' + (typeof RTCPeerConnection === 'undefined' ? 'absent' : 'present'))
-        try { new WebTransport('https://${at(udp)}/').ready.catch(report) } catch { report() }
+        // Reports what became of its WebTransport: failed, open, or still pending after 5 s.
+        const webrtc = typeof RTCPeerConnection === 'undefined' ? 'absent' : 'present'
+        let reported = false
+        const report = (outcome) => { if (!reported) { reported = true; fetch('/seen?worker-webtransport-' + outcome + '-webrtc-' + webrtc) } }
+        try { new WebTransport('https://${at(udp)}/').ready.then(() => report('open'), () => report('failed')) } catch { report('failed') }
+        setTimeout(() => report('pending'), 5000)
         try { new WebSocket('ws://${at(tcp)}/') } catch {}
         fetch('http://${at(tcp)}/fetch', { mode: 'no-cors' }).catch(() => {})`)
     }
