@@ -2,11 +2,14 @@
 // one request in flight), sustained calls/s and latency percentiles, Keel against the SDK's plain
 // Streamable HTTP server with the same no-op tool (baselines/), alternated round by round.
 //
-// Both servers run stateless (no session: every POST is served on its own, 2025-era requests
-// carrying `MCP-Protocol-Version`), which is how a load-balanced deployment runs and the one mode
-// both serve the same way. A session-based run would add the session lookup on both sides but keep
-// a single session's requests in order. Keel's run includes everything its front door does for
-// every request (Host/Origin checks, body limit, JSON-RPC envelope check, per-call pipeline).
+// Three pairs of runs. Stateless (no session: every POST is served on its own, 2025-era requests
+// carrying `MCP-Protocol-Version`), which is how a load-balanced deployment runs; the same call
+// from a 2026-07-28 client; and the same 2025-era call on one 2025-era session of each server (the
+// SDK's stateful transport per session, as its docs serve them, without an event store; Keel's
+// sessions keep one, for `Last-Event-ID`), which is how a single 2025-era server runs by default.
+// All 32 clients share that session: its requests are not kept in order by either server. Keel's
+// runs include everything its front door does for every request (Host/Origin checks, body limit,
+// JSON-RPC envelope check, per-call pipeline).
 //
 //   pnpm --filter @keel-mcp/bench bench:http       HTTP_BENCH_SECONDS=5 HTTP_BENCH_ROUNDS=3
 import { spawn } from 'node:child_process'
@@ -54,6 +57,41 @@ const MODERN_HEADERS = {
 const REQUESTS = {
   legacy: { body: BODY, headers: HEADERS },
   modern: { body: MODERN_BODY, headers: MODERN_HEADERS },
+  session: { body: BODY, headers: HEADERS },
+}
+
+/** The request of `era` to `server`: on its session, for a session run. */
+function requestOf(server, era) {
+  const { body, headers } = REQUESTS[era]
+  return { body, headers: server.session ? { ...headers, 'mcp-session-id': server.session } : headers }
+}
+
+/** Opens a 2025-era session on `server` (initialize, then `notifications/initialized`). */
+async function openSession(server) {
+  const initialize = await fetch(server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-06-18',
+        capabilities: {},
+        clientInfo: { name: 'keel-bench', version: '1.0.0' },
+      },
+    }),
+  })
+  await initialize.text()
+  const session = initialize.headers.get('mcp-session-id')
+  if (!session) throw new Error(`${server.url} opened no session (${initialize.status})`)
+  server.session = session
+  const initialized = await fetch(server.url, {
+    method: 'POST',
+    headers: { ...HEADERS, 'mcp-session-id': session },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  })
+  await initialized.text()
 }
 
 /** Spawns a server that prints its URL on stderr; resolves once it listens. */
@@ -95,21 +133,21 @@ function cpuMs(pid) {
 }
 
 /** One call by hand first: the load must be answers, not errors that happen to be 200s. */
-async function checkAnswer(url, era) {
-  const { body, headers } = REQUESTS[era]
-  const response = await fetch(url, { method: 'POST', headers, body })
+async function checkAnswer(server, era) {
+  const { body, headers } = requestOf(server, era)
+  const response = await fetch(server.url, { method: 'POST', headers, body })
   const text = await response.text()
   if (!response.ok || !text.includes('"result"') || text.includes('"isError":true')) {
-    throw new Error(`${url} answered ${response.status}: ${text.slice(0, 300)}`)
+    throw new Error(`${server.url} answered ${response.status}: ${text.slice(0, 300)}`)
   }
 }
 
-function load(url, era) {
-  const { body, headers } = REQUESTS[era]
+function load(server, era) {
+  const { body, headers } = requestOf(server, era)
   return new Promise((resolve, reject) => {
     autocannon(
       {
-        url,
+        url: server.url,
         method: 'POST',
         headers,
         body,
@@ -125,24 +163,37 @@ function load(url, era) {
 export async function run() {
   const keelArgs = [baseline('keel-noop.mjs'), '--transport', 'http', '--port', '0', '--stateless']
   const sdkArgs = [baseline('sdk-noop.mjs'), '--http', '0']
-  // Both eras on the same two servers: 2025-era requests (stateless) and 2026-07-28 ones.
+  // Both eras on the same two servers: 2025-era requests (stateless) and 2026-07-28 ones; then
+  // 2025-era sessions on a server of each that keeps them.
   const contenders = [
     { label: 'keel no-op', args: keelArgs, era: 'legacy' },
     { label: 'SDK no-op', args: sdkArgs, era: 'legacy' },
     { label: 'keel no-op, 2026-07-28', args: keelArgs, era: 'modern' },
     { label: 'SDK no-op, 2026-07-28', args: sdkArgs, era: 'modern' },
+    {
+      label: 'keel no-op, 2025 session',
+      args: [baseline('keel-noop.mjs'), '--transport', 'http', '--port', '0'],
+      era: 'session',
+    },
+    {
+      label: 'SDK no-op, 2025 session',
+      args: [baseline('sdk-noop.mjs'), '--http-sessions', '0'],
+      era: 'session',
+    },
   ]
   const servers = []
   try {
     for (const contender of contenders) servers.push(await startServer(contender.args))
-    for (const [index, server] of servers.entries()) await checkAnswer(server.url, contenders[index].era)
+    for (const [index, server] of servers.entries())
+      if (contenders[index].era === 'session') await openSession(server)
+    for (const [index, server] of servers.entries()) await checkAnswer(server, contenders[index].era)
     // Warm-up: JIT and sockets, unmeasured.
-    for (const [index, server] of servers.entries()) await load(server.url, contenders[index].era)
+    for (const [index, server] of servers.entries()) await load(server, contenders[index].era)
     const samples = contenders.map(() => ({ rate: [], p50: [], p99: [], cpu: [], errors: 0, total: 0 }))
     for (let round = 0; round < ROUNDS; round++) {
       for (const [index, server] of servers.entries()) {
         const cpuBefore = cpuMs(server.pid)
-        const result = await load(server.url, contenders[index].era)
+        const result = await load(server, contenders[index].era)
         const answered = result.requests.total
         samples[index].rate.push(answered / SECONDS)
         samples[index].p50.push(result.latency.p50)
@@ -155,42 +206,41 @@ export async function run() {
     const spread = (values, digits = 0) =>
       `${median(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)})`
     console.log(
-      `#### Streamable HTTP, ${CONNECTIONS} concurrent clients (autocannon ${createRequire(import.meta.url)('autocannon/package.json').version}), stateless, ${ROUNDS} alternated rounds of ${SECONDS} s, medians (spread)\n`,
+      `#### Streamable HTTP, ${CONNECTIONS} concurrent clients (autocannon ${createRequire(import.meta.url)('autocannon/package.json').version}), ${ROUNDS} alternated rounds of ${SECONDS} s, medians (spread)\n`,
     )
-    const [keel, sdk, keelModern, sdkModern] = samples
+    const [keel, , keelModern, , keelSession] = samples
     // Latency is in whole milliseconds: a median of 0 is read as 1 (no division by zero).
     const ratio = (a, b, { higher = false, wholeMs = false } = {}) =>
       `${(median(a) / (wholeMs ? Math.max(1, median(b)) : median(b))).toFixed(2)}×${higher ? ' (higher is better)' : ''}`
+    // Keel ÷ SDK for each pair of contenders: stateless 2025, 2026-07-28, 2025 session.
+    const pairs = [0, 2, 4].map((at) => [samples[at], samples[at + 1]])
+    const ratios = (measure, options) =>
+      pairs.map(([ours, theirs]) => ratio(ours[measure], theirs[measure], options))
     table(
-      ['measure', ...contenders.map((contender) => contender.label), 'keel ÷ SDK', 'keel ÷ SDK, 2026-07-28'],
       [
-        [
-          'calls/s',
-          ...samples.map((sample) => spread(sample.rate)),
-          ratio(keel.rate, sdk.rate, { higher: true }),
-          ratio(keelModern.rate, sdkModern.rate, { higher: true }),
-        ],
+        'measure',
+        ...contenders.map((contender) => contender.label),
+        'keel ÷ SDK, stateless',
+        'keel ÷ SDK, 2026-07-28',
+        'keel ÷ SDK, 2025 session',
+      ],
+      [
+        ['calls/s', ...samples.map((sample) => spread(sample.rate)), ...ratios('rate', { higher: true })],
         [
           'latency p50 (ms)',
           ...samples.map((sample) => spread(sample.p50)),
-          ratio(keel.p50, sdk.p50, { wholeMs: true }),
-          ratio(keelModern.p50, sdkModern.p50, { wholeMs: true }),
+          ...ratios('p50', { wholeMs: true }),
         ],
         [
           'latency p99 (ms)',
           ...samples.map((sample) => spread(sample.p99)),
-          ratio(keel.p99, sdk.p99, { wholeMs: true }),
-          ratio(keelModern.p99, sdkModern.p99, { wholeMs: true }),
+          ...ratios('p99', { wholeMs: true }),
         ],
-        [
-          'server CPU per call (ms)',
-          ...samples.map((sample) => spread(sample.cpu, 3)),
-          ratio(keel.cpu, sdk.cpu),
-          ratio(keelModern.cpu, sdkModern.cpu),
-        ],
+        ['server CPU per call (ms)', ...samples.map((sample) => spread(sample.cpu, 3)), ...ratios('cpu')],
         [
           'errors (non-2xx, resets, timeouts)',
           ...samples.map((sample) => `${sample.errors} of ${sample.total.toLocaleString('en')}`),
+          '',
           '',
           '',
         ],
@@ -199,6 +249,9 @@ export async function run() {
     console.log('\nautocannon measures latency in whole milliseconds.')
     console.log(
       `2026-07-28 ÷ 2025, same Keel server: CPU per call ${(median(keelModern.cpu) / median(keel.cpu)).toFixed(2)}×, calls/s ${(median(keelModern.rate) / median(keel.rate)).toFixed(2)}×.`,
+    )
+    console.log(
+      `2025 session ÷ 2025 stateless, Keel: CPU per call ${(median(keelSession.cpu) / median(keel.cpu)).toFixed(2)}×, calls/s ${(median(keelSession.rate) / median(keel.rate)).toFixed(2)}×.`,
     )
   } finally {
     await Promise.all(servers.map((server) => server.stop()))

@@ -27,6 +27,7 @@ import {
 import type { Runtime } from '../instance.js'
 import { type CallingContext, type CoreCallTool, coreCallToolOf } from '../tool-call.js'
 import { verifiedAuth } from './context.js'
+import { sessionCall } from './session-post.js'
 
 // Core's fast path for 2026-07-28 tool calls over Streamable HTTP. The SDK's per-request handler
 // turns each POST into a Fetch `Request`, classifies it, builds a new McpServer for it (every
@@ -96,6 +97,22 @@ export class HttpFastCalls {
     const meta = isRecord(params) && isRecord(params._meta) ? params._meta : undefined
     if (meta && PROTOCOL_VERSION_META_KEY in meta) return this.#serveModern(req, res, id, params)
     return stateless ? this.#serveStateless(req, res, id, params) : undefined
+  }
+
+  /**
+   * A `tools/call` POST of a 2025-era session held here: the work that serves it with the session's
+   * own transport and server (session-post.ts), or undefined when the SDK's adapter serves it.
+   */
+  serveInSession(
+    req: IncomingMessage,
+    res: ServerResponse,
+    message: unknown,
+    transport: unknown,
+    viaSdk: () => Promise<void>,
+  ): (() => Promise<void>) | undefined {
+    const work = sessionCall(req, res, message, transport, viaSdk)
+    if (work) this.served++
+    return work
   }
 
   /** A 2026-07-28 call (see the module comment). */

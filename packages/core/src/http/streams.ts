@@ -222,7 +222,9 @@ async function dispatch(
   if (session && sessionId) {
     const routed = await routeSessionCall(context, req, res, session, sessionId, parsed)
     if (!routed) return
-    await sessions.busy(session, () => session.transport.handleRequest(req, res, routed.message))
+    const viaSdk = () => session.transport.handleRequest(req, res, routed.message)
+    const fast = context.fastCalls?.serveInSession(req, res, routed.message, session.transport, viaSdk)
+    await sessions.busy(session, fast ?? viaSdk)
     return
   }
   const fast = context.fastCalls?.serve(req, res, parsed, runtime.config.stateless === true)

@@ -1,0 +1,258 @@
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { TextEncoder } from 'node:util'
+import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node'
+import {
+  type AuthInfo,
+  DEFAULT_NEGOTIATED_PROTOCOL_VERSION,
+  type EventStore,
+  isJsonContentType,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+} from '@modelcontextprotocol/server'
+import { callParams, isId, isRecord, membersWithin, NO_ENVELOPE, REQUEST_MEMBERS } from '../fast-call.js'
+import { verifiedAuth } from './context.js'
+
+// A `tools/call` POST on a 2025-era session held in this process, taken in by core instead of the
+// SDK's Node adapter. The adapter turns every POST into a Fetch `Request` (headers copied, the body
+// wrapped in a stream), the SDK's transport parses the message again with zod, and its answer, an
+// SSE `Response` over a `ReadableStream`, is piped back to the Node response chunk by chunk: about
+// half of the CPU of a small call. Here the POST's checks are the transport's own, in its order,
+// made on the Node request: both media types accepted, JSON content, the session initialized and
+// not closed, a supported `MCP-Protocol-Version` or none, no scope challenge (the transport's own
+// resolver). Then it is served as `handlePostRequest` serves one request, with the transport's own
+// parts: the per-request stream registered in its stream maps under a new stream id, the priming
+// event written by the transport (stored in the session's event store), and the message delivered
+// to the session's server through the transport's `onmessage`. So the SDK's protocol layer serves
+// the call (its context, cancellation, timeouts, `input_required`, log levels), the transport's
+// `send` stores and writes every event of the stream (progress, requests to the client, the
+// result) and ends it, and a client that lost the stream resumes it with `Last-Event-ID` as before:
+// the stream is the transport's. Only its sink differs: the events go straight to the Node
+// response, gathered within one turn of the event loop (the head and the priming event with the
+// result of a call that answers at once: one write).
+//
+// Not taken in (the SDK's adapter serves them as before): anything but one `tools/call` request
+// with plain params (name, arguments, `_meta` without reserved keys), an id the session already
+// has in flight, a transport answering JSON instead of SSE or checking Host/Origin headers, and
+// sessions shared through Redis (their transport is the cluster's). The context a tool gets lacks
+// one thing the adapter gives: `ctx.http.req` is a view of the POST (method, URL, headers), not a
+// Fetch `Request` with its body (core never reads it).
+
+/** The parts of the SDK's Web Standard transport this path uses (private API, checked on first use). */
+interface WebTransport {
+  sessionId?: string
+  onmessage?: (message: JSONRPCMessage, extra?: MessageExtraInfo) => void
+  onerror?: (error: Error) => void
+  _initialized: boolean
+  _closed: boolean
+  _enableJsonResponse: boolean
+  _enableDnsRebindingProtection: boolean
+  _supportedProtocolVersions: string[]
+  _eventStore?: EventStore
+  _streamMapping: Map<string, StreamEntry>
+  _requestToStreamMapping: Map<string | number, string>
+  _checkScopeChallenge(messages: unknown[], authInfo: AuthInfo | undefined): Promise<Response | undefined>
+  writePrimingEvent(controller: Sink, encoder: TextEncoder, streamId: string, version: string): Promise<void>
+  startKeepAlive(controller: Sink, encoder: TextEncoder): NodeJS.Timeout | undefined
+  supportsEmptySSEData(version: string): boolean
+  closeSSEStream(requestId: string | number): void
+  closeStandaloneSSEStream(): void
+}
+
+/** An entry of the transport's stream map, as `handlePostRequest` makes it. */
+interface StreamEntry {
+  controller?: unknown
+  encoder?: TextEncoder
+  cleanup: () => void
+}
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+}
+
+/** The transport of a session, when it is the SDK's own (in process) and has the parts used here. */
+export function webTransportOf(transport: unknown): WebTransport | undefined {
+  if (!(transport instanceof NodeStreamableHTTPServerTransport)) return undefined
+  const web = (transport as unknown as { _webStandardTransport?: Partial<WebTransport> })
+    ._webStandardTransport
+  if (
+    !web ||
+    !(web._streamMapping instanceof Map) ||
+    !(web._requestToStreamMapping instanceof Map) ||
+    !Array.isArray(web._supportedProtocolVersions) ||
+    typeof web._checkScopeChallenge !== 'function' ||
+    typeof web.writePrimingEvent !== 'function' ||
+    typeof web.startKeepAlive !== 'function' ||
+    typeof web.supportsEmptySSEData !== 'function' ||
+    typeof web.closeSSEStream !== 'function' ||
+    typeof web.closeStandaloneSSEStream !== 'function' ||
+    typeof web._initialized !== 'boolean' ||
+    typeof web._closed !== 'boolean'
+  ) {
+    return undefined
+  }
+  return web as WebTransport
+}
+
+/**
+ * The work that serves `message`, a POST of the session whose transport is `transport`, or
+ * undefined when the SDK's adapter serves it (see the module comment). `fallback` serves it the
+ * SDK's way: taken when the transport's scope check has something to say.
+ */
+export function sessionCall(
+  req: IncomingMessage,
+  res: ServerResponse,
+  message: unknown,
+  transport: unknown,
+  fallback: () => Promise<void>,
+): (() => Promise<void>) | undefined {
+  if (!isRecord(message) || message.jsonrpc !== '2.0' || message.method !== 'tools/call') return undefined
+  const { id, params } = message
+  if (!isId(id) || !membersWithin(message, REQUEST_MEMBERS) || !callParams(params, NO_ENVELOPE))
+    return undefined
+  const web = webTransportOf(transport)
+  if (
+    !web ||
+    web._closed ||
+    !web._initialized ||
+    web._enableJsonResponse ||
+    web._enableDnsRebindingProtection ||
+    web.sessionId === undefined ||
+    web._requestToStreamMapping.has(id)
+  ) {
+    return undefined
+  }
+  const { headers } = req
+  const accept = headers.accept
+  const version = headers['mcp-protocol-version']
+  if (
+    typeof accept !== 'string' ||
+    !accept.includes('application/json') ||
+    !accept.includes('text/event-stream') ||
+    !isJsonContentType(headers['content-type']) ||
+    headers['mcp-session-id'] !== web.sessionId ||
+    Array.isArray(version) ||
+    (version !== undefined && !web._supportedProtocolVersions.includes(version))
+  ) {
+    return undefined
+  }
+  return () =>
+    serve(web, req, res, message as unknown as JSONRPCMessage & { id: string | number }, version, fallback)
+}
+
+async function serve(
+  web: WebTransport,
+  req: IncomingMessage,
+  res: ServerResponse,
+  message: JSONRPCMessage & { id: string | number },
+  version: string | undefined,
+  fallback: () => Promise<void>,
+): Promise<void> {
+  const authInfo = verifiedAuth(req)
+  let challenge: Response | undefined
+  try {
+    challenge = await web._checkScopeChallenge([message], authInfo)
+  } catch {
+    challenge = undefined
+  }
+  // The transport has something to say (or failed to decide): it says it, the SDK's way.
+  if (challenge || web._closed || web._requestToStreamMapping.has(message.id)) return fallback()
+  const done = new Promise<void>((resolve) => res.once('close', resolve))
+  const streamId = randomUUID()
+  const clientVersion = version ?? DEFAULT_NEGOTIATED_PROTOCOL_VERSION
+  const sink = new Sink(res)
+  const encoder = new TextEncoder()
+  let keepAlive: NodeJS.Timeout | undefined
+  const cleanup = () => {
+    if (keepAlive !== undefined) clearInterval(keepAlive)
+    web._streamMapping.delete(streamId)
+    sink.close()
+  }
+  // A client that goes away ends the stream, not the call: its events are still stored.
+  res.once('close', () => {
+    if (keepAlive !== undefined) clearInterval(keepAlive)
+    sink.closed = true
+    if (web._streamMapping.get(streamId)?.controller === sink) web._streamMapping.delete(streamId)
+  })
+  // What the transport writes within this turn of the event loop goes out in one write (the end
+  // of the response uncorks it too).
+  res.cork()
+  sink.corked = true
+  res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': web.sessionId as string })
+  setImmediate(() => sink.uncork())
+  web._streamMapping.set(streamId, { controller: sink, encoder, cleanup })
+  web._requestToStreamMapping.set(message.id, streamId)
+  await web.writePrimingEvent(sink, encoder, streamId, clientVersion)
+  const extra: MessageExtraInfo = { request: new RequestView(req) as unknown as Request }
+  if (authInfo) extra.authInfo = authInfo
+  if (web._eventStore && web.supportsEmptySSEData(clientVersion)) {
+    extra.closeSSEStream = () => web.closeSSEStream(message.id)
+    extra.closeStandaloneSSEStream = () => web.closeStandaloneSSEStream()
+  }
+  web.onmessage?.(message, extra)
+  if (web._streamMapping.get(streamId)?.controller === sink) keepAlive = web.startKeepAlive(sink, encoder)
+  await done
+}
+
+/**
+ * The POST as the SDK's request context shows it (`ctx.http.req`, where the adapter gives the Fetch
+ * `Request` it made): its method, URL and headers, the headers made into a Fetch `Headers` on
+ * first read. Its presence is what gives every call over HTTP an `http` context, with or without
+ * a credential, as the adapter's `Request` does; core reads nothing of it.
+ */
+class RequestView {
+  readonly method = 'POST'
+  #headers: Headers | undefined
+
+  constructor(readonly req: IncomingMessage) {}
+
+  get url(): string {
+    return `http://${this.req.headers.host ?? 'localhost'}${this.req.url ?? '/'}`
+  }
+
+  get headers(): Headers {
+    if (this.#headers === undefined) {
+      const headers = new Headers()
+      for (const [name, value] of Object.entries(this.req.headers)) {
+        if (Array.isArray(value)) for (const each of value) headers.append(name, each)
+        else if (value !== undefined) headers.set(name, value)
+      }
+      this.#headers = headers
+    }
+    return this.#headers
+  }
+}
+
+/**
+ * The sink of one SSE stream: what the transport enqueues is written to the Node response, and
+ * closing it ends the response. Like a closed stream's controller, it throws once closed (the
+ * transport catches that and reports it).
+ */
+class Sink {
+  closed = false
+  corked = false
+
+  constructor(readonly res: ServerResponse) {}
+
+  uncork(): void {
+    if (!this.corked) return
+    this.corked = false
+    this.res.uncork()
+  }
+
+  enqueue(chunk: Uint8Array): void {
+    if (this.closed || this.res.writableEnded || this.res.destroyed)
+      throw new TypeError('Invalid state: the stream is closed')
+    this.res.write(chunk)
+  }
+
+  close(): void {
+    if (this.closed) throw new TypeError('Invalid state: the stream is closed')
+    this.closed = true
+    this.corked = false
+    this.res.end()
+  }
+}
