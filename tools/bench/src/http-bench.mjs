@@ -209,9 +209,10 @@ export async function run() {
       `#### Streamable HTTP, ${CONNECTIONS} concurrent clients (autocannon ${createRequire(import.meta.url)('autocannon/package.json').version}), ${ROUNDS} alternated rounds of ${SECONDS} s, medians (spread)\n`,
     )
     const [keel, , keelModern, , keelSession] = samples
-    // Latency is in whole milliseconds: a median of 0 is read as 1 (no division by zero).
+    // Latency is in whole milliseconds: a median of 0 is read as 1 on either side (no division by
+    // zero, and no 0.00× for a median under a millisecond).
     const ratio = (a, b, { higher = false, wholeMs = false } = {}) =>
-      `${(median(a) / (wholeMs ? Math.max(1, median(b)) : median(b))).toFixed(2)}×${higher ? ' (higher is better)' : ''}`
+      `${(wholeMs ? Math.max(1, median(a)) / Math.max(1, median(b)) : median(a) / median(b)).toFixed(2)}×${higher ? ' (higher is better)' : ''}`
     // Keel ÷ SDK for each pair of contenders: stateless 2025, 2026-07-28, 2025 session.
     const pairs = [0, 2, 4].map((at) => [samples[at], samples[at + 1]])
     const ratios = (measure, options) =>

@@ -167,6 +167,37 @@ describe('2025-era tool calls over stateless Streamable HTTP with the Python MCP
   })
 })
 
+describe('2025-era sessions over Streamable HTTP with the Python MCP SDK', () => {
+  // A session's tool calls are taken in by core without the SDK's Node adapter and served by the
+  // session's own transport and server; the same steps with it off (KEEL_FAST_PATH=0) must match:
+  // results, the level the session sets, progress, and an elicitation on the call's stream.
+  const steps = [
+    { op: 'set_logging_level' as const, level: 'info' },
+    { op: 'call_tool' as const, name: 'test_simple_text' },
+    { op: 'call_tool' as const, name: 'test_image_content' },
+    { op: 'call_tool' as const, name: 'test_error_handling' },
+    { op: 'call_tool' as const, name: 'test_logging_tool' },
+    { op: 'call_tool' as const, name: 'test_tool_with_progress', meta: { progressToken: 'py-progress' } },
+    { op: 'call_tool' as const, name: 'test_input_required_result_elicitation' },
+  ]
+  const runWith = async (env: Record<string, string>) => {
+    const server = await spawnHttp(process.execPath, [BIN], { env })
+    servers.push(server)
+    return runPythonClient({ target: { url: server.url }, mode: 'legacy', elicit, steps })
+  }
+
+  it('gives the same results and notifications with core’s path as through the SDK’s adapter', async () => {
+    const fast = await runWith({})
+    const sdk = await runWith({ KEEL_FAST_PATH: '0' })
+    expect(fast.results).toEqual(sdk.results)
+    expect(fast.notifications).toEqual(sdk.notifications)
+    expect(fast.results.every((result) => 'ok' in result)).toBe(true)
+    expect(logLevels(fast)).toEqual(['info', 'warning', 'error'])
+    expect(fast.notifications.filter((note) => note.method === 'notifications/progress')).toHaveLength(3)
+    expect(text(ok(fast, 6))).toBe('Hello, Ada!')
+  })
+})
+
 describe('the initialize handshake with the Python MCP SDK', () => {
   it('keeps logging/setLevel and in-call elicitation working as in 2025', async () => {
     const run = await runPythonClient({
