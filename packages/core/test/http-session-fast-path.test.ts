@@ -1,5 +1,6 @@
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { BoundedEventStore } from '../src/event-store.js'
 import { type RunningServer, run } from '../src/run.js'
 import { connectHttp } from '../src/testing/index.js'
 import { askingFixture, normalized } from './fast-path-harness.js'
@@ -61,11 +62,14 @@ interface Streaming {
   request: ClientRequest
   response: Promise<IncomingMessage>
   frames: Frame[]
+  /** Everything the answer's body held so far. */
+  raw: { text: string }
   ended: Promise<void>
 }
 
 function stream(url: string, method: string, headers: Record<string, string>, body?: string): Streaming {
   const frames: Frame[] = []
+  const raw = { text: '' }
   let text = ''
   let resolveResponse: (response: IncomingMessage) => void = () => {}
   let resolveEnded: () => void = () => {}
@@ -78,6 +82,7 @@ function stream(url: string, method: string, headers: Record<string, string>, bo
   const request = httpRequest(url, { method, headers }, (res) => {
     resolveResponse(res)
     res.on('data', (chunk: Buffer) => {
+      raw.text += chunk.toString()
       text += chunk.toString()
       const complete = text.lastIndexOf('\n\n')
       if (complete < 0) return
@@ -90,15 +95,13 @@ function stream(url: string, method: string, headers: Record<string, string>, bo
   })
   request.on('error', () => resolveEnded())
   request.end(body)
-  return { request, response, frames, ended }
+  return { request, response, frames, raw, ended }
 }
 
 async function post(url: string, headers: Record<string, string>, body: string): Promise<Answer> {
-  const { response, frames, ended } = stream(url, 'POST', headers, body)
+  const { response, frames, raw, ended } = stream(url, 'POST', headers, body)
   const res = await response
-  const chunks: Buffer[] = []
   const type = res.headers['content-type']
-  if (!type?.startsWith('text/event-stream')) res.on('data', (chunk: Buffer) => chunks.push(chunk))
   await ended
   if (type?.startsWith('text/event-stream')) {
     const messages = frames.filter((frame) => frame.message)
@@ -110,8 +113,7 @@ async function post(url: string, headers: Record<string, string>, body: string):
       ids: messages.every((frame) => frame.id !== undefined),
     }
   }
-  const text = Buffer.concat(chunks).toString()
-  return { status: res.statusCode ?? 0, type, body: text ? JSON.parse(text) : text }
+  return { status: res.statusCode ?? 0, type, body: raw.text ? JSON.parse(raw.text) : raw.text }
 }
 
 async function until<T>(read: () => T, done: (value: T) => boolean, ms = 5000): Promise<T> {
@@ -266,6 +268,9 @@ describe('2025-era HTTP sessions: tool calls taken in by core', () => {
         primed: version === '2025-11-25',
         ids: true,
       })
+      // The SDK's refusals, with their JSON bodies: a missing media type, an unsupported version.
+      expect(answers.fast[18]).toMatchObject({ status: 406, body: { error: { code: -32000 } } })
+      expect(answers.fast[20]).toMatchObject({ status: 400, body: { error: { code: -32000 } } })
       const counted = (index: number) =>
         Number(/counter=(\d+)/.exec(JSON.stringify(answers.fast[index]?.body))?.[1])
       expect(counted(10)).toBe(counted(9) + 1)
@@ -322,6 +327,29 @@ describe('2025-era HTTP sessions: tool calls taken in by core', () => {
     expect(resumed.fast.at(-1)).toMatchObject({
       id: 40,
       result: { content: [{ text: 'done after 4 steps' }] },
+    })
+  })
+
+  it('answers as the SDK does when the event store fails before anything is written', async () => {
+    const answers: Answer[] = []
+    for (const server of [fast, sdk]) {
+      const session = await openSession(server, '2025-11-25')
+      // The priming event is the first thing the stream stores.
+      const store = vi
+        .spyOn(BoundedEventStore.prototype, 'storeEvent')
+        .mockRejectedValueOnce(new Error('store down'))
+      try {
+        answers.push(await post(server.http.url, session, call(45, 'echo', { message: 'x' })))
+      } finally {
+        store.mockRestore()
+      }
+      const next = await post(server.http.url, session, call(46, 'echo', { message: 'after' }))
+      expect(next.body).toMatchObject([{ result: { structuredContent: { echoed: 'after' } } }])
+    }
+    expect(answers[0]).toEqual(answers[1])
+    expect(answers[0]).toMatchObject({
+      status: 400,
+      body: { error: { code: -32700, data: 'Error: store down' } },
     })
   })
 

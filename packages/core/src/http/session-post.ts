@@ -163,13 +163,19 @@ async function serve(
   const done = new Promise<void>((resolve) => res.once('close', resolve))
   const streamId = randomUUID()
   const clientVersion = version ?? DEFAULT_NEGOTIATED_PROTOCOL_VERSION
-  const sink = new Sink(res)
+  // The head goes out with the first event, or once the message is delivered, as the adapter
+  // writes it when the transport returns its `Response`.
+  const sink = new Sink(res, { ...SSE_HEADERS, 'mcp-session-id': web.sessionId as string })
   const encoder = new TextEncoder()
   let keepAlive: NodeJS.Timeout | undefined
   const cleanup = () => {
     if (keepAlive !== undefined) clearInterval(keepAlive)
     web._streamMapping.delete(streamId)
-    sink.close()
+    try {
+      sink.close()
+    } catch {
+      // Already ended (its client went away).
+    }
   }
   // A client that goes away ends the stream, not the call: its events are still stored.
   res.once('close', () => {
@@ -179,21 +185,38 @@ async function serve(
   })
   // What the transport writes within this turn of the event loop goes out in one write (the end
   // of the response uncorks it too).
-  res.cork()
-  sink.corked = true
-  res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': web.sessionId as string })
+  sink.cork()
   setImmediate(() => sink.uncork())
-  web._streamMapping.set(streamId, { controller: sink, encoder, cleanup })
-  web._requestToStreamMapping.set(message.id, streamId)
-  await web.writePrimingEvent(sink, encoder, streamId, clientVersion)
-  const extra: MessageExtraInfo = { request: new RequestView(req) as unknown as Request }
-  if (authInfo) extra.authInfo = authInfo
-  if (web._eventStore && web.supportsEmptySSEData(clientVersion)) {
-    extra.closeSSEStream = () => web.closeSSEStream(message.id)
-    extra.closeStandaloneSSEStream = () => web.closeStandaloneSSEStream()
+  try {
+    web._streamMapping.set(streamId, { controller: sink, encoder, cleanup })
+    web._requestToStreamMapping.set(message.id, streamId)
+    await web.writePrimingEvent(sink, encoder, streamId, clientVersion)
+    const extra: MessageExtraInfo = { request: new RequestView(req) as unknown as Request }
+    if (authInfo) extra.authInfo = authInfo
+    if (web._eventStore && web.supportsEmptySSEData(clientVersion)) {
+      extra.closeSSEStream = () => web.closeSSEStream(message.id)
+      extra.closeStandaloneSSEStream = () => web.closeStandaloneSSEStream()
+    }
+    web.onmessage?.(message, extra)
+    if (web._streamMapping.get(streamId)?.controller === sink) keepAlive = web.startKeepAlive(sink, encoder)
+    sink.head()
+  } catch (error) {
+    // As `handlePostRequest` fails: reported, and a 400 when nothing was written yet.
+    web.onerror?.(error as Error)
+    if (web._streamMapping.get(streamId)?.controller === sink) web._streamMapping.delete(streamId)
+    if (web._requestToStreamMapping.get(message.id) === streamId)
+      web._requestToStreamMapping.delete(message.id)
+    sink.uncork()
+    if (!res.headersSent) {
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        error: { code: -32700, message: 'Parse error', data: String(error) },
+        id: null,
+      })
+      res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+      res.end(body)
+    } else if (!res.writableEnded) res.end()
   }
-  web.onmessage?.(message, extra)
-  if (web._streamMapping.get(streamId)?.controller === sink) keepAlive = web.startKeepAlive(sink, encoder)
   await done
 }
 
@@ -233,26 +256,41 @@ class RequestView {
  */
 class Sink {
   closed = false
-  corked = false
+  #corked = false
 
-  constructor(readonly res: ServerResponse) {}
+  constructor(
+    readonly res: ServerResponse,
+    readonly headers: Record<string, string>,
+  ) {}
+
+  /** Writes the head (status 200, the SSE headers) unless it is written. */
+  head(): void {
+    if (!this.res.headersSent && !this.res.writableEnded) this.res.writeHead(200, this.headers)
+  }
+
+  cork(): void {
+    this.#corked = true
+    this.res.cork()
+  }
 
   uncork(): void {
-    if (!this.corked) return
-    this.corked = false
+    if (!this.#corked) return
+    this.#corked = false
     this.res.uncork()
   }
 
   enqueue(chunk: Uint8Array): void {
     if (this.closed || this.res.writableEnded || this.res.destroyed)
       throw new TypeError('Invalid state: the stream is closed')
+    this.head()
     this.res.write(chunk)
   }
 
   close(): void {
     if (this.closed) throw new TypeError('Invalid state: the stream is closed')
     this.closed = true
-    this.corked = false
+    this.#corked = false
+    this.head()
     this.res.end()
   }
 }
