@@ -1,11 +1,11 @@
 import { PassThrough } from 'node:stream'
 import { type AnyTool, defineServer, defineTool, type ServerSpec } from '../src/index.js'
-import { prepare } from '../src/run.js'
+import { prepare, type RunningServer, run } from '../src/run.js'
 import { serveStdioRuntime } from '../src/serve-stdio.js'
 import { type FixtureDeps, type FixtureOptions, fixture } from './fixture.js'
 
 // What the fast-path tests share (fast-path.test.ts, fast-path-modern.test.ts,
-// http-fast-path.test.ts, client-access.test.ts): tools that ask the client, a 2026-07-28
+// http-fast-path.test.ts, http-session-fast-path.test.ts, client-access.test.ts): tools that ask the client, a 2026-07-28
 // envelope, the fixture with those tools, and a stdio connection driven line by line.
 
 export type Message = Record<string, unknown> & { id?: unknown; method?: string }
@@ -188,4 +188,23 @@ export async function shutdownDuring(server: Awaited<ReturnType<typeof stdioConn
     out: normalized(server.seen.slice(from)) as Message[],
     aborted: server.runtime.deps.seenSignals.at(-1)?.aborted === true,
   }
+}
+
+/** A server of `spec` over Streamable HTTP on a free port, with core's fast paths or without (KEEL_FAST_PATH=0). */
+export type HttpServer = RunningServer<FixtureDeps, unknown> & {
+  http: NonNullable<RunningServer<FixtureDeps, unknown>['http']>
+}
+
+export async function startHttp(
+  spec: ServerSpec<FixtureDeps, FixtureOptions>,
+  fastPath: boolean,
+  extra: string[] = [],
+): Promise<HttpServer> {
+  const server = await run(spec, {
+    argv: ['--transport', 'http', '--port', '0', '--toolsets', 'all', ...extra],
+    env: { LOG_LEVEL: 'silent', ...(fastPath ? {} : { KEEL_FAST_PATH: '0' }) },
+    manageProcess: false,
+  })
+  if (!server?.http) throw new Error('no http endpoint')
+  return server as HttpServer
 }

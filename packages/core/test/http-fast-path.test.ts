@@ -1,18 +1,18 @@
 import { request as httpRequest } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { defineTool } from '../src/index.js'
-import { type RunningServer, run } from '../src/run.js'
 import {
   askingFixture,
   CAPABILITIES,
   envelopeOf,
+  type HttpServer,
   INFO,
   LEVEL,
   normalized,
+  startHttp,
   VERSION,
   withChanges,
 } from './fast-path-harness.js'
-import type { FixtureDeps } from './fixture.js'
 
 // Core's fast path for 2026-07-28 tool calls over Streamable HTTP (http/fast-call.ts) against the
 // SDK's per-request handler: every POST below is sent to a server with the fast path and to one
@@ -33,19 +33,8 @@ const whoAsks = defineTool({
 
 const spec = askingFixture(whoAsks)
 
-type Server = RunningServer<FixtureDeps, unknown> & {
-  http: NonNullable<RunningServer<FixtureDeps, unknown>['http']>
-}
-
-async function start(fastPath: boolean, extra: string[] = []): Promise<Server> {
-  const server = await run(spec, {
-    argv: ['--transport', 'http', '--port', '0', '--toolsets', 'all', ...extra],
-    env: { LOG_LEVEL: 'silent', ...(fastPath ? {} : { KEEL_FAST_PATH: '0' }) },
-    manageProcess: false,
-  })
-  if (!server?.http) throw new Error('no http endpoint')
-  return server as Server
-}
+type Server = HttpServer
+const start = (fastPath: boolean, extra: string[] = []) => startHttp(spec, fastPath, extra)
 
 /**
  * Sends each POST of `script` to both servers in turn: their answers, normalized, and how many

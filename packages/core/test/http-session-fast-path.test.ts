@@ -1,10 +1,8 @@
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { BoundedEventStore } from '../src/event-store.js'
-import { type RunningServer, run } from '../src/run.js'
 import { connectHttp } from '../src/testing/index.js'
-import { askingFixture, normalized } from './fast-path-harness.js'
-import type { FixtureDeps } from './fixture.js'
+import { askingFixture, type HttpServer, normalized, startHttp } from './fast-path-harness.js'
 
 // Core's path for a `tools/call` POST of a 2025-era HTTP session (http/session-post.ts) against
 // the SDK's Node adapter: the same POSTs, on a session of a server with it and of one without
@@ -14,19 +12,8 @@ import type { FixtureDeps } from './fixture.js'
 
 const spec = askingFixture()
 
-type Server = RunningServer<FixtureDeps, unknown> & {
-  http: NonNullable<RunningServer<FixtureDeps, unknown>['http']>
-}
-
-async function start(fastPath: boolean): Promise<Server> {
-  const server = await run(spec, {
-    argv: ['--transport', 'http', '--port', '0', '--toolsets', 'all'],
-    env: { LOG_LEVEL: 'silent', ...(fastPath ? {} : { KEEL_FAST_PATH: '0' }) },
-    manageProcess: false,
-  })
-  if (!server?.http) throw new Error('no http endpoint')
-  return server as Server
-}
+type Server = HttpServer
+const start = (fastPath: boolean, extra: string[] = []) => startHttp(spec, fastPath, extra)
 
 /** One SSE frame: its id (if any), and its message (undefined for a priming event). */
 interface Frame {
@@ -222,6 +209,18 @@ const script: Step[] = [
   { body: call(30, 'echo', { message: 'no session' }), headers: { 'mcp-session-id': undefined }, served: 0 },
 ]
 
+/** Starts a long `slow` call on `session`: its stream, and its signal once the tool runs. */
+async function startSlow(server: Server, session: Record<string, string>, id: number) {
+  const deps = server.runtime.deps
+  const before = deps.seenSignals.length
+  const running = stream(server.http.url, 'POST', session, call(id, 'slow', { steps: 100, step_ms: 50 }))
+  await until(
+    () => deps.seenSignals.length,
+    (count) => count > before,
+  )
+  return { running, signal: deps.seenSignals[before] }
+}
+
 function headersOf(session: Record<string, string>, changes: Record<string, string | undefined> = {}) {
   const headers: Record<string, string | undefined> = { ...session, ...changes }
   for (const key of Object.keys(headers)) if (headers[key] === undefined) delete headers[key]
@@ -355,14 +354,7 @@ describe('2025-era HTTP sessions: tool calls taken in by core', () => {
 
   it('stops a call its client cancels, and the session serves the next one', async () => {
     const session = await openSession(fast, '2025-06-18')
-    const deps = fast.runtime.deps
-    const before = deps.seenSignals.length
-    const running = stream(fast.http.url, 'POST', session, call(50, 'slow', { steps: 100, step_ms: 50 }))
-    await until(
-      () => deps.seenSignals.length,
-      (count) => count > before,
-    )
-    const signal = deps.seenSignals[before]
+    const { running, signal } = await startSlow(fast, session, 50)
     expect(signal?.aborted).toBe(false)
     const cancelled = await post(
       fast.http.url,
@@ -386,13 +378,7 @@ describe('2025-era HTTP sessions: tool calls taken in by core', () => {
 
   it('ends the stream of a call when its session is deleted, and stops the call', async () => {
     const session = await openSession(fast, '2025-06-18')
-    const deps = fast.runtime.deps
-    const before = deps.seenSignals.length
-    const running = stream(fast.http.url, 'POST', session, call(60, 'slow', { steps: 100, step_ms: 50 }))
-    await until(
-      () => deps.seenSignals.length,
-      (count) => count > before,
-    )
+    const { running, signal } = await startSlow(fast, session, 60)
     const deleted = await new Promise<number>((resolve, reject) => {
       const request = httpRequest(fast.http.url, { method: 'DELETE', headers: session }, (res) => {
         res.resume()
@@ -404,10 +390,10 @@ describe('2025-era HTTP sessions: tool calls taken in by core', () => {
     expect(deleted).toBe(200)
     await running.ended
     await until(
-      () => deps.seenSignals[before]?.aborted,
+      () => signal?.aborted,
       (aborted) => aborted === true,
     )
-    expect(deps.seenSignals[before]?.aborted).toBe(true)
+    expect(signal?.aborted).toBe(true)
   })
 
   it.each([
