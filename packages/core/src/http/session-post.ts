@@ -9,6 +9,7 @@ import {
   isJsonContentType,
   type JSONRPCMessage,
   type MessageExtraInfo,
+  WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server'
 import { callParams, isId, isRecord, membersWithin, NO_ENVELOPE, REQUEST_MEMBERS } from '../fast-call.js'
 import { verifiedAuth } from './context.js'
@@ -33,8 +34,11 @@ import { verifiedAuth } from './context.js'
 //
 // Not taken in (the SDK's adapter serves them as before): anything but one `tools/call` request
 // with plain params (name, arguments, `_meta` without reserved keys), an id the session already
-// has in flight, a transport answering JSON instead of SSE or checking Host/Origin headers, and
-// sessions shared through Redis (their transport is the cluster's). The context a tool gets lacks
+// has in flight, a transport answering JSON instead of SSE or checking Host/Origin headers. A
+// session shared through Redis is taken in the same way on the replica that serves the POST: its
+// transport (scale/relay-transport.ts) wraps the same SDK transport, whose event store is Redis
+// and whose messages pass through the relay's id mapping on their way in and out, as they do
+// through the adapter. The context a tool gets lacks
 // one thing the adapter gives: `ctx.http.req` is a view of the POST (method, URL, headers), not a
 // Fetch `Request` with its body (core never reads it).
 
@@ -75,9 +79,14 @@ const SSE_HEADERS = {
 
 /** The transport of a session, when it is the SDK's own (in process) and has the parts used here. */
 export function webTransportOf(transport: unknown): WebTransport | undefined {
-  if (!(transport instanceof NodeStreamableHTTPServerTransport)) return undefined
-  const web = (transport as unknown as { _webStandardTransport?: Partial<WebTransport> })
-    ._webStandardTransport
+  // In process: the Node adapter's transport; shared through Redis: the relay's inner one.
+  const web =
+    transport instanceof NodeStreamableHTTPServerTransport
+      ? (transport as unknown as { _webStandardTransport?: Partial<WebTransport> })._webStandardTransport
+      : (transport as { inner?: unknown } | undefined)?.inner instanceof
+          WebStandardStreamableHTTPServerTransport
+        ? ((transport as { inner: unknown }).inner as Partial<WebTransport>)
+        : undefined
   if (
     !web ||
     !(web._streamMapping instanceof Map) ||
