@@ -428,3 +428,48 @@ describe('2025-era HTTP sessions: tool calls taken in by core', () => {
     },
   )
 })
+
+describe('a session whose server core did not build', () => {
+  it('is served through the transport’s onmessage (the SDK’s own tools/call handler), on the same stream', async () => {
+    const { createServer } = await import('node:http')
+    const { randomUUID } = await import('node:crypto')
+    const { NodeStreamableHTTPServerTransport } = await import('@modelcontextprotocol/node')
+    const { McpServer } = await import('@modelcontextprotocol/server')
+    const { z } = await import('zod')
+    const { sessionCall } = await import('../src/http/session-post.js')
+    const mcp = new McpServer({ name: 'plain', version: '1.0.0' })
+    mcp.registerTool('shout', { inputSchema: { text: z.string() } }, ({ text }) => ({
+      content: [{ type: 'text', text: text.toUpperCase() }],
+    }))
+    const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() })
+    await mcp.connect(transport)
+    let taken = 0
+    const http = createServer((req, res) => {
+      const chunks: Buffer[] = []
+      req.on('data', (chunk: Buffer) => chunks.push(chunk))
+      req.on('end', () => {
+        const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined
+        const viaSdk = () => transport.handleRequest(req, res, body)
+        const work = sessionCall(req, res, body, { transport, server: mcp }, viaSdk)
+        if (work) taken++
+        void (work ?? viaSdk)()
+      })
+    })
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`
+      const session = await openSession({ http: { url } } as unknown as Server, '2025-11-25')
+      const answer = await post(url, session, call(1, 'shout', { text: 'hi' }))
+      expect(taken).toBe(1)
+      expect(answer).toMatchObject({
+        status: 200,
+        type: 'text/event-stream',
+        primed: false,
+        body: [{ id: 1, result: { content: [{ type: 'text', text: 'HI' }] } }],
+      })
+    } finally {
+      await mcp.close()
+      await new Promise((resolve) => http.close(resolve))
+    }
+  })
+})

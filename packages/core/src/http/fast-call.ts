@@ -107,10 +107,10 @@ export class HttpFastCalls {
     req: IncomingMessage,
     res: ServerResponse,
     message: unknown,
-    transport: unknown,
+    session: { transport: unknown; server: McpServer },
     viaSdk: () => Promise<void>,
   ): (() => Promise<void>) | undefined {
-    const work = sessionCall(req, res, message, transport, viaSdk)
+    const work = sessionCall(req, res, message, session, viaSdk)
     if (work) this.served++
     return work
   }

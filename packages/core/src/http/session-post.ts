@@ -8,10 +8,28 @@ import {
   type EventStore,
   isJsonContentType,
   type JSONRPCMessage,
+  type McpServer,
   type MessageExtraInfo,
+  SUPPORTED_PROTOCOL_VERSIONS,
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server'
-import { callParams, isId, isRecord, membersWithin, NO_ENVELOPE, REQUEST_MEMBERS } from '../fast-call.js'
+import {
+  type CallError,
+  type CallParams,
+  callParams,
+  checkedCallResult,
+  encodedError,
+  type Id,
+  isId,
+  isRecord,
+  type ModernAnswer,
+  membersWithin,
+  NO_ENVELOPE,
+  REQUEST_MEMBERS,
+  type ResultCodec,
+} from '../fast-call.js'
+import { type McpLogLevel, mcpLevelAtLeast } from '../logger.js'
+import { type CallingContext, type CoreCallTool, coreCallToolOf } from '../tool-call.js'
 import { verifiedAuth } from './context.js'
 
 // A `tools/call` POST on a 2025-era session held in this process, taken in by core instead of the
@@ -23,12 +41,17 @@ import { verifiedAuth } from './context.js'
 // not closed, a supported `MCP-Protocol-Version` or none, no scope challenge (the transport's own
 // resolver). Then it is served as `handlePostRequest` serves one request, with the transport's own
 // parts: the per-request stream registered in its stream maps under a new stream id, the priming
-// event written by the transport (stored in the session's event store), and the message delivered
-// to the session's server through the transport's `onmessage`. So the SDK's protocol layer serves
-// the call (its context, cancellation, timeouts, `input_required`, log levels), the transport's
-// `send` stores and writes every event of the stream (progress, requests to the client, the
-// result) and ends it, and a client that lost the stream resumes it with `Last-Event-ID` as before:
-// the stream is the transport's. Only its sink differs: the events go straight to the Node
+// event written by the transport (stored in the session's event store). The call is then served
+// on the session's server as its protocol layer serves a request, without that layer's
+// per-message work (see runCall): core's own `tools/call` handler with the context the layer would
+// give it, the call's abort controller in the layer's own map (so `notifications/cancelled` and
+// the session's end stop it as any request), notifications and requests to the client related to
+// the call, no answer once it is aborted. Everything the call sends goes through the session's
+// transport: its `send` stores and writes every event of the stream (progress, requests to the
+// client, the result) and ends it, and a client that lost the stream resumes it with
+// `Last-Event-ID` as before: the stream is the transport's. (Should the server lack a part this
+// uses, the message is delivered to it through the transport's `onmessage` instead, as the
+// adapter delivers it.) Only its sink differs: the events go straight to the Node
 // response, gathered within one turn of the event loop (the head and the priming event with the
 // result of a call that answers at once: one write).
 //
@@ -37,10 +60,9 @@ import { verifiedAuth } from './context.js'
 // has in flight, a transport answering JSON instead of SSE or checking Host/Origin headers. A
 // session shared through Redis is taken in the same way on the replica that serves the POST: its
 // transport (scale/relay-transport.ts) wraps the same SDK transport, whose event store is Redis
-// and whose messages pass through the relay's id mapping on their way in and out, as they do
-// through the adapter. The context a tool gets lacks
-// one thing the adapter gives: `ctx.http.req` is a view of the POST (method, URL, headers), not a
-// Fetch `Request` with its body (core never reads it).
+// and whose outgoing messages pass through the relay's id mapping (sent through the relay), as
+// they do through the adapter. On the fallback delivery, the context's `ctx.http.req` is a view
+// of the POST (method, URL, headers), not a Fetch `Request` with its body (core never reads it).
 
 /** The parts of the SDK's Web Standard transport this path uses (private API, checked on first use). */
 interface WebTransport {
@@ -115,14 +137,14 @@ export function sessionCall(
   req: IncomingMessage,
   res: ServerResponse,
   message: unknown,
-  transport: unknown,
+  session: { transport: unknown; server: McpServer },
   fallback: () => Promise<void>,
 ): (() => Promise<void>) | undefined {
   if (!isRecord(message) || message.jsonrpc !== '2.0' || message.method !== 'tools/call') return undefined
   const { id, params } = message
   if (!isId(id) || !membersWithin(message, REQUEST_MEMBERS) || !callParams(params, NO_ENVELOPE))
     return undefined
-  const web = webTransportOf(transport)
+  const web = webTransportOf(session.transport)
   if (
     !web ||
     web._closed ||
@@ -148,8 +170,17 @@ export function sessionCall(
   ) {
     return undefined
   }
+  const calls = sessionServerOf(session.server)
   return () =>
-    serve(web, req, res, message as unknown as JSONRPCMessage & { id: string | number }, version, fallback)
+    serve(
+      web,
+      req,
+      res,
+      message as unknown as JSONRPCMessage & { id: string | number },
+      version,
+      fallback,
+      calls,
+    )
 }
 
 async function serve(
@@ -159,6 +190,7 @@ async function serve(
   message: JSONRPCMessage & { id: string | number },
   version: string | undefined,
   fallback: () => Promise<void>,
+  calls: SessionServer | undefined,
 ): Promise<void> {
   const authInfo = verifiedAuth(req)
   let challenge: Response | undefined
@@ -200,13 +232,16 @@ async function serve(
     web._streamMapping.set(streamId, { controller: sink, encoder, cleanup })
     web._requestToStreamMapping.set(message.id, streamId)
     await web.writePrimingEvent(sink, encoder, streamId, clientVersion)
-    const extra: MessageExtraInfo = { request: new RequestView(req) as unknown as Request }
-    if (authInfo) extra.authInfo = authInfo
-    if (web._eventStore && web.supportsEmptySSEData(clientVersion)) {
-      extra.closeSSEStream = () => web.closeSSEStream(message.id)
-      extra.closeStandaloneSSEStream = () => web.closeStandaloneSSEStream()
+    if (calls && servesLegacy(calls)) runCall(calls, message, web.sessionId, authInfo)
+    else {
+      const extra: MessageExtraInfo = { request: new RequestView(req) as unknown as Request }
+      if (authInfo) extra.authInfo = authInfo
+      if (web._eventStore && web.supportsEmptySSEData(clientVersion)) {
+        extra.closeSSEStream = () => web.closeSSEStream(message.id)
+        extra.closeStandaloneSSEStream = () => web.closeStandaloneSSEStream()
+      }
+      web.onmessage?.(message, extra)
     }
-    web.onmessage?.(message, extra)
     if (web._streamMapping.get(streamId)?.controller === sink) keepAlive = web.startKeepAlive(sink, encoder)
     sink.head()
   } catch (error) {
@@ -227,6 +262,112 @@ async function serve(
     } else if (!res.writableEnded) res.end()
   }
   await done
+}
+
+/** What serving a call without the SDK's protocol layer uses of a session's server (private API, checked). */
+interface SessionServer {
+  callTool: CoreCallTool
+  codec: () => ResultCodec
+  server: McpServer['server']
+  /** The same server, seen through the private members used here. */
+  internals: {
+    _requestHandlerAbortControllers?: Map<Id, AbortController>
+    _loggingLevels?: Map<string | undefined, string>
+    _onerror?: (error: Error) => void
+    _negotiatedWireCodec?: () => ResultCodec
+  }
+}
+
+const LEGACY_REVISIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS)
+const sessionServers = new WeakMap<McpServer, SessionServer | null>()
+
+/** The parts of a session's server used to serve its calls, or undefined when one is missing. */
+function sessionServerOf(mcp: McpServer): SessionServer | undefined {
+  let known = sessionServers.get(mcp)
+  if (known === undefined) {
+    const server = mcp.server
+    const internals = server as unknown as SessionServer['internals']
+    const callTool = coreCallToolOf(mcp)
+    const codec = internals._negotiatedWireCodec
+    known =
+      callTool && typeof codec === 'function' && internals._requestHandlerAbortControllers instanceof Map
+        ? { callTool, codec: () => codec.call(server), server, internals }
+        : null
+    sessionServers.set(mcp, known)
+  }
+  return known ?? undefined
+}
+
+/** Whether the session's server serves a 2025 revision now, with its abort map in place. */
+function servesLegacy({ server, internals }: SessionServer): boolean {
+  const version = server.getNegotiatedProtocolVersion()
+  return (
+    typeof version === 'string' &&
+    LEGACY_REVISIONS.has(version) &&
+    internals._requestHandlerAbortControllers instanceof Map &&
+    server.transport !== undefined
+  )
+}
+
+/**
+ * Serves one call on the session's server as its protocol layer serves a request, without the
+ * layer's per-message work (the request's and the result's zod checks, the era router): core's
+ * own `tools/call` handler, the one the layer would call, with the context it would give; the
+ * call's abort controller in the layer's own map, so that `notifications/cancelled` and the
+ * session's end stop it as they stop any request; notifications and requests to the client
+ * related to the call (on its stream); no answer once it is aborted; the answer sent through the
+ * session's transport, which stores it and ends the stream.
+ */
+function runCall(
+  calls: SessionServer,
+  message: JSONRPCMessage & { id: string | number },
+  sessionId: string | undefined,
+  authInfo: AuthInfo | undefined,
+): void {
+  const { server, internals, callTool, codec } = calls
+  const id = message.id
+  const abort = new AbortController()
+  ;(internals._requestHandlerAbortControllers as Map<Id, AbortController>).set(id, abort)
+  const params = (message as unknown as { params: CallParams }).params
+  const notify = (notification: { method: string; params: Record<string, unknown> }) =>
+    server.notification(notification as never, { relatedRequestId: id })
+  const mcpReq: CallingContext['mcpReq'] = {
+    id,
+    signal: abort.signal,
+    notify,
+    // As the SDK's request context logs on a 2025-era connection: with the logging capability,
+    // at or above the level the layer holds for the session (if any).
+    log: (level: McpLogLevel, data: unknown, logger?: string) => {
+      if (!server.getCapabilities().logging) return Promise.resolve()
+      const levels = internals._loggingLevels
+      const threshold = levels?.get(sessionId) ?? levels?.get(undefined)
+      if (threshold !== undefined && !mcpLevelAtLeast(level, threshold as McpLogLevel))
+        return Promise.resolve()
+      return notify({ method: 'notifications/message', params: { level, data, logger } })
+    },
+  }
+  if (params._meta !== undefined) mcpReq._meta = params._meta
+  const ctx: CallingContext = { mcpReq, http: authInfo ? { authInfo } : {} }
+  if (sessionId !== undefined) ctx.sessionId = sessionId
+  const transport = server.transport
+  callTool(params, ctx)
+    .then(
+      (result): ModernAnswer => checkedCallResult(codec(), result, false),
+      (error: CallError): ModernAnswer => ({ error: error ?? {} }),
+    )
+    .then((answer) => {
+      if (abort.signal.aborted) return
+      const response = answer.error
+        ? { jsonrpc: '2.0' as const, id, error: encodedError(answer.error) }
+        : { result: answer.result, jsonrpc: '2.0' as const, id }
+      return transport?.send(response as JSONRPCMessage)
+    })
+    .catch((error: unknown) => internals._onerror?.(new Error(`Failed to send response: ${error}`)))
+    .finally(() => {
+      // The layer's map of the moment: closing the connection replaces it.
+      const aborts = internals._requestHandlerAbortControllers
+      if (aborts?.get(id) === abort) aborts.delete(id)
+    })
 }
 
 /**

@@ -223,7 +223,7 @@ async function dispatch(
     const routed = await routeSessionCall(context, req, res, session, sessionId, parsed)
     if (!routed) return
     const viaSdk = () => session.transport.handleRequest(req, res, routed.message)
-    const fast = context.fastCalls?.serveInSession(req, res, routed.message, session.transport, viaSdk)
+    const fast = context.fastCalls?.serveInSession(req, res, routed.message, session, viaSdk)
     await sessions.busy(session, fast ?? viaSdk)
     return
   }
