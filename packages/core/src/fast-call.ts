@@ -324,3 +324,18 @@ export function encodedError(error: CallError): { code: number; message: string;
     ...(error.data !== undefined ? { data: error.data } : {}),
   }
 }
+
+/** The JSON-RPC answer to request `id`, members in the SDK's order (a result, or an error). */
+export function answerMessage(id: Id, answer: ModernAnswer): Message {
+  return answer.error
+    ? { jsonrpc: '2.0', id, error: encodedError(answer.error) }
+    : { result: answer.result, jsonrpc: '2.0', id }
+}
+
+/** A 2025-era call's answer: its result as the SDK's tools/call wrapper passes it, or its error. */
+export function legacyAnswer(call: Promise<Message>, codec: () => ResultCodec): Promise<ModernAnswer> {
+  return call.then(
+    (result) => checkedCallResult(codec(), result, false),
+    (error: CallError) => ({ error: error ?? {} }),
+  )
+}

@@ -1,5 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/server'
 import {
+  answerMessage,
   CANCEL_PARAMS,
   type CallError,
   type CallParams,
@@ -247,8 +248,7 @@ export class StdioFastPath {
       settle: (answer) => {
         if (this.#served.get(id) === served) this.#served.delete(id)
         if (served.cancelled) return
-        if (answer.error) this.#answerError(id, answer.error)
-        else this.#answer(id, answer.result)
+        this.#post(answerMessage(id, answer))
       },
       onStop: (stop) => {
         served.stop = stop

@@ -1,20 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import {
-  isJsonContentType,
-  type McpServer,
-  PROTOCOL_VERSION_META_KEY,
-  SUPPORTED_PROTOCOL_VERSIONS,
-} from '@modelcontextprotocol/server'
+import { isJsonContentType, type McpServer, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server'
 import { createInstance } from '../build-server.js'
 import type { SessionAccess } from '../define.js'
 import {
-  type CallError,
+  answerMessage,
   callParams,
-  checkedCallResult,
   ENVELOPE_KEYS,
   encodedError,
   isId,
   isRecord,
+  legacyAnswer,
   type Message,
   type ModernAnswer,
   type ModernCallExtras,
@@ -27,6 +22,7 @@ import {
 import type { Runtime } from '../instance.js'
 import { type CallingContext, type CoreCallTool, coreCallToolOf } from '../tool-call.js'
 import { verifiedAuth } from './context.js'
+import { acceptsJsonAndEventStream, LEGACY_REVISIONS, SSE_HEADERS } from './respond.js'
 import { sessionCall } from './session-post.js'
 
 // Core's fast path for 2026-07-28 tool calls over Streamable HTTP. The SDK's per-request handler
@@ -51,9 +47,6 @@ import { sessionCall } from './session-post.js'
  * goes to the SDK, which serves it or refuses it.
  */
 const SERVED_REVISIONS = new Set(['2026-07-28'])
-
-/** The 2025-era revisions the SDK's per-request 2025 transport accepts in `MCP-Protocol-Version`. */
-const LEGACY_REVISIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS)
 
 /** What the stateless 2025-era path uses of its instance. */
 interface LegacyCalls {
@@ -166,13 +159,10 @@ export class HttpFastCalls {
     const call = callParams(params, NO_ENVELOPE)
     if (!call) return undefined
     const { headers } = req
-    const accept = headers.accept
     const version = headers['mcp-protocol-version']
     if (Array.isArray(version)) return undefined
     if (
-      typeof accept !== 'string' ||
-      !accept.includes('application/json') ||
-      !accept.includes('text/event-stream') ||
+      !acceptsJsonAndEventStream(headers.accept) ||
       (version !== undefined && !LEGACY_REVISIONS.has(version)) ||
       (headers['mcp-method'] !== undefined && headers['mcp-method'] !== 'tools/call') ||
       (headers['mcp-name'] !== undefined && headers['mcp-name'] !== call.name)
@@ -198,10 +188,7 @@ export class HttpFastCalls {
         http: extras.http as CallingContext['http'],
         keelSession: extras.session,
       }
-      return callTool(call, ctx, onStop).then(
-        (result): ModernAnswer => checkedCallResult(codec(), result, false),
-        (error: CallError): ModernAnswer => ({ error: error ?? {} }),
-      )
+      return legacyAnswer(callTool(call, ctx, onStop), codec)
     })
   }
 
@@ -303,13 +290,6 @@ export class HttpFastCalls {
 /** How often an SSE answer gets a keep-alive comment while the call runs, as the SDK sends them. */
 const KEEP_ALIVE_MS = 15_000
 
-const SSE_HEADERS = {
-  'content-type': 'text/event-stream',
-  'cache-control': 'no-cache, no-transform',
-  connection: 'keep-alive',
-  'x-accel-buffering': 'no',
-}
-
 /**
  * One request's answer, as the SDK's per-request transport gives it: one JSON body when the result
  * comes first; an SSE stream from the first notification on (progress, log messages), ending with
@@ -351,9 +331,7 @@ class Exchange {
     if (this.closed || res.destroyed || res.writableEnded) return
     let body: string
     try {
-      body = answer.error
-        ? JSON.stringify({ jsonrpc: '2.0', id, error: encodedError(answer.error) })
-        : JSON.stringify({ result: answer.result, jsonrpc: '2.0', id })
+      body = JSON.stringify(answerMessage(id, answer))
     } catch (error) {
       this.runtime.logger.error('a tool call answer could not be encoded', {
         error: (error as Error).message,

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server'
 import type { GateAnswer } from '../auth/gate.js'
 import { errorResponse } from '../jsonrpc.js'
 
@@ -38,4 +39,22 @@ export function sendTooManySessions(res: ServerResponse, id: string | number | n
   sendJson(res, 503, errorResponse(id, -32000, 'Too many sessions in use; try again later'), {
     'retry-after': '5',
   })
+}
+
+/** The head of an SSE answer, as the SDK's transports write it. */
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+}
+
+/** The 2025-era revisions: what the SDK's 2025 transports accept in `MCP-Protocol-Version`. */
+export const LEGACY_REVISIONS: ReadonlySet<string> = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS)
+
+/** Whether an `Accept` header takes both JSON and SSE, as the SDK's 2025 transports require. */
+export function acceptsJsonAndEventStream(accept: string | undefined): boolean {
+  return (
+    typeof accept === 'string' && accept.includes('application/json') && accept.includes('text/event-stream')
+  )
 }

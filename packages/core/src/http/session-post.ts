@@ -10,19 +10,16 @@ import {
   type JSONRPCMessage,
   type McpServer,
   type MessageExtraInfo,
-  SUPPORTED_PROTOCOL_VERSIONS,
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server'
 import {
-  type CallError,
+  answerMessage,
   type CallParams,
   callParams,
-  checkedCallResult,
-  encodedError,
   type Id,
   isId,
   isRecord,
-  type ModernAnswer,
+  legacyAnswer,
   membersWithin,
   NO_ENVELOPE,
   REQUEST_MEMBERS,
@@ -31,6 +28,7 @@ import {
 import { type McpLogLevel, mcpLevelAtLeast } from '../logger.js'
 import { type CallingContext, type CoreCallTool, coreCallToolOf } from '../tool-call.js'
 import { verifiedAuth } from './context.js'
+import { acceptsJsonAndEventStream, LEGACY_REVISIONS, SSE_HEADERS } from './respond.js'
 
 // A `tools/call` POST on a 2025-era session held in this process, taken in by core instead of the
 // SDK's Node adapter. The adapter turns every POST into a Fetch `Request` (headers copied, the body
@@ -92,13 +90,6 @@ interface StreamEntry {
   cleanup: () => void
 }
 
-const SSE_HEADERS = {
-  'content-type': 'text/event-stream',
-  'cache-control': 'no-cache, no-transform',
-  connection: 'keep-alive',
-  'x-accel-buffering': 'no',
-}
-
 /** The transport of a session, when it is the SDK's own (in process) and has the parts used here. */
 export function webTransportOf(transport: unknown): WebTransport | undefined {
   // In process: the Node adapter's transport; shared through Redis: the relay's inner one.
@@ -157,12 +148,9 @@ export function sessionCall(
     return undefined
   }
   const { headers } = req
-  const accept = headers.accept
   const version = headers['mcp-protocol-version']
   if (
-    typeof accept !== 'string' ||
-    !accept.includes('application/json') ||
-    !accept.includes('text/event-stream') ||
+    !acceptsJsonAndEventStream(headers.accept) ||
     !isJsonContentType(headers['content-type']) ||
     headers['mcp-session-id'] !== web.sessionId ||
     Array.isArray(version) ||
@@ -278,7 +266,6 @@ interface SessionServer {
   }
 }
 
-const LEGACY_REVISIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS)
 const sessionServers = new WeakMap<McpServer, SessionServer | null>()
 
 /** The parts of a session's server used to serve its calls, or undefined when one is missing. */
@@ -350,17 +337,10 @@ function runCall(
   const ctx: CallingContext = { mcpReq, http: authInfo ? { authInfo } : {} }
   if (sessionId !== undefined) ctx.sessionId = sessionId
   const transport = server.transport
-  callTool(params, ctx)
-    .then(
-      (result): ModernAnswer => checkedCallResult(codec(), result, false),
-      (error: CallError): ModernAnswer => ({ error: error ?? {} }),
-    )
+  legacyAnswer(callTool(params, ctx), codec)
     .then((answer) => {
       if (abort.signal.aborted) return
-      const response = answer.error
-        ? { jsonrpc: '2.0' as const, id, error: encodedError(answer.error) }
-        : { result: answer.result, jsonrpc: '2.0' as const, id }
-      return transport?.send(response as JSONRPCMessage)
+      return transport?.send(answerMessage(id, answer) as JSONRPCMessage)
     })
     .catch((error: unknown) => internals._onerror?.(new Error(`Failed to send response: ${error}`)))
     .finally(() => {
