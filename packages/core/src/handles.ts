@@ -52,6 +52,8 @@ interface Entry {
   /** Who opened it: the OAuth subject, or `''` without OAuth (every caller is the same one). */
   subject: string
   lastSeen: number
+  /** When it was last used, in this registry's order of uses (times tie within a millisecond). */
+  lastUse: number
   /** Calls using it right now: a busy handle neither expires nor gives way to a new one. */
   active: number
 }
@@ -62,6 +64,8 @@ export class HandleRegistry {
   readonly replica: string
   readonly #key: Uint8Array
   readonly #entries = new Map<string, Entry>()
+  /** Counts uses (mint, the start and end of a call): the least recently used is the lowest. */
+  #uses = 0
   readonly #sweep: NodeJS.Timeout
   readonly #idleMs: number
 
@@ -125,7 +129,7 @@ export class HandleRegistry {
     for (const [which, cap, whose] of caps) {
       const open = [...this.#entries.values()].filter((entry) => entry.kind === kind && which(entry))
       if (open.length < cap) continue
-      const victim = open.filter((entry) => entry.active === 0).sort((a, b) => a.lastSeen - b.lastSeen)[0]
+      const victim = open.filter((entry) => entry.active === 0).sort((a, b) => a.lastUse - b.lastUse)[0]
       if (!victim)
         throw new ToolError('rate_limited', `All ${cap} open ${kind} handles ${whose} are in use`, { hint })
       this.runtime.logger.debug('a handle gave way: at the cap', { kind, cap, whose })
@@ -133,7 +137,7 @@ export class HandleRegistry {
     }
     const id = nodeCrypto().randomBytes(16).toString('base64url')
     const token = `${kind}.${this.replica}.${id}.${this.#mac(kind, this.replica, id)}`
-    const entry: Entry = { kind, id, token, subject, lastSeen: Date.now(), active: 0 }
+    const entry: Entry = { kind, id, token, subject, lastSeen: Date.now(), lastUse: ++this.#uses, active: 0 }
     this.#entries.set(id, entry)
     return entry
   }
@@ -185,12 +189,14 @@ export class HandleRegistry {
   hold(entry: Entry): () => void {
     entry.active++
     entry.lastSeen = Date.now()
+    entry.lastUse = ++this.#uses
     let released = false
     return () => {
       if (released) return
       released = true
       entry.active--
       entry.lastSeen = Date.now()
+      entry.lastUse = ++this.#uses
     }
   }
 

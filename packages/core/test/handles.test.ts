@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { bindHandle, handlesOf, parseHandle, stateRoute } from '../src/handles.js'
 import { defineServer, handleArgument, toolFactory, z } from '../src/index.js'
 import { prepare } from '../src/run.js'
@@ -167,10 +167,13 @@ describe('explicit state handles on lone (2026-07-28) requests', () => {
 
   it('keeps at most maxPerSubject handles: the least recently used one gives way', async () => {
     const { call, connection } = await connect('modern', 2)
+    // Every use within one millisecond (as on a fast machine): the order of uses still decides.
+    const now = vi.spyOn(Date, 'now').mockReturnValue(Date.now())
     const a = (await call('open_counter')).structured?.counter as string
     const b = (await call('open_counter')).structured?.counter as string
     await call('bump', { counter: a })
     const c = (await call('open_counter')).structured?.counter as string
+    now.mockRestore()
     expect((await call('peek', { counter: a })).isError).toBe(false)
     expect((await call('peek', { counter: c })).isError).toBe(false)
     const evicted = await call('peek', { counter: b })
