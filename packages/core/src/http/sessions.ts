@@ -16,6 +16,11 @@ export interface Session {
   transport: Pick<NodeStreamableHTTPServerTransport, 'handleRequest'>
   server: McpServer
   lastSeen: number
+  /**
+   * The table's count of uses when it was last added or used: the order idle sessions give way in
+   * (uses in one millisecond share a `lastSeen`, never a `lastUse`). Set by the table.
+   */
+  lastUse: number
   /** Who opened it: a digest of the bearer token, else the remote address. */
   client: string
   /** Requests (and SSE streams) being served on it right now: such a session is not idle. */
@@ -25,6 +30,7 @@ export interface Session {
 /** The sessions of this replica, bounded in number (in all and per client) and closed when idle. */
 export class SessionTable {
   readonly #sessions = new Map<string, Session>()
+  #uses = 0
   #sweep: NodeJS.Timeout | undefined
 
   constructor(
@@ -41,6 +47,7 @@ export class SessionTable {
   }
 
   add(id: string, session: Session): void {
+    session.lastUse = ++this.#uses
     this.#sessions.set(id, session)
   }
 
@@ -60,7 +67,7 @@ export class SessionTable {
     return {
       // A session opened under OAuth is its owner's, whoever's request restored it here.
       register: (id: string, opened: ClusterSession, owner?: string) => {
-        this.add(id, { ...opened, lastSeen: Date.now(), client: owner ?? client, active: 0 })
+        this.add(id, { ...opened, lastSeen: Date.now(), lastUse: 0, client: owner ?? client, active: 0 })
       },
       closed: (id: string) => {
         const session = this.get(id)
@@ -95,11 +102,13 @@ export class SessionTable {
   async busy<T>(session: Session, work: () => Promise<T>): Promise<T> {
     session.active++
     session.lastSeen = Date.now()
+    session.lastUse = ++this.#uses
     try {
       return await work()
     } finally {
       session.active--
       session.lastSeen = Date.now()
+      session.lastUse = ++this.#uses
     }
   }
 
@@ -137,7 +146,7 @@ export class SessionTable {
     for (const entry of this.#sessions) {
       const [, session] = entry
       if (session.active > 0 || !which(session)) continue
-      if (!oldest || session.lastSeen < oldest[1].lastSeen) oldest = entry
+      if (!oldest || session.lastUse < oldest[1].lastUse) oldest = entry
     }
     return oldest
   }
@@ -170,7 +179,7 @@ export async function openSession(
     sessionIdGenerator: () => randomUUID(),
     eventStore: new BoundedEventStore(),
     onsessioninitialized: (id) => {
-      sessions.add(id, { transport, server, lastSeen: Date.now(), client, active: 0 })
+      sessions.add(id, { transport, server, lastSeen: Date.now(), lastUse: 0, client, active: 0 })
       logger.debug('session opened', { session: id })
     },
     onsessionclosed: (id) => {
