@@ -1,4 +1,5 @@
 import { PassThrough } from 'node:stream'
+import { afterAll, beforeAll } from 'vitest'
 import { type AnyTool, defineServer, defineTool, type ServerSpec } from '../src/index.js'
 import { prepare, type RunningServer, run } from '../src/run.js'
 import { serveStdioRuntime } from '../src/serve-stdio.js'
@@ -207,4 +208,35 @@ export async function startHttp(
   })
   if (!server?.http) throw new Error('no http endpoint')
   return server as HttpServer
+}
+
+/**
+ * The same server of `spec` twice over HTTP, with core's fast paths and without, started before the
+ * enclosing describe block's tests and closed after them; read `fast` and `sdk` inside the tests.
+ */
+export function httpPair(
+  spec: ServerSpec<FixtureDeps, FixtureOptions>,
+  extra: string[] = [],
+): { readonly fast: HttpServer; readonly sdk: HttpServer } {
+  const servers: { fast?: HttpServer; sdk?: HttpServer } = {}
+  beforeAll(async () => {
+    servers.fast = await startHttp(spec, true, extra)
+    servers.sdk = await startHttp(spec, false, extra)
+  })
+  afterAll(async () => {
+    await servers.fast?.close('test done')
+    await servers.sdk?.close('test done')
+  })
+  const started = (server: HttpServer | undefined) => {
+    if (!server) throw new Error('the server pair has not started: read it inside a test')
+    return server
+  }
+  return {
+    get fast() {
+      return started(servers.fast)
+    },
+    get sdk() {
+      return started(servers.sdk)
+    },
+  }
 }

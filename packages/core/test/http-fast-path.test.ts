@@ -1,15 +1,15 @@
 import { request as httpRequest } from 'node:http'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { defineTool } from '../src/index.js'
 import {
   askingFixture,
   CAPABILITIES,
   envelopeOf,
   type HttpServer,
+  httpPair,
   INFO,
   LEVEL,
   normalized,
-  startHttp,
   VERSION,
   withChanges,
 } from './fast-path-harness.js'
@@ -34,7 +34,6 @@ const whoAsks = defineTool({
 const spec = askingFixture(whoAsks)
 
 type Server = HttpServer
-const start = (fastPath: boolean, extra: string[] = []) => startHttp(spec, fastPath, extra)
 
 /**
  * Sends each POST of `script` to both servers in turn: their answers, normalized, and how many
@@ -200,21 +199,12 @@ const script: Array<{ headers: Record<string, string>; body: string }> = [
 ]
 
 describe('Streamable HTTP fast path, 2026-07-28 tool calls', () => {
-  let fast: Server
-  let sdk: Server
-  beforeAll(async () => {
-    fast = await start(true)
-    sdk = await start(false)
-  })
-  afterAll(async () => {
-    await fast?.close('test done')
-    await sdk?.close('test done')
-  })
+  const pair = httpPair(spec)
 
   it('answers every POST of the script as the SDK does', async () => {
-    const { answers, served } = await playBoth(fast, sdk, script)
+    const { answers, served } = await playBoth(pair.fast, pair.sdk, script)
     expect(answers.fast).toEqual(answers.sdk)
-    expect(sdk.http.fastPathServed).toBe(0)
+    expect(pair.sdk.http.fastPathServed).toBe(0)
     // Served here: the calls 1–18 (16 and 17 answered over SSE: progress, log messages), 37, and
     // 27, whose header's surrounding whitespace Node drops as the Fetch API does, whatever their
     // answer; the SDK: everything else.
@@ -233,12 +223,12 @@ describe('Streamable HTTP fast path, 2026-07-28 tool calls', () => {
   })
 
   it('completes an elicitation round: the question here, the retry through the SDK', async () => {
-    const asked = (await post(fast.http.url, headersFor('ask_user'), call(40, 'ask_user'))).body as {
+    const asked = (await post(pair.fast.http.url, headersFor('ask_user'), call(40, 'ask_user'))).body as {
       result: { inputRequests: Record<string, unknown>; requestState: string }
     }
     const [key] = Object.keys(asked.result.inputRequests)
     const answered = await post(
-      fast.http.url,
+      pair.fast.http.url,
       headersFor('ask_user'),
       call(
         41,
@@ -255,9 +245,9 @@ describe('Streamable HTTP fast path, 2026-07-28 tool calls', () => {
   })
 
   it('stops a call whose client hangs up', async () => {
-    const deps = fast.runtime.deps
+    const deps = pair.fast.runtime.deps
     const before = deps.seenSignals.length
-    const request = httpRequest(fast.http.url, { method: 'POST', headers: headersFor('slow') })
+    const request = httpRequest(pair.fast.http.url, { method: 'POST', headers: headersFor('slow') })
     request.on('error', () => {})
     request.end(call(42, 'slow', { steps: 100, step_ms: 50 }))
     for (let tries = 0; tries < 200 && deps.seenSignals.length === before; tries++) {
@@ -269,22 +259,17 @@ describe('Streamable HTTP fast path, 2026-07-28 tool calls', () => {
     request.destroy()
     await aborted
     expect(signal?.aborted).toBe(true)
-    const after = await post(fast.http.url, headersFor('echo'), call(43, 'echo', { message: 'still here' }))
+    const after = await post(
+      pair.fast.http.url,
+      headersFor('echo'),
+      call(43, 'echo', { message: 'still here' }),
+    )
     expect(after.body).toMatchObject({ result: { structuredContent: { echoed: 'still here' } } })
   })
 })
 
 describe('Streamable HTTP fast path, 2025-era tool calls with --stateless', () => {
-  let fast: Server
-  let sdk: Server
-  beforeAll(async () => {
-    fast = await start(true, ['--stateless'])
-    sdk = await start(false, ['--stateless'])
-  })
-  afterAll(async () => {
-    await fast?.close('test done')
-    await sdk?.close('test done')
-  })
+  const pair = httpPair(spec, ['--stateless'])
 
   const legacyHeaders = (extra: Record<string, string | undefined> = {}) =>
     withChanges(
@@ -371,7 +356,7 @@ describe('Streamable HTTP fast path, 2025-era tool calls with --stateless', () =
   ]
 
   it('answers every POST of the script as the SDK does', async () => {
-    const { answers, served } = await playBoth(fast, sdk, script)
+    const { answers, served } = await playBoth(pair.fast, pair.sdk, script)
     expect(answers.fast).toEqual(answers.sdk)
     expect(served).toEqual(script.map((step) => step.served))
     expect(answers.fast[0]).toMatchObject({

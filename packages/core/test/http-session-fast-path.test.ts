@@ -1,8 +1,8 @@
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { BoundedEventStore } from '../src/event-store.js'
 import { connectHttp } from '../src/testing/index.js'
-import { askingFixture, type HttpServer, normalized, startHttp } from './fast-path-harness.js'
+import { askingFixture, type HttpServer, httpPair, normalized } from './fast-path-harness.js'
 
 // Core's path for a `tools/call` POST of a 2025-era HTTP session (http/session-post.ts) against
 // the SDK's Node adapter: the same POSTs, on a session of a server with it and of one without
@@ -13,7 +13,6 @@ import { askingFixture, type HttpServer, normalized, startHttp } from './fast-pa
 const spec = askingFixture()
 
 type Server = HttpServer
-const start = (fastPath: boolean, extra: string[] = []) => startHttp(spec, fastPath, extra)
 
 /** One SSE frame: its id (if any), and its message (undefined for a priming event). */
 interface Frame {
@@ -228,35 +227,29 @@ function headersOf(session: Record<string, string>, changes: Record<string, stri
 }
 
 describe('2025-era HTTP sessions: tool calls taken in by core', () => {
-  let fast: Server
-  let sdk: Server
-  beforeAll(async () => {
-    fast = await start(true)
-    sdk = await start(false)
-  })
-  afterAll(async () => {
-    await fast?.close('test done')
-    await sdk?.close('test done')
-  })
+  const pair = httpPair(spec)
 
   for (const version of ['2025-06-18', '2025-11-25']) {
     it(`answers every POST of the script as the SDK does (${version})`, async () => {
-      const sessions = { fast: await openSession(fast, version), sdk: await openSession(sdk, version) }
+      const sessions = {
+        fast: await openSession(pair.fast, version),
+        sdk: await openSession(pair.sdk, version),
+      }
       const answers = { fast: [] as Answer[], sdk: [] as Answer[] }
       const served: number[] = []
       for (const step of script) {
-        const before = fast.http.fastPathServed
+        const before = pair.fast.http.fastPathServed
         answers.fast.push(
-          normalized(await post(fast.http.url, headersOf(sessions.fast, step.headers), step.body)),
+          normalized(await post(pair.fast.http.url, headersOf(sessions.fast, step.headers), step.body)),
         )
-        served.push(fast.http.fastPathServed - before)
+        served.push(pair.fast.http.fastPathServed - before)
         answers.sdk.push(
-          normalized(await post(sdk.http.url, headersOf(sessions.sdk, step.headers), step.body)),
+          normalized(await post(pair.sdk.http.url, headersOf(sessions.sdk, step.headers), step.body)),
         )
       }
       expect(answers.fast).toEqual(answers.sdk)
       expect(served).toEqual(script.map((step) => step.served))
-      expect(sdk.http.fastPathServed).toBe(0)
+      expect(pair.sdk.http.fastPathServed).toBe(0)
       // What the script exercises, read off the answers: a result over SSE (primed for resumption
       // from 2025-11-25 on, every event with its id), the counter the session keeps, progress and
       // the level set by the session.
@@ -285,8 +278,8 @@ describe('2025-era HTTP sessions: tool calls taken in by core', () => {
   it('lets a client that lost the stream of a call resume it with Last-Event-ID, as the SDK does', async () => {
     const resumed: Record<'fast' | 'sdk', unknown[]> = { fast: [], sdk: [] }
     for (const [name, server] of [
-      ['fast', fast],
-      ['sdk', sdk],
+      ['fast', pair.fast],
+      ['sdk', pair.sdk],
     ] as const) {
       const session = await openSession(server, '2025-11-25')
       const before = server.http.fastPathServed
@@ -331,7 +324,7 @@ describe('2025-era HTTP sessions: tool calls taken in by core', () => {
 
   it('answers as the SDK does when the event store fails before anything is written', async () => {
     const answers: Answer[] = []
-    for (const server of [fast, sdk]) {
+    for (const server of [pair.fast, pair.sdk]) {
       const session = await openSession(server, '2025-11-25')
       // The priming event is the first thing the stream stores.
       const store = vi
@@ -353,11 +346,11 @@ describe('2025-era HTTP sessions: tool calls taken in by core', () => {
   })
 
   it('stops a call its client cancels, and the session serves the next one', async () => {
-    const session = await openSession(fast, '2025-06-18')
-    const { running, signal } = await startSlow(fast, session, 50)
+    const session = await openSession(pair.fast, '2025-06-18')
+    const { running, signal } = await startSlow(pair.fast, session, 50)
     expect(signal?.aborted).toBe(false)
     const cancelled = await post(
-      fast.http.url,
+      pair.fast.http.url,
       session,
       JSON.stringify({
         jsonrpc: '2.0',
@@ -372,15 +365,15 @@ describe('2025-era HTTP sessions: tool calls taken in by core', () => {
     )
     expect(signal?.aborted).toBe(true)
     running.request.destroy()
-    const next = await post(fast.http.url, session, call(51, 'echo', { message: 'still here' }))
+    const next = await post(pair.fast.http.url, session, call(51, 'echo', { message: 'still here' }))
     expect(next.body).toMatchObject([{ result: { structuredContent: { echoed: 'still here' } } }])
   })
 
   it('ends the stream of a call when its session is deleted, and stops the call', async () => {
-    const session = await openSession(fast, '2025-06-18')
-    const { running, signal } = await startSlow(fast, session, 60)
+    const session = await openSession(pair.fast, '2025-06-18')
+    const { running, signal } = await startSlow(pair.fast, session, 60)
     const deleted = await new Promise<number>((resolve, reject) => {
-      const request = httpRequest(fast.http.url, { method: 'DELETE', headers: session }, (res) => {
+      const request = httpRequest(pair.fast.http.url, { method: 'DELETE', headers: session }, (res) => {
         res.resume()
         resolve(res.statusCode ?? 0)
       })
@@ -402,8 +395,8 @@ describe('2025-era HTTP sessions: tool calls taken in by core', () => {
   ])(
     'serves the SDK %s client: results, progress, and an elicitation on the call’s stream',
     async (_label, options) => {
-      const before = fast.http.fastPathServed
-      const connection = await connectHttp(fast.http.url, {
+      const before = pair.fast.http.fastPathServed
+      const connection = await connectHttp(pair.fast.http.url, {
         ...options,
         onElicit: async () => ({ action: 'accept', content: { name: 'Ada' } }),
       })
@@ -421,7 +414,7 @@ describe('2025-era HTTP sessions: tool calls taken in by core', () => {
         expect(updates).toHaveLength(2)
         const asked = await connection.client.callTool({ name: 'ask_user', arguments: {} })
         expect(asked.content).toEqual([{ type: 'text', text: 'accept: Ada' }])
-        expect(fast.http.fastPathServed - before).toBe(3)
+        expect(pair.fast.http.fastPathServed - before).toBe(3)
       } finally {
         await connection.close()
       }
