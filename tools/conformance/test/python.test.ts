@@ -1,6 +1,7 @@
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
+  type PythonPlan,
   type PythonRun,
   type PythonTarget,
   pythonMcp,
@@ -34,6 +35,19 @@ const targets: Array<[string, () => Promise<PythonTarget>]> = [
     },
   ],
 ]
+
+/**
+ * The same Python client plan run against the HTTP bin (started with `args`) with core's fast paths
+ * and without them (KEEL_FAST_PATH=0): what the two runs saw must match.
+ */
+async function withAndWithoutFastPath(args: string[], plan: Omit<PythonPlan, 'target'>) {
+  const runWith = async (env: Record<string, string>) => {
+    const server = await spawnHttp(process.execPath, [BIN, ...args], { env })
+    servers.push(server)
+    return runPythonClient({ target: { url: server.url }, ...plan })
+  }
+  return { fast: await runWith({}), sdk: await runWith({ KEEL_FAST_PATH: '0' }) }
+}
 
 function ok(run: PythonRun, index: number): any {
   const result = run.results[index]
@@ -118,15 +132,8 @@ describe('2026-07-28 tool calls over Streamable HTTP with the Python MCP SDK, no
     { op: 'call_tool' as const, name: 'test_input_required_result_elicitation' },
     { op: 'call_tool' as const, name: 'test_input_required_result_multi_round' },
   ]
-  const runWith = async (env: Record<string, string>) => {
-    const server = await spawnHttp(process.execPath, [BIN], { env })
-    servers.push(server)
-    return runPythonClient({ target: { url: server.url }, mode: 'auto', elicit, steps })
-  }
-
   it('gives the same results with core’s fast path as through the SDK', async () => {
-    const fast = await runWith({})
-    const sdk = await runWith({ KEEL_FAST_PATH: '0' })
+    const { fast, sdk } = await withAndWithoutFastPath([], { mode: 'auto', elicit, steps })
     expect(fast.protocolVersion).toBe('2026-07-28')
     expect(fast.results).toEqual(sdk.results)
     expect(text(ok(fast, 0))).toBeTruthy()
@@ -145,15 +152,8 @@ describe('2025-era tool calls over stateless Streamable HTTP with the Python MCP
     { op: 'call_tool' as const, name: 'test_tool_with_logging' },
     { op: 'call_tool' as const, name: 'test_tool_with_progress', meta: { progressToken: 'py-progress' } },
   ]
-  const runWith = async (env: Record<string, string>) => {
-    const server = await spawnHttp(process.execPath, [BIN, '--stateless'], { env })
-    servers.push(server)
-    return runPythonClient({ target: { url: server.url }, mode: 'legacy', steps })
-  }
-
   it('gives the same results and notifications with core’s fast path as through the SDK', async () => {
-    const fast = await runWith({})
-    const sdk = await runWith({ KEEL_FAST_PATH: '0' })
+    const { fast, sdk } = await withAndWithoutFastPath(['--stateless'], { mode: 'legacy', steps })
     expect(fast.results).toEqual(sdk.results)
     expect(fast.notifications).toEqual(sdk.notifications)
     expect(text(ok(fast, 0))).toBeTruthy()
@@ -180,15 +180,8 @@ describe('2025-era sessions over Streamable HTTP with the Python MCP SDK', () =>
     { op: 'call_tool' as const, name: 'test_tool_with_progress', meta: { progressToken: 'py-progress' } },
     { op: 'call_tool' as const, name: 'test_input_required_result_elicitation' },
   ]
-  const runWith = async (env: Record<string, string>) => {
-    const server = await spawnHttp(process.execPath, [BIN], { env })
-    servers.push(server)
-    return runPythonClient({ target: { url: server.url }, mode: 'legacy', elicit, steps })
-  }
-
   it('gives the same results and notifications with core’s path as through the SDK’s adapter', async () => {
-    const fast = await runWith({})
-    const sdk = await runWith({ KEEL_FAST_PATH: '0' })
+    const { fast, sdk } = await withAndWithoutFastPath([], { mode: 'legacy', elicit, steps })
     expect(fast.results).toEqual(sdk.results)
     expect(fast.notifications).toEqual(sdk.notifications)
     expect(fast.results.every((result) => 'ok' in result)).toBe(true)
