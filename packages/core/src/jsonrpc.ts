@@ -1,5 +1,4 @@
 /** JSON-RPC 2.0 framing checks shared by the stdio and HTTP front doors. */
-import { isJSONRPCRequest } from '@modelcontextprotocol/server'
 
 export const PARSE_ERROR = -32700
 export const INVALID_REQUEST = -32600
@@ -84,22 +83,23 @@ export function checkEnvelope(message: unknown): Check {
     }
     // The SDK drops a request it cannot read as one (a malformed `params._meta`, a stray top-level
     // member) without any answer, leaving the client waiting forever: answer it here instead.
-    if ('id' in record && !isJSONRPCRequest(message)) {
-      const bare: Record<string, unknown> = { jsonrpc: '2.0', id: record.id, method: record.method }
-      if ('params' in record) bare.params = record.params
-      return isJSONRPCRequest(bare)
-        ? {
-            ok: false,
-            id,
-            code: INVALID_REQUEST,
-            message: 'Invalid Request: unexpected members in the request',
-          }
-        : {
-            ok: false,
-            id,
-            code: INVALID_PARAMS,
-            message: 'Invalid params: malformed "_meta" (a progressToken is a string or an integer)',
-          }
+    if ('id' in record) {
+      const unread = unreadByTheSdk(record)
+      if (unread === 'member')
+        return {
+          ok: false,
+          id,
+          code: INVALID_REQUEST,
+          message: 'Invalid Request: unexpected members in the request',
+        }
+      if (unread === 'meta') {
+        return {
+          ok: false,
+          id,
+          code: INVALID_PARAMS,
+          message: 'Invalid params: malformed "_meta" (a progressToken is a string or an integer)',
+        }
+      }
     }
     return { ok: true }
   }
@@ -110,4 +110,37 @@ export function checkEnvelope(message: unknown): Check {
     code: INVALID_REQUEST,
     message: 'Invalid Request: not a request, notification or response',
   }
+}
+
+const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params'])
+const RELATED_TASK = 'io.modelcontextprotocol/related-task'
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/**
+ * What keeps the SDK from reading a request as one (its `isJSONRPCRequest`), for a record whose
+ * `jsonrpc`, `method`, `id` and `params` (an object when given) are already checked: a member
+ * beside those four (the schema is strict), or a `params._meta` it refuses (an object whose
+ * `progressToken` is a string or a safe integer and whose related-task entry has a string
+ * `taskId`, when given; the `_meta` when both). The same verdicts as the SDK's zod schema (test/jsonrpc.test.ts compares
+ * them), without building and compiling that schema on a start's first message.
+ */
+function unreadByTheSdk(record: Record<string, unknown>): 'member' | 'meta' | undefined {
+  if (!metaReadByTheSdk((record.params as Record<string, unknown> | undefined)?._meta)) return 'meta'
+  for (const key of Object.keys(record)) if (!REQUEST_MEMBERS.has(key)) return 'member'
+  return undefined
+}
+
+function metaReadByTheSdk(meta: unknown): boolean {
+  if (meta === undefined) return true
+  if (!isPlainObject(meta)) return false
+  const token = meta.progressToken
+  if (
+    token !== undefined &&
+    typeof token !== 'string' &&
+    !(typeof token === 'number' && Number.isSafeInteger(token))
+  )
+    return false
+  const task = meta[RELATED_TASK]
+  return task === undefined || (isPlainObject(task) && typeof task.taskId === 'string')
 }
