@@ -137,6 +137,42 @@ const lazyLocales = {
   },
 }
 
+// zod compiles a parser for each object schema (`new Function`) on the schema's first parse, code
+// that the V8 code cache cannot keep (50-130 µs a schema at start). At every start the schemas of
+// the options, the handshake and the first messages are parsed once or a few times each, and pay
+// for a compiler that does not pay back. The bin's copy compiles it on a schema's
+// eighth parse instead (JIT_AFTER_PARSES); the parses before take zod's own path without the compiled parser
+// (the one `z.config({ jitless: true })` uses), which gives the same results. The build fails if
+// zod's code no longer has the shape this rewrite expects.
+const JIT_AFTER_PARSES = 8
+const JIT_FIRST_PARSE = `            if (!fastpass)
+                fastpass = generateFastpass(def.shape);
+`
+const JIT_LATER_PARSE = `            if (!fastpass) {
+                if (++parsesBeforeJit < ${JIT_AFTER_PARSES})
+                    return superParse(payload, ctx);
+                fastpass = generateFastpass(def.shape);
+            }
+`
+const lazyZodJit = {
+  name: 'keel-lazy-zod-jit',
+  setup(builder) {
+    builder.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]core[\\/]schemas\.js$/ }, async (args) => {
+      const source = await readFile(args.path, 'utf8')
+      const declared = '    let fastpass;\n'
+      if (source.split(JIT_FIRST_PARSE).length !== 2 || source.split(declared).length !== 2)
+        throw new Error(`lazy zod JIT: unexpected shape of ${args.path}`)
+      return {
+        contents: source
+          .replace(declared, `${declared}    let parsesBeforeJit = 0;\n`)
+          .replace(JIT_FIRST_PARSE, JIT_LATER_PARSE),
+        loader: 'js',
+        resolveDir: dirname(args.path),
+      }
+    })
+  },
+}
+
 // Parts of the SDK built at start that a handshake does not need, each built on first use in the
 // bin's copy (lazy-sdk-schemas.mjs): the server's 2025-era wire schemas (about 750, all built on a
 // connection's first message though a handshake reads a handful), core's protocol schemas (about
@@ -248,7 +284,7 @@ const bundleWith = (deferAll) =>
     minify: true,
     legalComments: 'linked',
     metafile: true,
-    plugins: [vendorPlugin, lazyShims, lazyLocales, lazySdkSchemas(deferAll)],
+    plugins: [vendorPlugin, lazyShims, lazyLocales, lazyZodJit, lazySdkSchemas(deferAll)],
     // The first attempt reports its warnings below; its errors go with the error it throws.
     logLevel: deferAll ? 'silent' : 'warning',
     // import.meta.url has no CJS counterpart; give the inlined ESM code one.
