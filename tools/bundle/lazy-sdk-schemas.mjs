@@ -577,6 +577,54 @@ export function lazyInternal(file, source, { deferAuth, schemas }) {
   return { contents: splice(source, edits), authPath, authNames, lazyNames }
 }
 
+/** Whether `node` reads one of `names` when it is evaluated (not inside a function it defines). */
+function readsAtEvaluation(node, names) {
+  if (ts.isFunctionLike(node) || ts.isClassLike(node)) return false
+  if (ts.isIdentifier(node) && names.has(node.text) && !isNotReference(node)) return true
+  return ts.forEachChild(node, (child) => readsAtEvaluation(child, names) || undefined) === true
+}
+
+/**
+ * Edits that make each top-level constant of the module computed from a protocol schema when the
+ * module is evaluated (the elicitation key sets: `new Set(Object.keys(X.shape…))`) a memoized thunk,
+ * computed on first use, and every reference to it a call; so are constants computed from those.
+ * Without this, evaluating the module builds the schemas they read. Such a constant that the
+ * module exports fails the build.
+ */
+function lazyDerivedConstants(file, sourceFile, schemas) {
+  const derived = new Set()
+  const declarations = []
+  for (const statement of sourceFile.statements) {
+    if (!ts.isVariableStatement(statement)) continue
+    const list = statement.declarationList
+    if (!(list.flags & ts.NodeFlags.Const) || list.declarations.length !== 1) continue
+    const [declaration] = list.declarations
+    if (!ts.isIdentifier(declaration.name) || !declaration.initializer) continue
+    const { initializer } = declaration
+    if (!readsAtEvaluation(initializer, schemas) && !readsAtEvaluation(initializer, derived)) continue
+    derived.add(declaration.name.text)
+    declarations.push(declaration)
+  }
+  if (derived.size === 0) return []
+  const list = exportList(file, sourceFile)
+  for (const element of list.exportClause.elements)
+    if (derived.has((element.propertyName ?? element.name).text))
+      fail(file, `${element.name.text}, computed from a schema, is exported`)
+  // References first: at a position where a reference is replaced and a thunk opened, the
+  // replacement must be applied before the opening is inserted (splice keeps the order of ties).
+  const edits = referenceEdits(file, sourceFile, sourceFile.statements, derived, new Set(declarations))
+  const memos = declarations.map((_, index) => `${LAZY}Derived${index}`)
+  for (const [index, { initializer }] of declarations.entries()) {
+    edits.push(
+      [initializer.getStart(sourceFile), initializer.getStart(sourceFile), `() => (${memos[index]} ??= (`],
+      [initializer.end, initializer.end, '))'],
+    )
+  }
+  const first = declarations[0].parent.parent
+  edits.push([first.getStart(sourceFile), first.getStart(sourceFile), `let ${memos.join(', ')};\n`])
+  return edits
+}
+
 /**
  * The server module's use of the protocol schemas as thunks: its import of `lazyNames` from
  * internal.mjs takes the `__keelLazy` exports, every reference calls the thunk, a schema the module
@@ -604,6 +652,7 @@ export function lazyServerSchemaImports(file, source, lazyNames) {
   }
   if (locals.size === 0) fail(file, 'no protocol schema is imported')
   edits.push(...referenceEdits(file, sourceFile, sourceFile.statements, locals, new Set()))
+  edits.push(...lazyDerivedConstants(file, sourceFile, locals))
   // export { X as y } of a schema: exported built, as the SDK exports it.
   const list = exportList(file, sourceFile)
   const eager = []

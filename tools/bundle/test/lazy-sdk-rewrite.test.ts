@@ -151,4 +151,55 @@ export { IdSchema as i, VERSION as v, check as c };
       ),
     ).toThrow(/declared again/)
   })
+
+  it('computes constants made from a schema at evaluation on first use, once', () => {
+    const server = `import { IdSchema, FormSchema } from "@modelcontextprotocol/core/internal";
+const SPEC_SCHEMA_KEYS = [];
+var schemas_exports = {};
+for (const key of SPEC_SCHEMA_KEYS) register(key, schemas_exports[key]);
+const PLAIN = new Set(["a"]);
+const KEYS = new Set(["$schema", ...Object.keys(FormSchema.shape)]);
+const BY_TYPE = { id: KEYS, both: [...KEYS, ...PLAIN] };
+const LATER = () => IdSchema;
+function allowed(key) { return KEYS.has(key) && Object.hasOwn(BY_TYPE, "id") }
+export { allowed as a, LATER as l };
+`
+    const out = lazyServerSchemaImports('server.mjs', server, new Set(['IdSchema', 'FormSchema'])) as string
+    // The two constants read a schema (or such a constant) when evaluated: thunks, memoized.
+    expect(out).toContain('let __keelLazyDerived0, __keelLazyDerived1;')
+    expect(out).toContain(
+      'const KEYS = () => (__keelLazyDerived0 ??= (new Set(["$schema", ...Object.keys(FormSchema().shape)])))',
+    )
+    expect(out).toContain(
+      'const BY_TYPE = () => (__keelLazyDerived1 ??= ({ id: KEYS(), both: [...KEYS(), ...PLAIN] }))',
+    )
+    expect(out).toContain('return KEYS().has(key) && Object.hasOwn(BY_TYPE(), "id")')
+    // A constant that reads a schema only inside a function, or no schema at all, is left alone.
+    expect(out).toContain('const PLAIN = new Set(["a"]);')
+    expect(out).toContain('const LATER = () => IdSchema();')
+    // Evaluated, it builds nothing until used, then the same sets at every use.
+    let built = 0
+    const body = out
+      .replace(/^import .*\n/m, '')
+      .replace(/^for \(const key of SPEC_SCHEMA_KEYS\) \{[\s\S]*?\n\}\n/m, '')
+      .replace(/^export .*$/m, 'return { allowed, KEYS }')
+    const FormSchema = () => {
+      built++
+      return { shape: { type: 1, properties: 2 } }
+    }
+    const module = new Function('FormSchema', 'IdSchema', body)(FormSchema, () => ({}))
+    expect(built).toBe(0)
+    expect(module.allowed('properties')).toBe(true)
+    expect(module.allowed('other')).toBe(false)
+    expect(module.KEYS()).toBe(module.KEYS())
+    expect(built).toBe(1)
+    // Exporting such a constant fails the build: its importers would receive a thunk.
+    expect(() =>
+      lazyServerSchemaImports(
+        'server.mjs',
+        server.replace('export { allowed as a', 'export { KEYS as k, allowed as a'),
+        new Set(['IdSchema', 'FormSchema']),
+      ),
+    ).toThrow(/computed from a schema, is exported/)
+  })
 })

@@ -19,7 +19,7 @@ const COUNT = `globalThis.__zod_globalConfig = { postProcessor: () => { globalTh
 `
 
 const SERVER = `import './count.mjs'
-import { McpServer, isSpecType, specTypeSchemas } from '@modelcontextprotocol/server'
+import { McpServer, inputRequired, isSpecType, specTypeSchemas } from '@modelcontextprotocol/server'
 import { serveStdio } from '@modelcontextprotocol/server/stdio'
 import { z } from 'zod'
 
@@ -41,6 +41,18 @@ if (process.env.FIXTURE_SPEC_TYPES === '1') {
     refused: specTypeSchemas.OAuthMetadata.safeParse({ ...metadata, token_endpoint: 'javascript:alert(1)' }).success,
     metadata: [isSpecType.OAuthMetadata(metadata), isSpecType.OAuthClientMetadata({ redirect_uris: ['https://a.example/cb'] })],
     tool: isSpecType.Tool({ name: 'x', inputSchema: { type: 'object' } }),
+    // Elicitation with a zod schema: the SDK's key sets made from its elicitation schemas.
+    elicit: inputRequired.elicit({
+      message: 'm',
+      requestedSchema: z.object({ email: z.email(), age: z.number().int().min(0), kind: z.enum(['a', 'b']), ok: z.boolean() }),
+    }),
+    refusedElicit: (() => {
+      try {
+        return inputRequired.elicit({ message: 'm', requestedSchema: z.object({ code: z.string().regex(/^x/) }) })
+      } catch (error) {
+        return String(error)
+      }
+    })(),
   }
   process.stdout.write(JSON.stringify(report) + '\\n')
   process.exit(0)
@@ -228,7 +240,7 @@ describe("the bundled SDK's lazy schemas", () => {
     expect(run([join(withClient, 'dist/index.js')])).toEqual(run([join(withClient, 'src/index.mjs')]))
   })
 
-  it('registers the same spec types, the OAuth ones included, with the same verdicts', () => {
+  it('registers the same spec types, the OAuth ones included, with the same verdicts, and elicits alike', () => {
     const ours = JSON.parse(bundled([], { FIXTURE_SPEC_TYPES: '1' }).lines[0] ?? '')
     const theirs = JSON.parse(sdk([], { FIXTURE_SPEC_TYPES: '1' }).lines[0] ?? '')
     expect(ours).toEqual(theirs)
@@ -236,6 +248,12 @@ describe("the bundled SDK's lazy schemas", () => {
     expect(ours.same).toBe(true)
     expect(ours.tokens).toEqual([true, false])
     expect(ours.refused).toBe(false)
+    // The elicitation schema converted and checked with the SDK's key sets, and one refused.
+    expect(ours.elicit.params.requestedSchema.properties.kind).toMatchObject({
+      type: 'string',
+      enum: ['a', 'b'],
+    })
+    expect(ours.refusedElicit).toMatch(/unsupported JSON Schema constraint/)
   })
 
   it('builds neither the whole 2025-era set, nor every protocol schema, nor the OAuth ones for a handshake', () => {
