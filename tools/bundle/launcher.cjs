@@ -6,7 +6,9 @@
 // directory; later runs skip most of the compilation. The cache is keyed by the bundle's content
 // hash (computed when it was built), its size and modification time, and the V8 version; V8
 // itself rejects a cache that does not match, and any problem falls back to a plain require().
-// KEEL_COMPILE_CACHE=0 turns it off; KEEL_COMPILE_CACHE_DIR moves it.
+// Every version of every server gets files of its own, so a process that writes a new cache also
+// removes the files of caches no start has used for RETAIN_DAYS (a start that uses a cache marks
+// it used, at most once a day). KEEL_COMPILE_CACHE=0 turns it off; KEEL_COMPILE_CACHE_DIR moves it.
 const fs = require('node:fs')
 const path = require('node:path')
 
@@ -82,6 +84,83 @@ function cacheKey(source) {
   return `${BUNDLE_SHA256.slice(0, 16)}${fnv1a(variant)}${fnv1a(`${variant}|${BUNDLE_SHA256}`)}`
 }
 
+const DAY_MS = 24 * 60 * 60 * 1000
+const RETAIN_DAYS = 30
+
+/**
+ * The cache file's bytes, or undefined when there is none. A cache last marked used more than a
+ * day ago is marked again (its modification time), so that pruning keeps the caches in use.
+ */
+function readCache(cacheFile) {
+  let fd
+  try {
+    fd = fs.openSync(cacheFile, 'r')
+  } catch {
+    return undefined
+  }
+  try {
+    const { size, mtimeMs } = fs.fstatSync(fd)
+    const bytes = Buffer.allocUnsafe(size)
+    let read = 0
+    while (read < size) {
+      const count = fs.readSync(fd, bytes, read, size - read, read)
+      if (count === 0) break
+      read += count
+    }
+    const now = Date.now()
+    if (now - mtimeMs > DAY_MS) {
+      try {
+        fs.futimesSync(fd, now / 1000, now / 1000)
+      } catch {}
+    }
+    return read === size ? bytes : bytes.subarray(0, read)
+  } catch {
+    return undefined
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+/**
+ * Removes the files of every cache (its code cache, its thin mark, the tool schemas core keeps
+ * beside it, all named after its key) that no start has used for RETAIN_DAYS, and temporary files
+ * left by a process that died while writing. Run by a process that has just written a new cache:
+ * once per version of a server, not at every start.
+ */
+function prune(directory, ownKey) {
+  try {
+    const now = Date.now()
+    const names = fs.readdirSync(directory)
+    const stale = new Set()
+    const used = new Set([ownKey])
+    const ageOf = (name) => {
+      try {
+        return now - fs.statSync(path.join(directory, name)).mtimeMs
+      } catch {
+        return 0
+      }
+    }
+    for (const name of names) {
+      const key = /^([0-9a-f]{32})\.bin$/.exec(name)?.[1]
+      if (!key || key === ownKey) continue
+      if (ageOf(name) > RETAIN_DAYS * DAY_MS) stale.add(key)
+      else used.add(key)
+    }
+    for (const name of names) {
+      const key = /^[0-9a-f]{32}/.exec(name)?.[0]
+      if (!key) continue
+      const temporary = name.endsWith('.tmp')
+      // A file whose cache is stale, a temporary file a day old, and a file of no cache at all
+      // (its code cache already removed) past the same age.
+      const remove =
+        stale.has(key) ||
+        (temporary && ageOf(name) > DAY_MS) ||
+        (!temporary && !used.has(key) && ageOf(name) > RETAIN_DAYS * DAY_MS)
+      if (remove) fs.rmSync(path.join(directory, name), { force: true })
+    }
+  } catch {}
+}
+
 /** Compiles the bundle with the code cache; returns a function that runs it, or undefined. */
 function prepare() {
   const vm = require('node:vm')
@@ -98,10 +177,7 @@ function prepare() {
   // call, which every later start would compile again on its first call. The first process that
   // answers a call replaces it, once.
   const thinFile = `${cacheFile}.thin`
-  let cachedData
-  try {
-    cachedData = fs.readFileSync(cacheFile)
-  } catch {}
+  const cachedData = readCache(cacheFile)
   const script = new vm.Script(Module.wrap(source), { filename: bundle, cachedData })
   // --help and --version compile little of the server: a cache from them would be a poor one.
   const serving = !process.argv.some((argument) => argument === '--help' || argument === '--version')
@@ -123,6 +199,7 @@ function prepare() {
         if (served) fs.rmSync(thinFile, { force: true })
         else fs.writeFileSync(thinFile, '', { mode: 0o600 })
       } catch {}
+      if (fresh) prune(directory, key)
     })
   }
   if (process.env.KEEL_COMPILE_CACHE_DEBUG === '1') {

@@ -141,6 +141,63 @@ describe('the launcher', () => {
     expect(runBin({ KEEL_COMPILE_CACHE_DIR: isolated }).state).toBe('hit')
   })
 
+  it('removes the files of caches unused for 30 days when it writes a new one, and marks the cache it uses', async () => {
+    const { statSync, utimesSync, writeFileSync, mkdirSync } = await import('node:fs')
+    const directory = join(work, 'prune-cache')
+    mkdirSync(directory, { recursive: true, mode: 0o700 })
+    const isolated = { KEEL_COMPILE_CACHE_DIR: directory }
+    const days = (count: number) => new Date(Date.now() - count * 24 * 60 * 60 * 1000)
+    const place = (name: string, age: number) => {
+      writeFileSync(join(directory, name), 'x', { mode: 0o600 })
+      utimesSync(join(directory, name), days(age), days(age))
+    }
+    const old = 'a'.repeat(32)
+    const recent = 'b'.repeat(32)
+    const orphan = 'c'.repeat(32)
+    // A cache unused for 40 days, with its thin mark and a tool-schema file of core's (newer).
+    place(`${old}.bin`, 40)
+    place(`${old}.bin.thin`, 40)
+    place(`${old}-0123456789abcdef.tools.json`, 2)
+    // A cache used 10 days ago, with its tool schemas: kept.
+    place(`${recent}.bin`, 10)
+    place(`${recent}-0123456789abcdef.tools.json`, 10)
+    // Tool schemas whose code cache is gone: removed once 30 days old, kept before.
+    place(`${orphan}-0123456789abcdef.tools.json`, 31)
+    place(`${orphan}-fedcba9876543210.tools.json`, 5)
+    // A temporary file of a process that died writing: removed after a day.
+    place(`${recent}.bin.4242.tmp`, 2)
+    place(`${recent}.bin.4243.tmp`, 0)
+    // Not a cache file: left alone whatever its age.
+    place('notes.txt', 400)
+
+    expect(runBin(isolated).state).toBe('miss')
+    const left = (await readdir(directory)).sort()
+    const own = left.find((name) => /^[0-9a-f]{32}\.bin$/.test(name) && name !== `${recent}.bin`)
+    expect(own).toBeDefined()
+    expect(left).toEqual(
+      [
+        own,
+        `${own}.thin`,
+        `${recent}.bin`,
+        `${recent}-0123456789abcdef.tools.json`,
+        `${orphan}-fedcba9876543210.tools.json`,
+        `${recent}.bin.4243.tmp`,
+        'notes.txt',
+      ].sort(),
+    )
+
+    // A start that uses a cache last marked more than a day ago marks it again…
+    const ownPath = join(directory, own as string)
+    utimesSync(ownPath, days(3), days(3))
+    expect(runBin(isolated).state).toBe('hit')
+    expect(Date.now() - statSync(ownPath).mtimeMs).toBeLessThan(60 * 60 * 1000)
+    // …and one that uses a cache marked today leaves it as it is (no write at every start).
+    const marked = days(0.5)
+    utimesSync(ownPath, marked, marked)
+    expect(runBin(isolated).state).toBe('hit')
+    expect(statSync(ownPath).mtimeMs).toBe(marked.getTime())
+  })
+
   it('is keyed by the content hash written in at build time, and a bundle edited afterwards gets its own', async () => {
     const { createHash } = await import('node:crypto')
     const { readFile, utimes } = await import('node:fs/promises')
