@@ -246,6 +246,55 @@ describe('the observer with OpenTelemetry spans', () => {
     }
     expect(exported).toHaveLength(7)
   })
+
+  it('runs requests that are not sampled in no context however many overlap; a recorded one among them enters its own, and the context is off once it ends', async () => {
+    const seen: Record<string, boolean> = {}
+    let afterRecorded: boolean | undefined
+    const exported = await traced(async (watching) => {
+      let release = () => {}
+      const gate = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      const unsampled = (id: number) =>
+        serve(
+          watching,
+          id,
+          async () => {
+            seen[`u${id} before`] = watching.contextEntered
+            await get(`/u${id}`)
+            await watching.upstream('postgresql', 'query', async () => {})
+            await gate
+            await get(`/u${id}-after`)
+          },
+          { traceparent: NOT_SAMPLED },
+        )
+      // Three that are not sampled, overlapping: none enters a context.
+      const waiting = [unsampled(1), unsampled(2), unsampled(3)]
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      // A recorded one begins while they run: it enters its own, and its requests are its children.
+      await serve(watching, 4, async () => {
+        seen.recorded = watching.contextEntered
+        await get('/recorded')
+      })
+      // It ended while the others still run: the context is off again.
+      afterRecorded = watching.contextEntered
+      release()
+      await Promise.all(waiting)
+      expect(watching.calls.get({ tool: 'read', outcome: 'ok' })).toBe(4)
+      expect(watching.upstreamCalls.get({ system: 'postgresql', outcome: 'ok' })).toBe(3)
+    })
+    expect(seen).toEqual({ 'u1 before': false, 'u2 before': false, 'u3 before': false, recorded: true })
+    expect(afterRecorded).toBe(false)
+    const request = exported.find((span) => span.kind === SERVER)
+    expect(request?.attributes['jsonrpc.request.id']).toBe('4')
+    expect(exported.map((span) => span.attributes['url.path'] ?? span.name).sort()).toEqual([
+      '/recorded',
+      'tools/call read',
+    ])
+    expect(exported.find((span) => span.attributes['url.path'] === '/recorded')?.parentSpanId).toBe(
+      request?.spanId,
+    )
+  })
 })
 
 describe('the span ids', () => {

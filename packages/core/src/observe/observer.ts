@@ -188,8 +188,10 @@ export class Observer implements ObserverHooks {
    * runs enters a context of its own), so what runs with no context is either its work or none.
    */
   #lone: Scope | undefined
-  /** Whether a context has been entered since {@link #open} was last 0. */
+  /** Whether a context has been entered since none was last open (see {@link #leave}). */
   #entered = false
+  /** Contexts open now: of requests and calls that entered one, and of traced upstream calls. */
+  #enteredOpen = 0
   readonly sizes: boolean
   /** {@link #sized} when sizes are recorded. */
   readonly #sizedBy: ((sent: SentResult) => void) | undefined
@@ -281,7 +283,8 @@ export class Observer implements ObserverHooks {
 
   /**
    * Whether a context is entered now (and with it, on Node 20, promise hooks on every promise of
-   * the process): only while requests overlap, a call of its own runs or an upstream call is traced.
+   * the process): only while a recorded request overlaps others, a call of its own runs or an
+   * upstream call is traced.
    */
   get contextEntered(): boolean {
     return this.#entered
@@ -315,10 +318,12 @@ export class Observer implements ObserverHooks {
       parent: meta ? tracing.remoteParent(meta.traceparent, meta.tracestate) : undefined,
     })
     // The context a request runs in: none when it is the only one running (what runs with no
-    // context is then its own, #current), else its scope, or, when its trace is not sampled, a scope
-    // that says so. A request whose trace is not sampled is no span, and neither is anything in it
-    // (its call and upstream requests are counted, never traced: a child is only made under a
-    // recorded span).
+    // context is then its own, #current), else its scope. A request whose trace is not sampled is
+    // no span, and neither is anything in it (its call and upstream requests are counted, never
+    // traced: a child is only made under a recorded span, and code with no scope makes none); it
+    // enters a scope that says so only while a recorded request runs with no context (#lone),
+    // whose scope its code would otherwise take. So requests that are not sampled never turn
+    // contexts (and their promise hooks) on by themselves, however many overlap.
     const alone = this.#open === 0
     this.#open += 1
     let scope: Scope | undefined
@@ -327,15 +332,16 @@ export class Observer implements ObserverHooks {
       span.setAttribute('jsonrpc.request.id', String(info.id))
       scope = { span, tool, request: true }
       if (alone) this.#lone = scope
-    } else if (!alone) scope = UNSAMPLED
+    } else if (!alone && this.#lone !== undefined) scope = UNSAMPLED
     const entered = alone ? undefined : scope
+    if (entered) this.#enteredOpen += 1
     let ended = false
     return {
       run: (work) => (entered ? this.#enter(entered, work) : work()),
       end: (errorCode, sent) => {
         if (ended) return
         ended = true
-        this.#close(scope)
+        this.#close(scope, entered !== undefined)
         countRequest(this.requests, this.#requestSeries, method, errorCode)
         if (sent) this.#sizedBy?.(sent)
         if (!span.recording) return
@@ -417,6 +423,7 @@ export class Observer implements ObserverHooks {
       // context, and counts as open until it ends.
       const scope: Scope = { span, tool: start.tool, request: false }
       this.#open += 1
+      this.#enteredOpen += 1
       run = (work) => this.#enter(scope, work)
     }
     if (session) span.setAttribute('mcp.session.id', session)
@@ -435,7 +442,7 @@ export class Observer implements ObserverHooks {
         }
         if (span !== outer?.span) {
           span.end()
-          this.#close(undefined)
+          this.#close(undefined, true)
         }
       },
     }
@@ -451,15 +458,22 @@ export class Observer implements ObserverHooks {
     return this.#scope.run(scope, work)
   }
 
-  /**
-   * A request (or a call of its own) ended. Once none runs, the context is switched off: on Node 20
-   * an AsyncLocalStorage that has run keeps promise hooks on every promise of the process until it
-   * is disabled, and requests that never overlap need none.
-   */
-  #close(scope: Scope | undefined) {
+  /** A request (or a call of its own) ended; `entered` when it ran in a context of its own. */
+  #close(scope: Scope | undefined, entered: boolean) {
     this.#open -= 1
     if (scope !== undefined && this.#lone === scope) this.#lone = undefined
-    if (this.#open === 0 && this.#entered) {
+    if (entered) this.#leave()
+  }
+
+  /**
+   * A context closed. Once none is open, contexts are switched off: on Node 20 an
+   * AsyncLocalStorage that has run keeps promise hooks on every promise of the process until it is
+   * disabled. Requests that run with no context of their own (one alone, or not sampled) may still
+   * run: their code has no context either way. The next context entered switches them on again.
+   */
+  #leave() {
+    this.#enteredOpen -= 1
+    if (this.#enteredOpen === 0 && this.#entered) {
       this.#entered = false
       this.#scope.disable()
     }
@@ -557,6 +571,7 @@ export class Observer implements ObserverHooks {
       attributes: { 'keel.upstream.system': system, ...attributes },
     })
     const inner: Scope = { span, tool: outer.tool, request: false }
+    this.#enteredOpen += 1
     try {
       const result = await this.#enter(inner, work)
       this.#upstreamDone(system, 'ok', began, span)
@@ -564,6 +579,8 @@ export class Observer implements ObserverHooks {
     } catch (error) {
       this.#upstreamDone(system, 'error', began, span, (error as Error)?.name ?? 'Error')
       throw error
+    } finally {
+      this.#leave()
     }
   }
 
