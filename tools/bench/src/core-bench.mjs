@@ -57,7 +57,8 @@ export function contenders() {
 /**
  * What the operations flags cost a warm call (issues #28, #29): the same server plain, with metrics
  * only, with metrics and OpenTelemetry spans exported to a loopback sink (every span recorded, the
- * SDK's default sampler; and sampled off), and with an audit log and a rate limit (never reached).
+ * SDK's default sampler; sampled off; one trace in ten), and with an audit log and a rate limit
+ * (never reached); sequential and with 8 calls in flight.
  * Twice: on the
  * no-op (the harshest base: core's floor) and on a real server's warm call, Keel fs's
  * `read_text_file` of 1 KiB (its built bin). Goal (#28): each ≤ 1.05× the plain server's CPU per call.
@@ -80,6 +81,12 @@ async function operationsCost() {
     // Sampling as a busy deployment would (the standard variable, read by the SDK): no trace
     // recorded, the OpenTelemetry metrics still are.
     ['metrics + OpenTelemetry, sampled off', traced, { OTEL_TRACES_SAMPLER: 'always_off' }],
+    // One trace in ten recorded (the standard ratio sampler).
+    [
+      'metrics + OpenTelemetry, sampled 1 in 10',
+      traced,
+      { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' },
+    ],
     [
       'audit log + rate limit',
       ['--audit-log', join(dir, `${slug}-audit.jsonl`), '--rate-limit', '1000000/s'],
@@ -96,12 +103,16 @@ async function operationsCost() {
       })),
       { label: plainLabel, command: process.execPath, args: base, call: warmCall, reference: true },
     ]
-    const [metrics, spans, unsampled, audited, plain] = await compareServers(title, contenders, options)
+    const [metrics, spans, unsampled, tenth, audited, plain] = await compareServers(
+      title,
+      contenders,
+      options,
+    )
     const ratio = (figures, pick) => (pick(figures) / pick(plain)).toFixed(2)
     const line = (label, figures) =>
-      `${label}: CPU per call ${ratio(figures, (f) => f.cpu)}× (+${(figures.cpu - plain.cpu).toFixed(3)} ms), p50 ${ratio(figures, (f) => f.p50)}×`
+      `${label}: CPU per call ${ratio(figures, (f) => f.cpu)}× (+${(figures.cpu - plain.cpu).toFixed(3)} ms), p50 ${ratio(figures, (f) => f.p50)}×, CPU per call at 8 in flight ${ratio(figures, (f) => f.cpuInflight)}×`
     console.log(
-      `\nGoal (#28): operations on ≤ 1.05× a warm call${options.warmup ? ` after ${options.warmup} calls` : ''} (${plainLabel}: ${plain.cpu.toFixed(3)} ms server CPU a call). ${line('Metrics', metrics)}; ${line('metrics + OpenTelemetry spans', spans)}; ${line('the same sampled off', unsampled)}; ${line('audit log + rate limit', audited)}.`,
+      `\nGoal (#28): operations on ≤ 1.05× a warm call${options.warmup ? ` after ${options.warmup} calls` : ''} (${plainLabel}: ${plain.cpu.toFixed(3)} ms server CPU a call, ${plain.cpuInflight.toFixed(3)} ms at 8 in flight). ${line('Metrics', metrics)}; ${line('metrics + OpenTelemetry spans', spans)}; ${line('the same sampled off', unsampled)}; ${line('sampled 1 in 10', tenth)}; ${line('audit log + rate limit', audited)}.`,
     )
   }
   try {
@@ -110,7 +121,7 @@ async function operationsCost() {
     // steady state). Both are reported; neither hides the other.
     // A steady-state call costs a third of a young one: more calls a round keep the CPU figure
     // above the noise.
-    const steady = { warmup: OPS_STEADY_WARMUP, calls: 2000 }
+    const steady = { warmup: OPS_STEADY_WARMUP, calls: 2000, inflightCalls: 4000 }
     const noop = [baseline('keel-noop.mjs')]
     await compare('core: operations on', 'noop', noop, call, 'keel no-op (all off)')
     await compare(

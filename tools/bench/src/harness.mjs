@@ -6,7 +6,7 @@
 //   warm call       p50 / p99 of one cheap call, sequential, over a raw JSON-RPC client (the
 //                   contenders take turns every 20 calls)
 //   server CPU      utime + stime of the server (and its child processes) per warm call
-//   8 in flight     calls/s and error rate with 8 requests outstanding at all times
+//   8 in flight     calls/s, error rate and server CPU per call with 8 requests outstanding at all times
 //   peak RSS        VmHWM after all of the above (summed over the process tree)
 //   exit            stdin closed → process gone (killed after 5 s: "hangs"), idle (after the
 //                   cold start) and after the warm calls (pools and clients open); child
@@ -199,6 +199,7 @@ export async function compareServers(title, given, options = {}) {
     p99: [],
     cpu: [],
     rate: [],
+    cpuInflight: [],
     errors: [],
     peakKiB: 0,
     exitAfterCalls: [],
@@ -264,12 +265,14 @@ export async function compareServers(title, given, options = {}) {
         data[index].p99.push(quantile(samples[index], 0.99))
       }
       for (const index of contenders.keys()) {
+        const cpuBefore = clients[index].cpuMs()
         const { perSecond, errorRate } = await concurrent(
           clients[index],
           measured[index],
           inflightCalls,
           inflight,
         )
+        data[index].cpuInflight.push((clients[index].cpuMs() - cpuBefore) / inflightCalls)
         data[index].rate.push(perSecond)
         data[index].errors.push(errorRate)
       }
@@ -326,6 +329,11 @@ export async function compareServers(title, given, options = {}) {
       (entry) => withSpread(entry.rate, (value) => value.toFixed(0)),
       (entry) => median(entry.rate),
       false,
+    ],
+    [
+      `${inflight} in flight: server CPU per call`,
+      (entry) => withSpread(entry.cpuInflight, ms),
+      (entry) => median(entry.cpuInflight),
     ],
     [
       `${inflight} in flight: errors`,
@@ -387,6 +395,7 @@ export async function compareServers(title, given, options = {}) {
     p99: median(data[index].p99),
     cpu: median(data[index].cpu),
     rate: median(data[index].rate),
+    cpuInflight: median(data[index].cpuInflight),
     errorRate: Math.max(...data[index].errors),
     peakMiB: data[index].peakKiB / 1024,
     exit: data[index].hangsAfterCalls ? undefined : median(data[index].exitAfterCalls),
