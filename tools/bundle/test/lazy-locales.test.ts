@@ -1,14 +1,12 @@
 import { spawnSync } from 'node:child_process'
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { bundledFixture } from './fixture.js'
 
 // The bin keeps zod's English messages inline and loads every other locale from
 // dist/vendor/zod-locales.js on its first use, with the same results as zod unbundled. The fixture
 // lives under packages/core/node_modules so that it resolves zod the way core does.
-const BUNDLE = fileURLToPath(new URL('../bundle.mjs', import.meta.url))
-const CORE_MODULES = fileURLToPath(new URL('../../../packages/core/node_modules/', import.meta.url))
 const FIXTURE = [
   "import { z } from 'zod'",
   "const schema = z.object({ name: z.string().min(3), count: z.number().int(), mode: z.enum(['a', 'b']) })",
@@ -22,17 +20,11 @@ const FIXTURE = [
 let work: string
 
 beforeAll(async () => {
-  work = await mkdtemp(join(CORE_MODULES, '.keel-bundle-locales-'))
-  await mkdir(join(work, 'src'))
-  await writeFile(
-    join(work, 'package.json'),
-    JSON.stringify({ name: 'fixture', version: '1.0.0', type: 'module', dependencies: {} }),
-  )
-  await writeFile(join(work, 'src/index.ts'), FIXTURE)
-  // The same program, unbundled (zod as Node loads it), for the expected results.
-  await writeFile(join(work, 'src/plain.mjs'), FIXTURE.replace('Object.keys(require.cache)', '[]'))
-  const built = spawnSync(process.execPath, [BUNDLE], { cwd: work, encoding: 'utf8' })
-  expect(built.status, built.stderr).toBe(0)
+  work = await bundledFixture({
+    'src/index.ts': FIXTURE,
+    // The same program, unbundled (zod as Node loads it), for the expected results.
+    'src/plain.mjs': FIXTURE.replace('Object.keys(require.cache)', '[]'),
+  })
 })
 
 afterAll(async () => {

@@ -1,16 +1,14 @@
 import { spawnSync } from 'node:child_process'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { bundledFixture } from './fixture.js'
 
 // The bin's copy of the SDK builds its 2025-era wire schemas, its protocol schemas and its OAuth
 // schemas on first use (lazy-sdk-schemas.mjs). The same server, bundled and run from the SDK's own files, must answer
 // every message the same way, register the same spec types, and the bundled one must build fewer
 // zod schemas before its first tools/list. The fixture lives under packages/core/node_modules so
 // that it resolves the SDK and zod the way core does.
-const BUNDLE = fileURLToPath(new URL('../bundle.mjs', import.meta.url))
-const CORE_MODULES = fileURLToPath(new URL('../../../packages/core/node_modules/', import.meta.url))
 let work: string
 
 // Counts every zod schema constructed (zod calls its global config's postProcessor for each); it is
@@ -173,22 +171,10 @@ const sdk = (messages: object[], env?: Record<string, string>) =>
   serve([join(work, 'src/index.mjs')], messages, env)
 
 beforeAll(async () => {
-  work = await mkdtemp(join(CORE_MODULES, '.keel-bundle-test-'))
-  await mkdir(join(work, 'src'))
-  await writeFile(
-    join(work, 'package.json'),
-    JSON.stringify({
-      name: 'fixture',
-      version: '1.0.0',
-      type: 'module',
-      dependencies: {},
-      keel: { entries: { index: 'src/index.mjs' } },
-    }),
+  work = await bundledFixture(
+    { 'src/count.mjs': COUNT, 'src/index.mjs': SERVER },
+    { keel: { entries: { index: 'src/index.mjs' } } },
   )
-  await writeFile(join(work, 'src/count.mjs'), COUNT)
-  await writeFile(join(work, 'src/index.mjs'), SERVER)
-  const built = spawnSync(process.execPath, [BUNDLE], { cwd: work, encoding: 'utf8' })
-  expect(built.status, built.stderr).toBe(0)
 })
 
 afterAll(async () => {
@@ -218,24 +204,13 @@ describe("the bundled SDK's lazy schemas", () => {
   })
 
   it('keeps the schemas eager in a bundle that imports them by name, and answers the same', async () => {
-    withClient = await mkdtemp(join(CORE_MODULES, '.keel-bundle-test-'))
-    await mkdir(join(withClient, 'src'))
-    await writeFile(
-      join(withClient, 'package.json'),
-      JSON.stringify({
-        name: 'fixture',
-        type: 'module',
-        dependencies: {},
-        keel: { entries: { index: 'src/index.mjs' } },
-      }),
+    withClient = await bundledFixture(
+      {
+        'src/count.mjs': COUNT,
+        'src/index.mjs': `import { Client } from '@modelcontextprotocol/client'\nglobalThis.clientClass = Client\n${SERVER}`,
+      },
+      { keel: { entries: { index: 'src/index.mjs' } } },
     )
-    await writeFile(join(withClient, 'src/count.mjs'), COUNT)
-    await writeFile(
-      join(withClient, 'src/index.mjs'),
-      `import { Client } from '@modelcontextprotocol/client'\nglobalThis.clientClass = Client\n${SERVER}`,
-    )
-    const built = spawnSync(process.execPath, [BUNDLE], { cwd: withClient, encoding: 'utf8' })
-    expect(built.status, built.stderr).toBe(0)
     const run = (args: string[]) => serve(args, SESSION_2025.slice(0, 8)).lines
     expect(run([join(withClient, 'dist/index.js')])).toEqual(run([join(withClient, 'src/index.mjs')]))
   })

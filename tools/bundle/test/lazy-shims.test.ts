@@ -1,27 +1,18 @@
 import { spawnSync } from 'node:child_process'
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { bundledFixture } from './fixture.js'
 
 // The bin's copy of the SDK's Node shim: the default JSON Schema validator loads ajv on its first
 // use instead of at start-up, and validates exactly as the SDK's own does. The fixture lives under
 // packages/core/node_modules so that it resolves the SDK the way core does (no other package here
 // depends on the SDK).
-const BUNDLE = fileURLToPath(new URL('../bundle.mjs', import.meta.url))
-const CORE_MODULES = fileURLToPath(new URL('../../../packages/core/node_modules/', import.meta.url))
 let work: string
 
 beforeAll(async () => {
-  work = await mkdtemp(join(CORE_MODULES, '.keel-bundle-test-'))
-  await mkdir(join(work, 'src'))
-  await writeFile(
-    join(work, 'package.json'),
-    JSON.stringify({ name: 'fixture', version: '1.0.0', type: 'module', dependencies: {} }),
-  )
-  await writeFile(
-    join(work, 'src/index.ts'),
-    [
+  work = await bundledFixture({
+    'src/index.ts': [
       "import { DefaultJsonSchemaValidator, process } from '@modelcontextprotocol/server/_shims'",
       'const validator = new DefaultJsonSchemaValidator()',
       "if (process.env.FIXTURE_IDLE === '1') process.exit(0)",
@@ -41,9 +32,7 @@ beforeAll(async () => {
       // biome-ignore lint/suspicious/noTemplateCurlyInString: this is source code for the fixture
       'process.stdout.write(`${JSON.stringify(results.map(({ valid, errorMessage }) => ({ valid, errorMessage })))}\\n`)',
     ].join('\n'),
-  )
-  const built = spawnSync(process.execPath, [BUNDLE], { cwd: work, encoding: 'utf8' })
-  expect(built.status, built.stderr).toBe(0)
+  })
 })
 
 afterAll(async () => {

@@ -1,16 +1,14 @@
 import { spawnSync } from 'node:child_process'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { bundledFixture } from './fixture.js'
 
 // The bin's copy of zod compiles an object schema's parser on the schema's eighth parse instead of
 // its first. The same program run from zod's own files and from the bin must print the same
 // results, parse by parse, before and after the compiled parser takes over; and only the bin must
 // compile nothing during the first seven parses. The fixture lives under packages/core/node_modules
 // so that it resolves zod the way core does.
-const BUNDLE = fileURLToPath(new URL('../bundle.mjs', import.meta.url))
-const CORE_MODULES = fileURLToPath(new URL('../../../packages/core/node_modules/', import.meta.url))
 let work: string
 
 const PROGRAM = `
@@ -65,16 +63,7 @@ process.stdout.write(JSON.stringify(steps) + '\\n')
 `
 
 beforeAll(async () => {
-  work = await mkdtemp(join(CORE_MODULES, '.keel-bundle-test-'))
-  await mkdir(join(work, 'src'))
-  await writeFile(
-    join(work, 'package.json'),
-    JSON.stringify({ name: 'fixture', version: '1.0.0', type: 'module', dependencies: {} }),
-  )
-  await writeFile(join(work, 'src/index.ts'), PROGRAM)
-  await writeFile(join(work, 'src/plain.mjs'), PROGRAM)
-  const built = spawnSync(process.execPath, [BUNDLE], { cwd: work, encoding: 'utf8' })
-  expect(built.status, built.stderr).toBe(0)
+  work = await bundledFixture({ 'src/index.ts': PROGRAM, 'src/plain.mjs': PROGRAM })
 })
 
 afterAll(async () => {
