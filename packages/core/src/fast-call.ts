@@ -7,7 +7,7 @@ import {
   PROTOCOL_VERSION_META_KEY,
 } from '@modelcontextprotocol/server'
 import type { SessionAccess } from './define.js'
-import { validId } from './jsonrpc.js'
+import { isRecord, membersWithin, validId } from './jsonrpc.js'
 import { type McpLogLevel, mcpLevelAtLeast } from './logger.js'
 import type { CallingContext, CoreCallTool } from './tool-call.js'
 
@@ -41,17 +41,9 @@ const RESULT_MEMBERS = new Set(['content', 'structuredContent', 'isError'])
 /** Result members the SDK leaves alone when it gives a result without `content` an empty one. */
 export const FOREIGN_RESULT_MEMBERS = ['task', 'inputRequests', 'requestState']
 
-export const isRecord = (value: unknown): value is Message =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
-
-/** The envelope check's rule for an id (jsonrpc.ts): a string or a safe integer. */
+/** The envelope check's rules (jsonrpc.ts): a JSON object, its members, an id (a string or a safe integer). */
+export { isRecord, membersWithin }
 export const isId = validId
-
-/** Every own member of `record` is one of `allowed` (a `__proto__` member from JSON is not). */
-export function membersWithin(record: Message, allowed: ReadonlySet<string>): boolean {
-  for (const key in record) if (!allowed.has(key)) return false
-  return true
-}
 
 /**
  * A `tools/call` result the SDK's 2025 result schema passes unchanged: text blocks of exactly

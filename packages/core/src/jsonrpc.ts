@@ -112,28 +112,36 @@ export function checkEnvelope(message: unknown): Check {
   }
 }
 
+/** A JSON object (not null, not an array). */
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** Every own member of `record` is one of `allowed` (a `__proto__` member from JSON is not). */
+export function membersWithin(record: Record<string, unknown>, allowed: ReadonlySet<string>): boolean {
+  for (const key in record) if (!allowed.has(key)) return false
+  return true
+}
+
 const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params'])
 const RELATED_TASK = 'io.modelcontextprotocol/related-task'
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /**
  * What keeps the SDK from reading a request as one (its `isJSONRPCRequest`), for a record whose
  * `jsonrpc`, `method`, `id` and `params` (an object when given) are already checked: a member
  * beside those four (the schema is strict), or a `params._meta` it refuses (an object whose
  * `progressToken` is a string or a safe integer and whose related-task entry has a string
- * `taskId`, when given; the `_meta` when both). The same verdicts as the SDK's zod schema (test/jsonrpc.test.ts compares
- * them), without building and compiling that schema on a start's first message.
+ * `taskId`, when given; the `_meta` when both). The same verdicts as the SDK's zod schema
+ * (test/jsonrpc.test.ts compares them), without building and compiling that schema on a start's
+ * first message.
  */
 function unreadByTheSdk(record: Record<string, unknown>): 'member' | 'meta' | undefined {
   if (!metaReadByTheSdk((record.params as Record<string, unknown> | undefined)?._meta)) return 'meta'
-  for (const key of Object.keys(record)) if (!REQUEST_MEMBERS.has(key)) return 'member'
-  return undefined
+  return membersWithin(record, REQUEST_MEMBERS) ? undefined : 'member'
 }
 
 function metaReadByTheSdk(meta: unknown): boolean {
   if (meta === undefined) return true
-  if (!isPlainObject(meta)) return false
+  if (!isRecord(meta)) return false
   const token = meta.progressToken
   if (
     token !== undefined &&
@@ -142,5 +150,5 @@ function metaReadByTheSdk(meta: unknown): boolean {
   )
     return false
   const task = meta[RELATED_TASK]
-  return task === undefined || (isPlainObject(task) && typeof task.taskId === 'string')
+  return task === undefined || (isRecord(task) && typeof task.taskId === 'string')
 }

@@ -1,5 +1,6 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { isRecord } from './jsonrpc.js'
 
 // Tool schemas as listed, kept between starts of a bin.
 //
@@ -47,11 +48,8 @@ export interface SchemaCache {
   set(tool: string, schemas: CachedSchemas): void
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
-
 function validEntry(value: unknown): value is CachedSchemas {
-  return isObject(value) && isObject(value.input) && (value.output === undefined || isObject(value.output))
+  return isRecord(value) && isRecord(value.input) && (value.output === undefined || isRecord(value.output))
 }
 
 /**
@@ -114,7 +112,7 @@ export function openSchemaCache(
   const entries = new Map<string, CachedSchemas>()
   try {
     const stored: unknown = JSON.parse(readFileSync(file, 'utf8'))
-    if (isObject(stored))
+    if (isRecord(stored))
       for (const [tool, value] of Object.entries(stored)) if (validEntry(value)) entries.set(tool, value)
   } catch {}
   if (debug) process.stderr.write(`keel schema cache: ${entries.size ? 'hit' : 'miss'}\n`)
