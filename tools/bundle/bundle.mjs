@@ -140,8 +140,8 @@ const lazyLocales = {
 // zod compiles a parser for each object schema (`new Function`) on the schema's first parse, code
 // that the V8 code cache cannot keep (50-130 µs a schema at start). At every start the schemas of
 // the options, the handshake and the first messages are parsed once or a few times each, and pay
-// for a compiler that does not pay back. The bin's copy compiles it on a schema's
-// eighth parse instead (JIT_AFTER_PARSES); the parses before take zod's own path without the compiled parser
+// for a compiler that does not pay back. The bin's copy compiles it on a schema's eighth parse
+// instead (JIT_AFTER_PARSES); the parses before take zod's own path without the compiled parser
 // (the one `z.config({ jitless: true })` uses), which gives the same results. The build fails if
 // zod's code no longer has the shape this rewrite expects.
 const JIT_AFTER_PARSES = 8

@@ -465,6 +465,25 @@ function exportList(file, sourceFile) {
 }
 
 /**
+ * Edits that make each of `declarations` (top-level `const`s) a memoized thunk: its initializer
+ * runs on the first call, every call returns that value. The memos (`<prefix>0`, …) are declared
+ * before `before` (the first of them unless given). Push them after any edit of the references inside the initializers:
+ * where a reference is replaced at an initializer's start, that replacement must be applied before
+ * the thunk's opening is inserted (splice keeps the order of ties).
+ */
+function memoizedThunkEdits(sourceFile, declarations, prefix, before = declarations[0]) {
+  const memos = declarations.map((_, index) => `${prefix}${index}`)
+  const edits = []
+  for (const [index, { initializer }] of declarations.entries()) {
+    const start = initializer.getStart(sourceFile)
+    edits.push([start, start, `() => (${memos[index]} ??= (`], [initializer.end, initializer.end, '))'])
+  }
+  const first = before.parent.parent.getStart(sourceFile)
+  edits.push([first, first, `let ${memos.join(', ')};\n`])
+  return edits
+}
+
+/**
  * The protocol schemas module with each schema a memoized thunk. Returns its new text and the
  * module's export names that are now thunks (exported as `<name>__keelLazy`).
  */
@@ -498,23 +517,14 @@ export function lazySchemasModule(file, source, { minimum = 100 } = {}) {
   }
   if (thunks.size < minimum) fail(file, `only ${thunks.size} schemas found`)
   const edits = referenceEdits(file, sourceFile, sourceFile.statements, thunks, allowed)
-  const memos = []
-  for (const declaration of declarations) {
-    if (!thunks.has(declaration.name.text)) continue
-    const memo = `${LAZY}Schema${memos.length}`
-    memos.push(memo)
-    const { initializer } = declaration
-    edits.push(
-      [initializer.getStart(sourceFile), initializer.getStart(sourceFile), `() => (${memo} ??= (`],
-      [initializer.end, initializer.end, '))'],
-    )
-  }
-  const firstDeclaration = declarations[0].parent.parent
-  edits.push([
-    firstDeclaration.getStart(sourceFile),
-    firstDeclaration.getStart(sourceFile),
-    `let ${memos.join(', ')};\n`,
-  ])
+  edits.push(
+    ...memoizedThunkEdits(
+      sourceFile,
+      declarations.filter((declaration) => thunks.has(declaration.name.text)),
+      `${LAZY}Schema`,
+      declarations[0],
+    ),
+  )
   const lazyExports = new Set()
   const list = exportList(file, sourceFile)
   for (const element of list.exportClause.elements) {
@@ -577,11 +587,11 @@ export function lazyInternal(file, source, { deferAuth, schemas }) {
   return { contents: splice(source, edits), authPath, authNames, lazyNames }
 }
 
-/** Whether `node` reads one of `names` when it is evaluated (not inside a function it defines). */
-function readsAtEvaluation(node, names) {
+/** Whether `node` reads a name `read` accepts when it is evaluated (not in a function it defines). */
+function readsAtEvaluation(node, read) {
   if (ts.isFunctionLike(node) || ts.isClassLike(node)) return false
-  if (ts.isIdentifier(node) && names.has(node.text) && !isNotReference(node)) return true
-  return ts.forEachChild(node, (child) => readsAtEvaluation(child, names) || undefined) === true
+  if (ts.isIdentifier(node) && read(node.text) && !isNotReference(node)) return true
+  return ts.forEachChild(node, (child) => readsAtEvaluation(child, read) || undefined) === true
 }
 
 /**
@@ -594,6 +604,7 @@ function readsAtEvaluation(node, names) {
 function lazyDerivedConstants(file, sourceFile, schemas) {
   const derived = new Set()
   const declarations = []
+  const fromSchema = (name) => schemas.has(name) || derived.has(name)
   for (const statement of sourceFile.statements) {
     if (!ts.isVariableStatement(statement)) continue
     const list = statement.declarationList
@@ -601,7 +612,7 @@ function lazyDerivedConstants(file, sourceFile, schemas) {
     const [declaration] = list.declarations
     if (!ts.isIdentifier(declaration.name) || !declaration.initializer) continue
     const { initializer } = declaration
-    if (!readsAtEvaluation(initializer, schemas) && !readsAtEvaluation(initializer, derived)) continue
+    if (!readsAtEvaluation(initializer, fromSchema)) continue
     derived.add(declaration.name.text)
     declarations.push(declaration)
   }
@@ -610,19 +621,10 @@ function lazyDerivedConstants(file, sourceFile, schemas) {
   for (const element of list.exportClause.elements)
     if (derived.has((element.propertyName ?? element.name).text))
       fail(file, `${element.name.text}, computed from a schema, is exported`)
-  // References first: at a position where a reference is replaced and a thunk opened, the
-  // replacement must be applied before the opening is inserted (splice keeps the order of ties).
-  const edits = referenceEdits(file, sourceFile, sourceFile.statements, derived, new Set(declarations))
-  const memos = declarations.map((_, index) => `${LAZY}Derived${index}`)
-  for (const [index, { initializer }] of declarations.entries()) {
-    edits.push(
-      [initializer.getStart(sourceFile), initializer.getStart(sourceFile), `() => (${memos[index]} ??= (`],
-      [initializer.end, initializer.end, '))'],
-    )
-  }
-  const first = declarations[0].parent.parent
-  edits.push([first.getStart(sourceFile), first.getStart(sourceFile), `let ${memos.join(', ')};\n`])
-  return edits
+  return [
+    ...referenceEdits(file, sourceFile, sourceFile.statements, derived, new Set(declarations)),
+    ...memoizedThunkEdits(sourceFile, declarations, `${LAZY}Derived`),
+  ]
 }
 
 /**
