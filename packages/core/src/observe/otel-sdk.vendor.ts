@@ -1,5 +1,9 @@
 // The OpenTelemetry SDK parts core uses, in one module: the bundler builds it into a vendor file
 // of its own (dist/vendor/otel-sdk.vendor.js) that a bin loads only when --otel-endpoint is set.
+import type { convertLegacyHttpOptions } from '@opentelemetry/otlp-exporter-base/node-http'
+
+/** An OTLP/HTTP exporter's options, as the SDK reads them. */
+export type OtlpHttpOptions = ReturnType<typeof convertLegacyHttpOptions>
 export {
   context,
   ROOT_CONTEXT,
@@ -9,8 +13,11 @@ export {
   trace,
   ValueType,
 } from '@opentelemetry/api'
-export { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
-export { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
+export { OTLPMetricExporterBase } from '@opentelemetry/exporter-metrics-otlp-http'
+export { createOtlpNetworkExportDelegate, OTLPExporterBase } from '@opentelemetry/otlp-exporter-base'
+export { convertLegacyHttpOptions } from '@opentelemetry/otlp-exporter-base/node-http'
+export type { ISerializer as Serializer } from '@opentelemetry/otlp-transformer'
+export { JsonMetricsSerializer, JsonTraceSerializer } from '@opentelemetry/otlp-transformer'
 export {
   defaultResource,
   detectResources,
@@ -26,3 +33,4 @@ export {
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics'
 export { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base'
+export { ExportThread } from './otel-export-thread.js'

@@ -1,5 +1,6 @@
 import { randomFillSync } from 'node:crypto'
 import type { Logger } from '../logger.js'
+import type { ExportSignal } from './otel-export-thread.js'
 
 // OpenTelemetry traces and metrics over OTLP/HTTP, configured the standard way: the endpoint from
 // --otel-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT (signals at /v1/traces and /v1/metrics), the
@@ -143,7 +144,7 @@ type Sdk = typeof import('./otel-sdk.vendor.js')
 function startMetrics(
   sdk: Sdk,
   resource: import('./otel-sdk.vendor.js').CollectionResult['resourceMetrics']['resource'],
-  base: string,
+  exporter: import('./otel-sdk.vendor.js').OTLPMetricExporterBase,
   options: { serviceVersion: string; metricIntervalMs?: number },
 ) {
   const callDuration = new Durations(
@@ -164,7 +165,7 @@ function startMetrics(
   )
   const scope = { name: 'keel-mcp', version: options.serviceVersion }
   const reader = new sdk.PeriodicExportingMetricReader({
-    exporter: new sdk.OTLPMetricExporter({ url: `${base}/v1/metrics` }),
+    exporter,
     // OTEL_METRIC_EXPORT_INTERVAL is the standard knob (ms; default 60 s).
     exportIntervalMillis:
       options.metricIntervalMs ?? (Number(process.env.OTEL_METRIC_EXPORT_INTERVAL) || 60_000),
@@ -236,6 +237,66 @@ export class PooledIdGenerator {
   }
 }
 
+const JSON_CONTENT = { 'Content-Type': 'application/json' }
+
+/** An agent's options that a worker can be given: strings, numbers, booleans and bytes. */
+function cloneable(options: Record<string, unknown>): Record<string, unknown> {
+  const kept: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(options)) {
+    const plain = ['string', 'number', 'boolean'].includes(typeof value) || value instanceof Uint8Array
+    const list =
+      Array.isArray(value) && value.every((each) => typeof each === 'string' || each instanceof Uint8Array)
+    if (plain || list) kept[key] = value
+  }
+  return kept
+}
+
+/**
+ * Each signal's export options, the SDK's own reading of --otel-endpoint and the
+ * OTEL_EXPORTER_OTLP_* variables (headers, compression, timeout, certificates) as its
+ * OTLPTraceExporter and OTLPMetricExporter make them; and the same, resolved, for the export thread.
+ */
+export async function otlpExports(
+  sdk: Sdk,
+  base: string,
+): Promise<{
+  exportOptions: Record<ExportSignal['signal'], import('./otel-sdk.vendor.js').OtlpHttpOptions>
+  signals: ExportSignal[]
+}> {
+  const exportOptions = {
+    TRACES: sdk.convertLegacyHttpOptions({ url: `${base}/v1/traces` }, 'TRACES', 'v1/traces', JSON_CONTENT),
+    METRICS: sdk.convertLegacyHttpOptions(
+      { url: `${base}/v1/metrics` },
+      'METRICS',
+      'v1/metrics',
+      JSON_CONTENT,
+    ),
+  }
+  const signals = await Promise.all(
+    (['TRACES', 'METRICS'] as const).map(async (signal) => {
+      const { url, headers, compression, timeoutMillis, agentFactory, userAgent } = exportOptions[signal]
+      // The SDK's agent for https carries the variables' certificates; for http it would only load
+      // Node's http here, on the thread that serves calls, for the SDK's default (keep-alive).
+      const protocol = new URL(url).protocol
+      const agent = (
+        protocol === 'http:' ? { options: { keepAlive: true } } : await agentFactory(protocol)
+      ) as {
+        options?: Record<string, unknown>
+      }
+      return {
+        signal,
+        url,
+        headers: (await headers()) ?? {},
+        compression,
+        timeoutMillis,
+        agentOptions: cloneable(agent.options ?? {}),
+        userAgent,
+      }
+    }),
+  )
+  return { exportOptions, signals }
+}
+
 export async function startTracing(options: {
   endpoint: string
   serviceName: string
@@ -259,16 +320,35 @@ export async function startTracing(options: {
       }),
     )
     .merge(detected)
-  const processor = new sdk.BatchSpanProcessor(new sdk.OTLPTraceExporter({ url: `${base}/v1/traces` }), {
-    scheduledDelayMillis: 1000,
-  })
+  // The exports' HTTP requests go out from a worker thread (see ./otel-export-thread.ts); batching
+  // and serializing stay here, in the SDK's own exporter code, as its OTLPTraceExporter and
+  // OTLPMetricExporter would do them.
+  const { exportOptions, signals } = await otlpExports(sdk, base)
+  const thread = new sdk.ExportThread(signals)
+  thread.start()
+  const delegate = <Internal, Response>(
+    signal: 'TRACES' | 'METRICS',
+    serializer: import('./otel-sdk.vendor.js').Serializer<Internal, Response>,
+  ) => sdk.createOtlpNetworkExportDelegate(exportOptions[signal], serializer, thread.transport(signal))
+  const processor = new sdk.BatchSpanProcessor(
+    new sdk.OTLPExporterBase(delegate('TRACES', sdk.JsonTraceSerializer)),
+    {
+      scheduledDelayMillis: 1000,
+    },
+  )
   const provider = new sdk.BasicTracerProvider({
     resource,
     spanProcessors: [processor],
     idGenerator: new PooledIdGenerator(),
   })
   const tracer = provider.getTracer('keel-mcp', options.serviceVersion)
-  const { meterProvider, callDuration, upstreamDuration } = startMetrics(sdk, resource, base, options)
+  const metricExporter = new sdk.OTLPMetricExporterBase(delegate('METRICS', sdk.JsonMetricsSerializer))
+  const { meterProvider, callDuration, upstreamDuration } = startMetrics(
+    sdk,
+    resource,
+    metricExporter,
+    options,
+  )
   const kinds = { server: sdk.SpanKind.SERVER, client: sdk.SpanKind.CLIENT, internal: sdk.SpanKind.INTERNAL }
 
   type SdkSpan = ReturnType<typeof tracer.startSpan>
@@ -343,6 +423,7 @@ export async function startTracing(options: {
       upstreamDuration.record(system, outcome, seconds)
     },
     async shutdown() {
+      thread.draining()
       await Promise.allSettled([provider.shutdown(), meterProvider.shutdown()]).then((results) => {
         for (const result of results)
           if (result.status === 'rejected')
@@ -350,6 +431,7 @@ export async function startTracing(options: {
               error: (result.reason as Error)?.message,
             })
       })
+      await thread.close()
     },
   }
 }
