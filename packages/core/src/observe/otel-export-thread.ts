@@ -13,8 +13,8 @@ import { Worker } from 'node:worker_threads'
 // own: its sockets leave the main thread's stream functions alone.
 //
 // The main thread still batches and serializes (the OpenTelemetry SDK's own exporter code, with
-// this as its transport); the worker runs the SDK's own OTLP/HTTP export (its headers, compression,
-// timeout and retries, configured from the same OTEL_EXPORTER_OTLP_* variables) on the bytes.
+// this as its transport); the worker sends the bytes as the SDK's OTLP/HTTP exporter does, with the
+// options the SDK read from --otel-endpoint and the OTEL_EXPORTER_OTLP_* variables (otlpSender).
 
 /** What a transport answers the SDK's export code (the shape of `ExportResponse`). */
 export type ExportResponse =
@@ -46,7 +46,7 @@ export interface ExportSignal {
 // same reason (see below). The mailbox holds one export at a time: control[0] is 1 while it is
 // full, [1] the length, [2] the export's id, [3] its signal's index. The worker takes the bytes,
 // empties the box, says so (messages to the main thread cost it nothing measurable), sends them
-// and answers { id, error? }.
+// and answers { id, status?, error? }.
 const EMPTY = 0
 const FULL = 1
 const BOX_BYTES = 256 * 1024
