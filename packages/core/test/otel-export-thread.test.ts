@@ -1,16 +1,13 @@
-import { execFileSync } from 'node:child_process'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { gunzipSync } from 'node:zlib'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { otlpExports } from '../src/observe/otel.js'
 import { type ExportSignal, ExportThread } from '../src/observe/otel-export-thread.js'
 import * as sdk from '../src/observe/otel-sdk.vendor.js'
+import { selfSignedCertificate } from '../src/testing/tls.js'
 
 // The OTLP exports' HTTP requests leave from a worker thread that takes their bytes from shared
 // memory: what arrives, in what order, what a failure answers, and that the main thread holds no
@@ -141,42 +138,30 @@ describe('the OTLP export thread', () => {
   })
 
   it('trusts the certificate OTEL_EXPORTER_OTLP_CERTIFICATE names for an https receiver, and only it', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'keel-otlp-tls-'))
-    const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')]
-    execFileSync(
-      'openssl',
-      [
-        ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
-        ...['-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert],
-      ],
-      { stdio: 'ignore' },
-    )
+    const tls = await selfSignedCertificate()
     const bodies: string[] = []
-    const secure = createHttpsServer(
-      { key: await readFile(key), cert: await readFile(cert) },
-      (request, response) => {
-        const chunks: Buffer[] = []
-        request.on('data', (chunk: Buffer) => chunks.push(chunk))
-        request.on('end', () => {
-          bodies.push(`${request.url} ${Buffer.concat(chunks).toString()}`)
-          response.end('{}')
-        })
-      },
-    )
+    const secure = createHttpsServer({ key: tls.key, cert: tls.cert }, (request, response) => {
+      const chunks: Buffer[] = []
+      request.on('data', (chunk: Buffer) => chunks.push(chunk))
+      request.on('end', () => {
+        bodies.push(`${request.url} ${Buffer.concat(chunks).toString()}`)
+        response.end('{}')
+      })
+    })
     await new Promise<void>((resolve) => secure.listen(0, '127.0.0.1', resolve))
     const url = `https://127.0.0.1:${(secure.address() as AddressInfo).port}`
     try {
       const untrusted = await (await thread(url)).transport('TRACES').send(bytes('{"n":1}'))
       expect(untrusted.status).toBe('failure')
       expect(untrusted.status === 'failure' && untrusted.error.message).toMatch(/self[- ]signed/i)
-      process.env.OTEL_EXPORTER_OTLP_CERTIFICATE = cert
+      process.env.OTEL_EXPORTER_OTLP_CERTIFICATE = tls.certFile
       const trusted = await (await thread(url)).transport('METRICS').send(bytes('{"n":2}'))
       expect(trusted).toEqual({ status: 'success' })
       expect(bodies).toEqual(['/v1/metrics {"n":2}'])
     } finally {
       delete process.env.OTEL_EXPORTER_OTLP_CERTIFICATE
       await new Promise((resolve) => secure.close(resolve))
-      await rm(dir, { recursive: true, force: true })
+      await tls.close()
     }
   })
 

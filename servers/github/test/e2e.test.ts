@@ -1,11 +1,17 @@
-import { execFileSync } from 'node:child_process'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { connectHttp, connectStdio, runProcess, spawnHttp, spawnRaw } from '@keel-mcp/core/testing'
+import {
+  connectHttp,
+  connectStdio,
+  runProcess,
+  selfSignedCertificate,
+  spawnHttp,
+  spawnRaw,
+} from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { DEFAULT_TOOLS } from '../src/server.js'
 import { FakeGitHub } from './fake-github.js'
@@ -82,26 +88,14 @@ describe.each(['v2', 'v1'] as const)(
 
 describe('the built bin against GitHub Enterprise Server over https', () => {
   it('reaches https://HOST/api/v3 with the token, trusting the CA given in NODE_EXTRA_CA_CERTS', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'keel-github-tls-'))
-    open.push({ close: () => rm(dir, { recursive: true, force: true }) })
-    const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')]
-    execFileSync(
-      'openssl',
-      [
-        ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
-        ...['-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert],
-      ],
-      { stdio: 'ignore' },
-    )
+    const tls = await selfSignedCertificate()
+    open.push(tls)
     const seen: Array<[string | undefined, string | undefined]> = []
-    const server = createHttpsServer(
-      { key: await readFile(key), cert: await readFile(cert) },
-      (request, response) => {
-        seen.push([request.url, request.headers.authorization])
-        response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' })
-        response.end(JSON.stringify({ ...user('enterprise-user'), name: null }))
-      },
-    )
+    const server = createHttpsServer({ key: tls.key, cert: tls.cert }, (request, response) => {
+      seen.push([request.url, request.headers.authorization])
+      response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' })
+      response.end(JSON.stringify({ ...user('enterprise-user'), name: null }))
+    })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     open.push({ close: () => new Promise((resolve) => server.close(resolve)) })
     const port = (server.address() as AddressInfo).port
@@ -112,7 +106,7 @@ describe('the built bin against GitHub Enterprise Server over https', () => {
         ...CLEAN,
         GITHUB_TOKEN: TOKEN,
         GITHUB_API_URL: `https://127.0.0.1:${port}/api/v3`,
-        NODE_EXTRA_CA_CERTS: cert,
+        NODE_EXTRA_CA_CERTS: tls.certFile,
       },
     })
     open.unshift(connection)

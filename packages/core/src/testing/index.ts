@@ -2,7 +2,8 @@
  * `@keel-mcp/core/testing`: real SDK clients (v2 and v1) connected to a server in memory, over a
  * spawned stdio process, or over HTTP; the Python MCP SDK's client (a venv made once) driving a
  * built bin; raw wire access for protocol tests; a recorder of the modules a spawned server loads; a
- * loopback OTLP receiver for what a server exports; and the contract check
+ * loopback OTLP receiver for what a server exports; a self-signed certificate for an https
+ * server on loopback; and the contract check
  * every server's tool list must pass.
  *
  * @packageDocumentation
@@ -39,6 +40,7 @@ export {
   runPythonClient,
   runPythonScript,
 } from './python.js'
+export { type SelfSignedCertificate, selfSignedCertificate } from './tls.js'
 export {
   listToolsAndExit,
   type RawStdio,
