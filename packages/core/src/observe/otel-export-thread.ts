@@ -162,8 +162,10 @@ export function otlpSender(load: (name: string) => unknown, signals: readonly Ex
     /** Sends one export of signal `index`; never rejects. */
     async send(index: number, bytes: Uint8Array): Promise<Attempt> {
       const signal = signals[index] as ExportSignal
-      const zlib = load('node:zlib') as typeof import('node:zlib')
-      const body = signal.compression === 'gzip' ? zlib.gzipSync(bytes) : bytes
+      const body =
+        signal.compression === 'gzip'
+          ? (load('node:zlib') as typeof import('node:zlib')).gzipSync(bytes)
+          : bytes
       const deadline = Date.now() + signal.timeoutMillis
       let result = await attempt(index, body, signal.timeoutMillis)
       let pause = 1000
@@ -222,9 +224,9 @@ setInterval(() => {}, 0x7fffffff)
 `
 
 /**
- * One worker thread that sends every signal's exports. `start()` starts it early, so that the main
- * thread meets the worker's objects before its hot code is optimized; an export starts it if
- * nothing has. It keeps the process alive only while an export is under way.
+ * One worker thread that sends every signal's exports, started by the first export: a server that
+ * stops before it exports starts none (stopping while a worker boots waits for the boot, some 15
+ * ms). It keeps the process alive only while an export is under way.
  */
 export class ExportThread {
   readonly #signals: readonly ExportSignal[]
@@ -332,11 +334,6 @@ export class ExportThread {
     this.#control[3] = index
     Atomics.store(this.#control, 0, FULL)
     Atomics.notify(this.#control, 0)
-  }
-
-  /** Starts the worker, unless it runs or the thread was closed. */
-  start(): void {
-    if (!this.#closed) this.#running()
   }
 
   #running(): Worker {

@@ -325,7 +325,6 @@ export async function startTracing(options: {
   // OTLPMetricExporter would do them.
   const { exportOptions, signals } = await otlpExports(sdk, base)
   const thread = new sdk.ExportThread(signals)
-  thread.start()
   const delegate = <Internal, Response>(
     signal: 'TRACES' | 'METRICS',
     serializer: import('./otel-sdk.vendor.js').Serializer<Internal, Response>,
