@@ -20,7 +20,7 @@ import { Worker } from 'node:worker_threads'
 export type ExportResponse =
   | { status: 'success'; data?: Uint8Array }
   | { status: 'failure'; error: Error }
-  | { status: 'retryable'; retryInMillis?: number; error?: Error }
+  | { status: 'retryable'; retryInMillis?: number | undefined; error?: Error }
 
 /**
  * One OTLP signal's export, configured by the SDK's own code from --otel-endpoint and the
@@ -56,12 +56,6 @@ const GrowableSharedArrayBuffer = SharedArrayBuffer as unknown as new (
   length: number,
   options: { maxByteLength: number },
 ) => SharedArrayBuffer & { grow(length: number): void }
-
-/** One POST's outcome, as the SDK's transports answer. */
-type Attempt =
-  | { status: 'success' }
-  | { status: 'retryable'; retryInMillis?: number | undefined; error: Error }
-  | { status: 'failure'; error: Error }
 
 /**
  * Sends exports, with nothing but Node's own modules (a worker that loaded the SDK's exporter code
@@ -113,9 +107,9 @@ export function otlpSender(load: (name: string) => unknown, signals: readonly Ex
       'Content-Length': String(body.byteLength),
     }
     if (signal.compression === 'gzip') headers['Content-Encoding'] = 'gzip'
-    return new Promise<Attempt>((resolve) => {
+    return new Promise<ExportResponse>((resolve) => {
       let done = false
-      const finish = (result: Attempt) => {
+      const finish = (result: ExportResponse) => {
         if (done) return
         done = true
         resolve(result)
@@ -160,7 +154,7 @@ export function otlpSender(load: (name: string) => unknown, signals: readonly Ex
   }
   return {
     /** Sends one export of signal `index`; never rejects. */
-    async send(index: number, bytes: Uint8Array): Promise<Attempt> {
+    async send(index: number, bytes: Uint8Array): Promise<ExportResponse> {
       const signal = signals[index] as ExportSignal
       const body =
         signal.compression === 'gzip'

@@ -263,15 +263,9 @@ export async function otlpExports(
   exportOptions: Record<ExportSignal['signal'], import('./otel-sdk.vendor.js').OtlpHttpOptions>
   signals: ExportSignal[]
 }> {
-  const exportOptions = {
-    TRACES: sdk.convertLegacyHttpOptions({ url: `${base}/v1/traces` }, 'TRACES', 'v1/traces', JSON_CONTENT),
-    METRICS: sdk.convertLegacyHttpOptions(
-      { url: `${base}/v1/metrics` },
-      'METRICS',
-      'v1/metrics',
-      JSON_CONTENT,
-    ),
-  }
+  const read = (signal: ExportSignal['signal'], path: string) =>
+    sdk.convertLegacyHttpOptions({ url: `${base}/${path}` }, signal, path, JSON_CONTENT)
+  const exportOptions = { TRACES: read('TRACES', 'v1/traces'), METRICS: read('METRICS', 'v1/metrics') }
   const signals = await Promise.all(
     (['TRACES', 'METRICS'] as const).map(async (signal) => {
       const { url, headers, compression, timeoutMillis, agentFactory, userAgent } = exportOptions[signal]
@@ -326,7 +320,7 @@ export async function startTracing(options: {
   const { exportOptions, signals } = await otlpExports(sdk, base)
   const thread = new sdk.ExportThread(signals)
   const delegate = <Internal, Response>(
-    signal: 'TRACES' | 'METRICS',
+    signal: ExportSignal['signal'],
     serializer: import('./otel-sdk.vendor.js').Serializer<Internal, Response>,
   ) => sdk.createOtlpNetworkExportDelegate(exportOptions[signal], serializer, thread.transport(signal))
   const processor = new sdk.BatchSpanProcessor(
