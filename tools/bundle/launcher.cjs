@@ -161,6 +161,26 @@ function prune(directory, ownKey) {
   } catch {}
 }
 
+/** The stage of a process that answered a tool call: its cache is complete. */
+const LAST_STAGE = 2
+
+/**
+ * The stage a cache's writer had reached, from the thin mark beside it: none means a complete
+ * cache; a mark that is empty (written before stages were kept) or unreadable counts as 0.
+ */
+function thinStage(thinFile) {
+  // The common case, a complete cache, costs one stat and no exception.
+  if (!fs.existsSync(thinFile)) return LAST_STAGE
+  let text
+  try {
+    text = fs.readFileSync(thinFile, 'utf8')
+  } catch {
+    return 0
+  }
+  const stage = Number.parseInt(text, 10)
+  return stage >= 0 && stage < LAST_STAGE ? stage : 0
+}
+
 /** Compiles the bundle with the code cache; returns a function that runs it, or undefined. */
 function prepare() {
   const vm = require('node:vm')
@@ -172,17 +192,22 @@ function prepare() {
   const cacheFile = path.join(directory, `${key}.bin`)
   // Core keeps the server's tool schemas, as listed, next to the code (packages/core/src/schema-cache.ts).
   globalThis.__keelCache = { directory, key }
-  // A cache written by a process that answered no tool call (core sets __keelCache.served when
-  // one does) is marked thin by an empty file beside it: it lacks the functions that answer a
-  // call, which every later start would compile again on its first call. The first process that
-  // answers a call replaces it, once.
+  // A cache holds the functions its writer had compiled by its exit. How far that process got is
+  // its stage (core raises __keelCache.stage: 1 once it has answered `tools/list`, 2 once it has
+  // answered a tool call); a cache below the last stage is marked thin by a file beside it that
+  // holds its stage. A later start that gets further replaces it, once for each stage: a cache
+  // written by a start that answered nothing (a first run stopped by hand, a client that gave up)
+  // lacks the handshake and `tools/list`, and every start after it compiled them again (+5 ms, 7 %,
+  // for the Slack bin); one written by a start that only listed tools lacks the call path, which
+  // every later start compiled on its first call.
   const thinFile = `${cacheFile}.thin`
   const cachedData = readCache(cacheFile)
   const script = new vm.Script(Module.wrap(source), { filename: bundle, cachedData })
   // --help and --version compile little of the server: a cache from them would be a poor one.
   const serving = !process.argv.some((argument) => argument === '--help' || argument === '--version')
   const fresh = cachedData === undefined || script.cachedDataRejected
-  if (serving && (fresh || fs.existsSync(thinFile))) {
+  const held = fresh ? -1 : thinStage(thinFile)
+  if (serving && held < LAST_STAGE) {
     // Written at exit, so the cache also holds the functions compiled while serving. Not after a
     // failed run (a start refused for its configuration exits non-zero): that compiled little
     // beyond the refusal, and every later start would compile the serving path itself, lazily
@@ -190,14 +215,15 @@ function prepare() {
     // unknown flag).
     process.once('exit', (code) => {
       if (code !== 0) return
-      const served = globalThis.__keelCache.served === true
-      if (!fresh && !served) return
+      const reached = Math.min(LAST_STAGE, Math.max(0, Math.trunc(Number(globalThis.__keelCache.stage) || 0)))
+      if (reached <= held) return
       try {
         const temporary = `${cacheFile}.${process.pid}.tmp`
         fs.writeFileSync(temporary, script.createCachedData(), { mode: 0o600 })
+        // The mark first, so that a cache is never taken for complete when it is not.
+        if (reached < LAST_STAGE) fs.writeFileSync(thinFile, String(reached), { mode: 0o600 })
         fs.renameSync(temporary, cacheFile)
-        if (served) fs.rmSync(thinFile, { force: true })
-        else fs.writeFileSync(thinFile, '', { mode: 0o600 })
+        if (reached === LAST_STAGE) fs.rmSync(thinFile, { force: true })
       } catch {}
       if (fresh) prune(directory, key)
     })

@@ -17,23 +17,30 @@ import { isRecord } from './jsonrpc.js'
 interface LauncherCache {
   directory: string
   key: string
-  /** Set once this process has answered a tool call: its code cache then holds that path too. */
-  served?: boolean
+  /**
+   * How far this process has served (see {@link noteServed}): its code cache holds the functions
+   * of each stage it reached, and the launcher replaces a cache written by a process that got
+   * less far (tools/bundle/launcher.cjs).
+   */
+  stage?: number
 }
 
-let servedNoted = false
+/** What a process has answered, in the order a client asks: `tools/list`, then a tool call. */
+export const SERVED_STAGE = { toolsListed: 1, callAnswered: 2 } as const
+
+let stageNoted = 0
 
 /**
- * Tells the bin's launcher that this process has answered a tool call. A code cache written by a
- * process that never did lacks the functions that answer one (V8 compiles them on first use), and
- * every later start would compile them again on its first call: the launcher replaces such a
- * cache, once, at the exit of a process that did (tools/bundle/launcher.cjs).
+ * Tells the bin's launcher how far this process has served. A code cache written by a process
+ * that never answered `tools/list`, or never a tool call, lacks the functions that answer them (V8
+ * compiles them on first use), and every later start would compile them again: the launcher
+ * replaces such a cache, once for each stage, at the exit of a process that got further.
  */
-export function noteCallServed(): void {
-  if (servedNoted) return
-  servedNoted = true
+export function noteServed(stage: (typeof SERVED_STAGE)[keyof typeof SERVED_STAGE]): void {
+  if (stage <= stageNoted) return
+  stageNoted = stage
   const place = (globalThis as { __keelCache?: LauncherCache }).__keelCache
-  if (place && typeof place === 'object') place.served = true
+  if (place && typeof place === 'object') place.stage = stage
 }
 
 /** One tool's JSON Schemas, as `tools/list` gives them. */

@@ -7,7 +7,7 @@ import type { AnyTool, ClientAccess, RequestAuth, SessionAccess } from './define
 import { formatToolError, ToolError } from './errors.js'
 import type { InstanceParts, Runtime } from './instance.js'
 import type { McpLogLevel } from './logger.js'
-import { noteCallServed } from './schema-cache.js'
+import { noteServed, SERVED_STAGE } from './schema-cache.js'
 import { RELATED_TASK_META_KEY, type TaskControl, type TaskRegistry } from './tasks.js'
 import { describeIssues, planFor } from './tool-schema.js'
 
@@ -209,6 +209,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
     const auth = requestAuthOf((ctx as CallRequestContext).http?.authInfo)
     // What this list reflects: a later call that changes it says so (list_changed).
     if (runtime.spec.hiddenTools) state.hiddenSeen = runtime.spec.hiddenTools(runtime.deps, auth)
+    noteServed(SERVED_STAGE.toolsListed)
     return {
       tools: listedTools(runtime, state.enabledTools, auth).map((tool) =>
         withTasks ? planFor(tool).listedWithTasks : planFor(tool).listed,
@@ -272,7 +273,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         onStop,
       ),
     )
-    noteCallServed()
+    noteServed(SERVED_STAGE.callAnswered)
     // The call may have taught the server which tools to hide (a credential's scopes): say so.
     const hidden = runtime.spec.hiddenTools?.(runtime.deps, auth)
     if (hidden !== state.hiddenSeen) {

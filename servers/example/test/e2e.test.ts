@@ -178,6 +178,37 @@ describe('the compile cache', () => {
     }
   })
 
+  // A code cache holds what its writer had compiled by its exit: core tells the launcher how far a
+  // process got, and a start that gets further replaces a cache made by one that did not.
+  it('is replaced by the first start that lists tools, then by the first that answers a call', async () => {
+    const { mkdtemp, readdir, readFile, rm } = await import('node:fs/promises')
+    const { tmpdir } = await import('node:os')
+    const { join } = await import('node:path')
+    const directory = await mkdtemp(join(tmpdir(), 'keel-cache-'))
+    const env = { KEEL_COMPILE_CACHE_DIR: directory }
+    const mark = async () => {
+      const names = await readdir(directory)
+      const thin = names.find((name) => name.endsWith('.bin.thin'))
+      return thin === undefined ? 'complete' : await readFile(join(directory, thin), 'utf8')
+    }
+    const start = async (work: (raw: ReturnType<typeof spawnRaw>) => Promise<unknown>) => {
+      const raw = spawnRaw(process.execPath, [BIN], { env })
+      await raw.initialize()
+      expect(await work(raw)).toMatchObject({ result: {} })
+      expect((await raw.end()).code).toBe(0)
+    }
+    try {
+      await start((raw) => raw.request('ping', {}, 1))
+      expect(await mark()).toBe('0')
+      await start((raw) => raw.request('tools/list', {}, 2))
+      expect(await mark()).toBe('1')
+      await start((raw) => raw.request('tools/call', { name: 'search_notes', arguments: { query: 'x' } }, 3))
+      expect(await mark()).toBe('complete')
+    } finally {
+      await rm(directory, { recursive: true, force: true })
+    }
+  })
+
   it('keeps the listed tool schemas, and lists from them exactly what a start without them lists', async () => {
     const { mkdtemp, rm, readdir } = await import('node:fs/promises')
     const { tmpdir } = await import('node:os')

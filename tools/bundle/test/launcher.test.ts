@@ -32,9 +32,9 @@ beforeAll(async () => {
     [
       '#!/usr/bin/env node',
       'const answer: number = 6 * 7',
-      // As core does once it has answered a tool call.
-      'const place = (globalThis as { __keelCache?: { served?: boolean } }).__keelCache',
-      'if (process.env.FIXTURE_SERVED === "1" && place) place.served = true',
+      // As core does once it has answered tools/list (1) and a tool call (2).
+      'const place = (globalThis as { __keelCache?: { stage?: number } }).__keelCache',
+      'if (process.env.FIXTURE_STAGE && place) place.stage = Number(process.env.FIXTURE_STAGE)',
       'if (process.env.FIXTURE_EXIT) process.exit(Number(process.env.FIXTURE_EXIT))',
       // biome-ignore lint/suspicious/noTemplateCurlyInString: this is source code for the fixture
       "void import('node:os').then((os) => process.stdout.write(`answer=${answer} platform=${os.platform()} file=${typeof __filename}\\n`))",
@@ -64,34 +64,66 @@ describe('the launcher', () => {
     expect(second.stderr).not.toContain('ExperimentalWarning')
   })
 
-  it('replaces a cache made without a tool call once, at the exit of the first process that answers one', async () => {
-    const { statSync } = await import('node:fs')
+  it('replaces a cache once for each further stage a later process reaches: tools/list, then a tool call', async () => {
+    const { readFileSync, statSync } = await import('node:fs')
     const isolated = { KEEL_COMPILE_CACHE_DIR: join(work, 'thin-cache') }
     const state = async () => {
-      const [file] = (await readdir(isolated.KEEL_COMPILE_CACHE_DIR)).filter((name) => name.endsWith('.bin'))
-      const path = join(isolated.KEEL_COMPILE_CACHE_DIR, file ?? '')
+      const names = await readdir(isolated.KEEL_COMPILE_CACHE_DIR)
+      const file = names.find((name) => name.endsWith('.bin'))
+      const thin = names.find((name) => name.endsWith('.bin.thin'))
       return {
-        mtime: statSync(path).mtimeMs,
-        thin: (await readdir(isolated.KEEL_COMPILE_CACHE_DIR)).length === 2,
+        mtime: statSync(join(isolated.KEEL_COMPILE_CACHE_DIR, file ?? '')).mtimeMs,
+        stage:
+          thin === undefined ? 'complete' : readFileSync(join(isolated.KEEL_COMPILE_CACHE_DIR, thin), 'utf8'),
+        files: names.length,
       }
     }
+    const tick = () => new Promise((resolve) => setTimeout(resolve, 20))
+    // A first start that answered nothing writes a cache marked with its stage.
     expect(runBin(isolated).state).toBe('miss')
-    const thin = await state()
-    expect(thin.thin).toBe(true)
-    // Another start that answers no call keeps it as it is.
+    const bare = await state()
+    expect(bare).toMatchObject({ stage: '0', files: 2 })
+    // Another that gets no further keeps it as it is.
     expect(runBin(isolated).state).toBe('hit')
-    expect(await state()).toEqual(thin)
-    // The first that does replaces it and drops the mark; later ones keep the new cache.
-    await new Promise((resolve) => setTimeout(resolve, 20))
-    const served = runBin({ ...isolated, FIXTURE_SERVED: '1' })
+    expect(await state()).toEqual(bare)
+    // One that answered tools/list replaces it, once.
+    await tick()
+    expect(runBin({ ...isolated, FIXTURE_STAGE: '1' }).state).toBe('hit')
+    const listed = await state()
+    expect(listed).toMatchObject({ stage: '1', files: 2 })
+    expect(listed.mtime).toBeGreaterThan(bare.mtime)
+    for (const stage of ['1', '0']) {
+      expect(runBin({ ...isolated, FIXTURE_STAGE: stage }).state).toBe('hit')
+      expect(await state()).toEqual(listed)
+    }
+    // One that answered a tool call replaces it and drops the mark; later ones keep the new cache.
+    await tick()
+    const served = runBin({ ...isolated, FIXTURE_STAGE: '2' })
     expect(served.state).toBe('hit')
     expect(served.stdout).toContain('answer=42')
     const full = await state()
-    expect(full.thin).toBe(false)
-    expect(full.mtime).toBeGreaterThan(thin.mtime)
-    expect(runBin({ ...isolated, FIXTURE_SERVED: '1' }).state).toBe('hit')
-    expect(runBin(isolated).state).toBe('hit')
-    expect(await state()).toEqual(full)
+    expect(full).toMatchObject({ stage: 'complete', files: 1 })
+    expect(full.mtime).toBeGreaterThan(listed.mtime)
+    for (const stage of ['2', '1', '0']) {
+      expect(runBin({ ...isolated, FIXTURE_STAGE: stage }).state).toBe('hit')
+      expect(await state()).toEqual(full)
+    }
+  })
+
+  it('takes an empty or unreadable thin mark for a cache that answered nothing', async () => {
+    const { statSync } = await import('node:fs')
+    const isolated = { KEEL_COMPILE_CACHE_DIR: join(work, 'old-mark-cache') }
+    expect(runBin({ ...isolated, FIXTURE_STAGE: '2' }).state).toBe('miss')
+    const [file] = await readdir(isolated.KEEL_COMPILE_CACHE_DIR)
+    const cache = join(isolated.KEEL_COMPILE_CACHE_DIR, file!)
+    for (const mark of ['', 'nonsense', '7']) {
+      await writeFile(`${cache}.thin`, mark)
+      const before = statSync(cache).mtimeMs
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(runBin({ ...isolated, FIXTURE_STAGE: '1' }).state).toBe('hit')
+      expect(statSync(cache).mtimeMs).toBeGreaterThan(before)
+      expect(await readdir(isolated.KEEL_COMPILE_CACHE_DIR)).toEqual([file, `${file}.thin`])
+    }
   })
 
   it('recovers from a corrupt cache file', async () => {
