@@ -217,6 +217,8 @@ function prepare() {
       if (code !== 0) return
       const reached = Math.min(LAST_STAGE, Math.max(0, Math.trunc(Number(globalThis.__keelCache.stage) || 0)))
       if (reached <= held) return
+      // Another process may have replaced the cache since this one read it: never with less.
+      if (!fresh && reached <= thinStage(thinFile)) return
       try {
         const temporary = `${cacheFile}.${process.pid}.tmp`
         fs.writeFileSync(temporary, script.createCachedData(), { mode: 0o600 })

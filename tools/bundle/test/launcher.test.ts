@@ -36,6 +36,9 @@ beforeAll(async () => {
       'const place = (globalThis as { __keelCache?: { stage?: number } }).__keelCache',
       'if (process.env.FIXTURE_STAGE && place) place.stage = Number(process.env.FIXTURE_STAGE)',
       'if (process.env.FIXTURE_EXIT) process.exit(Number(process.env.FIXTURE_EXIT))',
+      // Stays until a file exists (a process that exits after another has replaced the cache).
+      'const hold = process.env.FIXTURE_HOLD',
+      "if (hold) { const timer = setInterval(() => { if (require('node:fs').existsSync(hold)) clearInterval(timer) }, 10) }",
       // biome-ignore lint/suspicious/noTemplateCurlyInString: this is source code for the fixture
       "void import('node:os').then((os) => process.stdout.write(`answer=${answer} platform=${os.platform()} file=${typeof __filename}\\n`))",
       'export {}',
@@ -108,6 +111,34 @@ describe('the launcher', () => {
       expect(runBin({ ...isolated, FIXTURE_STAGE: stage }).state).toBe('hit')
       expect(await state()).toEqual(full)
     }
+  })
+
+  it('is not replaced by a process that got less far than the one that replaced it meanwhile', async () => {
+    const { spawn } = await import('node:child_process')
+    const { readFileSync, statSync } = await import('node:fs')
+    const isolated = { KEEL_COMPILE_CACHE_DIR: join(work, 'race-cache') }
+    expect(runBin(isolated).state).toBe('miss')
+    const [file] = (await readdir(isolated.KEEL_COMPILE_CACHE_DIR)).filter((name) => name.endsWith('.bin'))
+    const cache = join(isolated.KEEL_COMPILE_CACHE_DIR, file!)
+    expect(readFileSync(`${cache}.thin`, 'utf8')).toBe('0')
+    // A starts from the stage-0 cache and will list tools (stage 1), but exits only later.
+    const hold = join(work, 'race-hold')
+    const slow = spawn(process.execPath, [join(work, 'dist/index.js')], {
+      env: { ...process.env, ...isolated, FIXTURE_STAGE: '1', FIXTURE_HOLD: hold },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    })
+    const exited = new Promise((resolve) => slow.once('exit', resolve))
+    await new Promise((resolve) => slow.stdout.once('data', resolve))
+    // Meanwhile B answers a call: the cache becomes complete.
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(runBin({ ...isolated, FIXTURE_STAGE: '2' }).state).toBe('hit')
+    const complete = statSync(cache).mtimeMs
+    expect(await readdir(isolated.KEEL_COMPILE_CACHE_DIR)).toEqual([file])
+    // A's exit leaves B's cache as it is.
+    await writeFile(hold, '')
+    expect(await exited).toBe(0)
+    expect(await readdir(isolated.KEEL_COMPILE_CACHE_DIR)).toEqual([file])
+    expect(statSync(cache).mtimeMs).toBe(complete)
   })
 
   it('takes an empty or unreadable thin mark for a cache that answered nothing', async () => {
