@@ -88,29 +88,68 @@ describe('navigation and snapshots', () => {
     expect(invented.isError).toBe(true)
   })
 
-  it('leaves no navigation waiter behind after actions that do not navigate', async () => {
+  it('leaves no waiter or listener behind after actions and navigations', async () => {
     // Each action watches for a navigation it may cause; when none comes, the watcher and its
-    // listeners must go with the action (a kept one is a leak per click, for the tab's whole life).
+    // listeners must go with the action (a kept one is a leak per call, for the tab's whole life).
     const { tab, text } = await open('/counter')
     const ref = refOf(text, /button "Increment"/)
     const sessions = (hosts.at(-1) as unknown as { sessions: Map<string, { tabs: Map<string, Tab> }> })
       .sessions
-    const page = [...sessions.values()].map((session) => session.tabs.get(tab)).find(Boolean)?.page
-    if (!page) throw new Error(`tab ${tab} not found`)
-    // Puppeteer's own frame events (internal symbols), which its navigation watcher listens to.
+    const opened = [...sessions.values()].map((session) => session.tabs.get(tab)).find(Boolean)
+    if (!opened) throw new Error(`tab ${tab} not found`)
+    const { page, cdp } = opened
+    // Every event of the page and of its main frame (puppeteer's own frame events are internal
+    // symbols, which its navigation watcher listens to), and the DevTools events a waiter uses.
     const { FrameEvent } = (await import('puppeteer-core')) as unknown as {
       FrameEvent: Record<string, symbol>
     }
-    const frame = page.mainFrame() as unknown as { listenerCount(event: symbol): number }
-    const listeners = () =>
-      Object.values(FrameEvent).reduce((sum, event) => sum + frame.listenerCount(event), 0)
+    // Puppeteer's PageEvent values (a type only, at run time).
+    const pageEvents = [
+      'close',
+      'console',
+      'dialog',
+      'domcontentloaded',
+      'error',
+      'frameattached',
+      'framedetached',
+      'framenavigated',
+      'load',
+      'metrics',
+      'pageerror',
+      'popup',
+      'request',
+      'requestservedfromcache',
+      'requestfailed',
+      'requestfinished',
+      'response',
+      'workercreated',
+      'workerdestroyed',
+    ]
+    type Counted = { listenerCount(event: string | symbol): number }
+    const frame = page.mainFrame() as unknown as Counted
+    const devtools = ['Page.frameNavigated', 'Page.domContentEventFired', 'Page.navigatedWithinDocument']
+    const listeners = () => ({
+      frame: Object.values(FrameEvent).reduce((sum, event) => sum + frame.listenerCount(event), 0),
+      page: Object.fromEntries(
+        pageEvents.map((event) => [event, (page as unknown as Counted).listenerCount(event)]),
+      ),
+      devtools: devtools.reduce((sum, event) => sum + (cdp as unknown as Counted).listenerCount(event), 0),
+    })
     await call(connection, 'click', { tab, ref })
     const before = listeners()
     for (let index = 0; index < 20; index++) {
       const clicked = await call(connection, 'click', { tab, ref })
       expect(clicked.isError).toBe(false)
+      const pressed = await call(connection, 'press_key', { tab, key: 'Tab' })
+      expect(pressed.isError).toBe(false)
     }
-    expect(listeners()).toBe(before)
+    for (let index = 0; index < 5; index++) {
+      const navigated = await call(connection, 'navigate', { tab, url: `${fixtures.url}/counter` })
+      expect(navigated.isError, navigated.text).toBe(false)
+      const refused = await call(connection, 'navigate', { tab, url: 'file:///etc/passwd' })
+      expect(refused.isError).toBe(true)
+    }
+    expect(listeners()).toEqual(before)
   })
 
   it('refuses a ref of another tab, even one of the same page', async () => {
