@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger } from '../src/logger.js'
 import { hashId, Observer } from '../src/observe/observer.js'
-import { DURATION_BOUNDARIES, PooledIdGenerator, startTracing } from '../src/observe/otel.js'
+import { DURATION_BOUNDARIES, otlpProtocols, PooledIdGenerator, startTracing } from '../src/observe/otel.js'
 import type { ObserveConfig } from '../src/observe-config.js'
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../src/testing/otlp-receiver.js'
 import { callStart, observeConfig } from './observe-fixture.js'
@@ -307,5 +307,127 @@ describe('the span ids', () => {
     expect(new Set(traces).size).toBe(traces.length)
     expect(new Set(spans).size).toBe(spans.length)
     expect(traces).not.toContain('0'.repeat(32))
+  })
+})
+
+describe('the OTLP protocol', () => {
+  const PROTOCOL_VARIABLES = [
+    'OTEL_EXPORTER_OTLP_PROTOCOL',
+    'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+    'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL',
+  ]
+  afterEach(() => {
+    for (const name of PROTOCOL_VARIABLES) delete process.env[name]
+  })
+
+  it('is read the standard way: per signal, else for both, else JSON; grpc and anything else are refused with what to set', () => {
+    expect(otlpProtocols({})).toEqual({ TRACES: 'http/json', METRICS: 'http/json' })
+    expect(otlpProtocols({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' })).toEqual({
+      TRACES: 'http/protobuf',
+      METRICS: 'http/protobuf',
+    })
+    expect(
+      otlpProtocols({
+        OTEL_EXPORTER_OTLP_PROTOCOL: ' http/protobuf ',
+        OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json',
+      }),
+    ).toEqual({ TRACES: 'http/protobuf', METRICS: 'http/json' })
+    // An empty per-signal variable is not set: the general one holds.
+    expect(
+      otlpProtocols({
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: ' ',
+      }),
+    ).toEqual({ TRACES: 'http/protobuf', METRICS: 'http/protobuf' })
+    // A signal's own variable spares it a general grpc; the other signal still meets it.
+    expect(() =>
+      otlpProtocols({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }),
+    ).toThrow(/^OTEL_EXPORTER_OTLP_PROTOCOL=grpc/)
+    expect(
+      otlpProtocols({
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/protobuf',
+      }),
+    ).toEqual({ TRACES: 'http/json', METRICS: 'http/protobuf' })
+    expect(() => otlpProtocols({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(
+      /^OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: .*http\/protobuf or http\/json.*4318/,
+    )
+    expect(() => otlpProtocols({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/proto' })).toThrow(
+      'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="http/proto" is not an OTLP protocol: use http/protobuf or http/json',
+    )
+    expect(() => otlpProtocols({ OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'x'.repeat(500) })).toThrow(
+      `OTEL_EXPORTER_OTLP_METRICS_PROTOCOL="${'x'.repeat(40)}…" is not an OTLP protocol`,
+    )
+  })
+
+  /** The spans of one scripted request (a call with an upstream query and an HTTP request in it), ids left out. */
+  const scripted = async () => {
+    const exported = await traced(async (watching) => {
+      await serve(watching, 7, async () => {
+        await watching.upstream('postgresql', 'query', async () => {
+          await get('/in-query')
+        })
+      })
+    })
+    const names = new Map(exported.map((span) => [span.spanId, span.name]))
+    return exported
+      .map(({ traceId, spanId, parentSpanId, ...rest }) => ({
+        ...rest,
+        parent: parentSpanId === undefined ? undefined : names.get(parentSpanId),
+        sameTrace: traceId === exported[0]?.traceId,
+        ids: /^[0-9a-f]{32}$/.test(traceId) && /^[0-9a-f]{16}$/.test(spanId),
+      }))
+      .sort((a, b) => a.name.localeCompare(b.name))
+  }
+
+  it('sends protobuf when asked, with the same spans, parents and metrics as JSON', async () => {
+    const json = await scripted()
+    expect([...(receiver.contentTypes.get('/v1/traces') ?? [])]).toEqual(['application/json'])
+    // The durations differ from run to run; what the points say besides must not.
+    const points = () =>
+      (receiver.histograms.get('mcp.server.operation.duration') ?? []).map(
+        ({ sum, bucketCounts, ...rest }) => ({
+          ...rest,
+          buckets: bucketCounts.length,
+          sum: typeof sum,
+        }),
+      )
+    const jsonMetrics = points()
+    expect(jsonMetrics).toHaveLength(1)
+    process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'http/protobuf'
+    const protobuf = await scripted()
+    expect([...(receiver.contentTypes.get('/v1/traces') ?? [])]).toEqual(['application/x-protobuf'])
+    expect([...(receiver.contentTypes.get('/v1/metrics') ?? [])]).toEqual(['application/x-protobuf'])
+    expect(protobuf).toHaveLength(3)
+    expect(protobuf.map((span) => [span.name, span.parent])).toEqual([
+      [expect.stringMatching(/^GET /), 'postgresql query'],
+      ['postgresql query', 'tools/call read'],
+      ['tools/call read', undefined],
+    ])
+    for (const span of protobuf) expect(span).toMatchObject({ sameTrace: true, ids: true })
+    expect(protobuf).toEqual(json)
+    expect(points()).toEqual(jsonMetrics)
+  })
+
+  it('can differ by signal: protobuf spans with JSON metrics', async () => {
+    process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL = 'http/protobuf'
+    process.env.OTEL_EXPORTER_OTLP_METRICS_PROTOCOL = 'http/json'
+    expect(await scripted()).toHaveLength(3)
+    expect([...(receiver.contentTypes.get('/v1/traces') ?? [])]).toEqual(['application/x-protobuf'])
+    expect([...(receiver.contentTypes.get('/v1/metrics') ?? [])]).toEqual(['application/json'])
+    expect(receiver.histograms.get('mcp.server.operation.duration')?.[0]?.count).toBe(1)
+  })
+
+  it('refuses to start tracing for grpc, before loading the SDK', async () => {
+    process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'grpc'
+    await expect(
+      startTracing({
+        endpoint: receiver.url,
+        serviceName: 'x',
+        serviceVersion: '1.0.0',
+        logger: createLogger({ name: 'x', level: 'error' }),
+      }),
+    ).rejects.toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported/)
   })
 })

@@ -6,7 +6,9 @@ import {
   connectStdio,
   type ModuleLoadRecorder,
   recordModuleLoads,
+  runProcess,
   spawnRaw,
+  startOtlpReceiver,
 } from '@keel-mcp/core/testing'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 
@@ -90,6 +92,48 @@ describe('operations on a stdio server', () => {
     // Reading is not writing: served from the general budget.
     const read = await client.callTool({ name: 'search_notes', arguments: { query: 't' } })
     expect(read.isError ?? false).toBe(false)
+  })
+
+  it('exports OTLP protobuf when OTEL_EXPORTER_OTLP_PROTOCOL asks, and refuses grpc before serving', async () => {
+    const receiver = await startOtlpReceiver()
+    try {
+      const raw = spawnRaw(process.execPath, [BIN, '--otel-endpoint', receiver.url], {
+        env: { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_METRIC_EXPORT_INTERVAL: '60000' },
+      })
+      await raw.initialize()
+      const called = await raw.request('tools/call', {
+        name: 'add_note',
+        arguments: { title: 'a', body: 'b' },
+      })
+      expect(called.result?.isError ?? false).toBe(false)
+      // The spans and metrics leave at shutdown, if not before.
+      expect((await raw.end()).code).toBe(0)
+      expect([...(receiver.contentTypes.get('/v1/traces') ?? [])]).toEqual(['application/x-protobuf'])
+      expect([...(receiver.contentTypes.get('/v1/metrics') ?? [])]).toEqual(['application/x-protobuf'])
+      const call = receiver.spans.find((span) => span.name === 'tools/call add_note')
+      expect(call, receiver.spans.map((span) => span.name).join(', ')).toMatchObject({
+        kind: 2,
+        attributes: {
+          'gen_ai.tool.name': 'add_note',
+          'keel.tool.outcome': 'ok',
+          'network.transport': 'pipe',
+        },
+        resource: { 'service.name': 'mcp-server-example' },
+      })
+      expect(call?.traceId).toMatch(/^[0-9a-f]{32}$/)
+      expect(receiver.histograms.get('mcp.server.operation.duration')?.[0]?.count).toBe(1)
+
+      const refused = await runProcess(process.execPath, [BIN, '--otel-endpoint', receiver.url], {
+        env: { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+      })
+      expect(refused.code).toBe(1)
+      expect(refused.stdout).toBe('')
+      expect(refused.stderr).toMatch(
+        /^mcp-server-example: cannot start: OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: .*4318/m,
+      )
+    } finally {
+      await receiver.close()
+    }
   })
 
   it('serves /metrics and /readyz on --metrics-port, with the calls made over stdio', async () => {

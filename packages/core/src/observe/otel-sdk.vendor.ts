@@ -17,7 +17,12 @@ export { OTLPMetricExporterBase } from '@opentelemetry/exporter-metrics-otlp-htt
 export { createOtlpNetworkExportDelegate, OTLPExporterBase } from '@opentelemetry/otlp-exporter-base'
 export { convertLegacyHttpOptions } from '@opentelemetry/otlp-exporter-base/node-http'
 export type { ISerializer as Serializer } from '@opentelemetry/otlp-transformer'
-export { JsonMetricsSerializer, JsonTraceSerializer } from '@opentelemetry/otlp-transformer'
+export {
+  JsonMetricsSerializer,
+  JsonTraceSerializer,
+  ProtobufMetricsSerializer,
+  ProtobufTraceSerializer,
+} from '@opentelemetry/otlp-transformer'
 export {
   defaultResource,
   detectResources,

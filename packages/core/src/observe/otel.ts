@@ -4,7 +4,8 @@ import type { ExportSignal } from './otel-export-thread.js'
 
 // OpenTelemetry traces and metrics over OTLP/HTTP, configured the standard way: the endpoint from
 // --otel-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT (signals at /v1/traces and /v1/metrics), the
-// service from OTEL_SERVICE_NAME (default mcp-server-<name>), more resource attributes from
+// encoding from OTEL_EXPORTER_OTLP_PROTOCOL (JSON unless http/protobuf), the service from
+// OTEL_SERVICE_NAME (default mcp-server-<name>), more resource attributes from
 // OTEL_RESOURCE_ATTRIBUTES. Nothing global is registered: spans are parented explicitly (core
 // keeps the current call in its own AsyncLocalStorage), so a host application's OpenTelemetry
 // setup and Keel's never interfere.
@@ -237,7 +238,40 @@ export class PooledIdGenerator {
   }
 }
 
-const JSON_CONTENT = { 'Content-Type': 'application/json' }
+/** The OTLP/HTTP encodings Keel sends: JSON (the default) and protobuf. */
+export type OtlpProtocol = 'http/json' | 'http/protobuf'
+
+const CONTENT_TYPES: Record<OtlpProtocol, Record<string, string>> = {
+  'http/json': { 'Content-Type': 'application/json' },
+  'http/protobuf': { 'Content-Type': 'application/x-protobuf' },
+}
+
+/**
+ * Each signal's OTLP protocol, read the standard way: `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` or
+ * `OTEL_EXPORTER_OTLP_METRICS_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/json` (what
+ * the SDK's OTLP/HTTP exporters send). `grpc`, or anything else, is refused with what to set
+ * instead: sending OTLP/HTTP to a gRPC port would fail on every export, silently for the calls.
+ */
+export function otlpProtocols(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Record<ExportSignal['signal'], OtlpProtocol> {
+  const read = (signal: ExportSignal['signal']): OtlpProtocol => {
+    const names = [`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`, 'OTEL_EXPORTER_OTLP_PROTOCOL']
+    const name = names.find((each) => env[each]?.trim())
+    if (name === undefined) return 'http/json'
+    const value = (env[name] as string).trim()
+    if (value === 'http/json' || value === 'http/protobuf') return value
+    if (value === 'grpc')
+      throw new Error(
+        `${name}=grpc is not supported: Keel exports OTLP over HTTP. Set it to http/protobuf or http/json, and point --otel-endpoint at the collector's OTLP/HTTP port (4318 by default; 4317 is gRPC)`,
+      )
+    const shown = value.length > 40 ? `${value.slice(0, 40)}…` : value
+    throw new Error(
+      `${name}=${JSON.stringify(shown)} is not an OTLP protocol: use http/protobuf or http/json`,
+    )
+  }
+  return { TRACES: read('TRACES'), METRICS: read('METRICS') }
+}
 
 /** An agent's options that a worker can be given: strings, numbers, booleans and bytes. */
 function cloneable(options: Record<string, unknown>): Record<string, unknown> {
@@ -259,12 +293,13 @@ function cloneable(options: Record<string, unknown>): Record<string, unknown> {
 export async function otlpExports(
   sdk: Sdk,
   base: string,
+  protocols: Record<ExportSignal['signal'], OtlpProtocol> = { TRACES: 'http/json', METRICS: 'http/json' },
 ): Promise<{
   exportOptions: Record<ExportSignal['signal'], import('./otel-sdk.vendor.js').OtlpHttpOptions>
   signals: ExportSignal[]
 }> {
   const read = (signal: ExportSignal['signal'], path: string) =>
-    sdk.convertLegacyHttpOptions({ url: `${base}/${path}` }, signal, path, JSON_CONTENT)
+    sdk.convertLegacyHttpOptions({ url: `${base}/${path}` }, signal, path, CONTENT_TYPES[protocols[signal]])
   const exportOptions = { TRACES: read('TRACES', 'v1/traces'), METRICS: read('METRICS', 'v1/metrics') }
   const signals = await Promise.all(
     (['TRACES', 'METRICS'] as const).map(async (signal) => {
@@ -299,6 +334,8 @@ export async function startTracing(options: {
   /** How often metrics are pushed (default 60 s; tests shorten it). */
   metricIntervalMs?: number
 }): Promise<OtelTracing> {
+  // A protocol Keel cannot send fails the start before anything loads.
+  const protocols = otlpProtocols()
   const loaded = (await import('./otel-sdk.vendor.js')) as typeof import('./otel-sdk.vendor.js') & {
     default?: typeof import('./otel-sdk.vendor.js')
   }
@@ -317,14 +354,19 @@ export async function startTracing(options: {
   // The exports' HTTP requests go out from a worker thread (see ./otel-export-thread.ts); batching
   // and serializing stay here, in the SDK's own exporter code, as its OTLPTraceExporter and
   // OTLPMetricExporter would do them.
-  const { exportOptions, signals } = await otlpExports(sdk, base)
+  const { exportOptions, signals } = await otlpExports(sdk, base, protocols)
   const thread = new sdk.ExportThread(signals)
   const delegate = <Internal, Response>(
     signal: ExportSignal['signal'],
     serializer: import('./otel-sdk.vendor.js').Serializer<Internal, Response>,
   ) => sdk.createOtlpNetworkExportDelegate(exportOptions[signal], serializer, thread.transport(signal))
+  const protobuf = (signal: ExportSignal['signal']) => protocols[signal] === 'http/protobuf'
   const processor = new sdk.BatchSpanProcessor(
-    new sdk.OTLPExporterBase(delegate('TRACES', sdk.JsonTraceSerializer)),
+    new sdk.OTLPExporterBase(
+      protobuf('TRACES')
+        ? delegate('TRACES', sdk.ProtobufTraceSerializer)
+        : delegate('TRACES', sdk.JsonTraceSerializer),
+    ),
     {
       scheduledDelayMillis: 1000,
     },
@@ -335,7 +377,11 @@ export async function startTracing(options: {
     idGenerator: new PooledIdGenerator(),
   })
   const tracer = provider.getTracer('keel-mcp', options.serviceVersion)
-  const metricExporter = new sdk.OTLPMetricExporterBase(delegate('METRICS', sdk.JsonMetricsSerializer))
+  const metricExporter = new sdk.OTLPMetricExporterBase(
+    protobuf('METRICS')
+      ? delegate('METRICS', sdk.ProtobufMetricsSerializer)
+      : delegate('METRICS', sdk.JsonMetricsSerializer),
+  )
   const { meterProvider, callDuration, upstreamDuration } = startMetrics(
     sdk,
     resource,

@@ -1,9 +1,12 @@
 import { createServer, type Server } from 'node:http'
+import { createRequire } from 'node:module'
 import type { AddressInfo } from 'node:net'
 
-// A loopback OTLP/HTTP receiver (JSON encoding, what @opentelemetry/exporter-*-otlp-http send), for
-// tests that check what a server exports: no collector binary is packaged for this machine's
-// distribution, so a test receives the spans and metrics itself.
+// A loopback OTLP/HTTP receiver, for tests that check what a server exports: no collector binary is
+// packaged for this machine's distribution, so a test receives the spans and metrics itself. It
+// takes both OTLP/HTTP encodings, as a collector does: JSON (`application/json`, what
+// @opentelemetry/exporter-*-otlp-http send) and protobuf (`application/x-protobuf`, decoded with
+// the OTLP message code of @opentelemetry/otlp-transformer).
 
 export type OtlpValue = string | number | boolean
 
@@ -38,6 +41,8 @@ export interface OtlpReceiver {
   metricNames: Set<string>
   /** Histogram points received on /v1/metrics, by metric name. */
   histograms: Map<string, ReceivedHistogramPoint[]>
+  /** The Content-Type of every export received, by path (`/v1/traces`, `/v1/metrics`). */
+  contentTypes: Map<string, Set<string>>
   /** Forgets what was received so far. */
   clear(): void
   close(): Promise<void>
@@ -57,11 +62,37 @@ const plainValue = (value: AnyValue): OtlpValue =>
 const attributesOf = (list: KeyValue[] = []): Record<string, OtlpValue> =>
   Object.fromEntries(list.map(({ key, value }) => [key, plainValue(value)]))
 
-/** Starts a receiver on a free loopback port. A body that is not OTLP JSON gets a 400. */
+interface ProtobufType {
+  decode(bytes: Uint8Array): unknown
+  toObject(message: unknown, options: Record<string, unknown>): Record<string, unknown>
+}
+const ID_FIELDS = new Set(['traceId', 'spanId', 'parentSpanId'])
+
+/**
+ * An OTLP protobuf request as the JSON encoding spells it: ids in hex, 64-bit integers as strings,
+ * enums as numbers.
+ */
+function decodeProtobuf(path: string, body: Buffer): unknown {
+  const root = createRequire(import.meta.url)('@opentelemetry/otlp-transformer/build/src/generated/root.js')
+  const signal = path === '/v1/traces' ? 'trace' : 'metrics'
+  const type = root.opentelemetry.proto.collector[signal].v1[
+    signal === 'trace' ? 'ExportTraceServiceRequest' : 'ExportMetricsServiceRequest'
+  ] as ProtobufType
+  const object = type.toObject(type.decode(body), { longs: String, enums: Number, defaults: true })
+  return JSON.parse(JSON.stringify(object), (key, value) =>
+    ID_FIELDS.has(key) && value?.type === 'Buffer' ? Buffer.from(value.data).toString('hex') : value,
+  )
+}
+
+/**
+ * Starts a receiver on a free loopback port. A body that is not OTLP (JSON, or protobuf when its
+ * Content-Type says so) gets a 400.
+ */
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = []
   const metricNames = new Set<string>()
   const histograms = new Map<string, ReceivedHistogramPoint[]>()
+  const contentTypes = new Map<string, Set<string>>()
   const receiveTraces = (payload: { resourceSpans?: unknown[] }) => {
     for (const resourceSpans of (payload.resourceSpans ?? []) as any[]) {
       const resource = attributesOf(resourceSpans.resource?.attributes)
@@ -74,7 +105,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
             name: span.name,
             kind: span.kind,
             attributes: attributesOf(span.attributes),
-            status: span.status ?? {},
+            // protobuf spells an unset message as ''; JSON leaves it out.
+            status: span.status?.message === '' ? { code: span.status.code } : (span.status ?? {}),
             resource,
           })
     }
@@ -99,18 +131,27 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         }
   }
   const server: Server = createServer((req, res) => {
-    let body = ''
-    req.setEncoding('utf8')
-    req.on('data', (chunk: string) => {
-      body += chunk
+    const chunks: Buffer[] = []
+    req.on('data', (chunk: Buffer) => {
+      chunks.push(chunk)
     })
     req.on('end', () => {
       try {
-        const payload = JSON.parse(body)
-        if (req.url === '/v1/traces') receiveTraces(payload)
-        else if (req.url === '/v1/metrics') receiveMetrics(payload)
-        res.writeHead(200, { 'content-type': 'application/json' })
-        res.end('{}')
+        const path = req.url ?? ''
+        const type = String(req.headers['content-type'] ?? '')
+        const seen = contentTypes.get(path) ?? new Set()
+        contentTypes.set(path, seen.add(type))
+        const body = Buffer.concat(chunks)
+        const protobuf = type.startsWith('application/x-protobuf')
+        const payload = (protobuf ? decodeProtobuf(path, body) : JSON.parse(body.toString('utf8'))) as Record<
+          string,
+          unknown[]
+        >
+        if (path === '/v1/traces') receiveTraces(payload)
+        else if (path === '/v1/metrics') receiveMetrics(payload)
+        // A collector answers each encoding in its own: an empty protobuf message is no bytes.
+        res.writeHead(200, { 'content-type': protobuf ? 'application/x-protobuf' : 'application/json' })
+        res.end(protobuf ? '' : '{}')
       } catch {
         res.writeHead(400)
         res.end()
@@ -123,10 +164,12 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     spans,
     metricNames,
     histograms,
+    contentTypes,
     clear() {
       spans.length = 0
       metricNames.clear()
       histograms.clear()
+      contentTypes.clear()
     },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   }
