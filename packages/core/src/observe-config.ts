@@ -185,3 +185,86 @@ export function observeConfigProblem(config: ObserveConfig, transport: string): 
     return '--rate-limit-burst sizes the --rate-limit budget: give --rate-limit too'
   return undefined
 }
+
+/** The OTLP/HTTP encodings Keel sends: JSON (the default) and protobuf. */
+export type OtlpProtocol = 'http/json' | 'http/protobuf'
+
+/** What the standard OpenTelemetry variables ask of an `--otel-endpoint` export. */
+export interface OtelExports {
+  /** Spans are exported (`OTEL_TRACES_EXPORTER` is not `none`). */
+  traces: boolean
+  /** OTLP metrics are exported (`OTEL_METRICS_EXPORTER` is not `none`). */
+  metrics: boolean
+  /** Why nothing is exported, when nothing is: the variable that says so. */
+  off: string | undefined
+  protocols: Record<'TRACES' | 'METRICS', OtlpProtocol>
+}
+
+/** One exporter variable's list: `otlp` (the default) or `none`; what else it names is refused. */
+function exporterOn(name: string, env: Readonly<Record<string, string | undefined>>, other: string): boolean {
+  const names = (env[name] ?? '')
+    .split(',')
+    .map((each) => each.trim())
+    .filter(Boolean)
+  for (const each of names)
+    if (each !== 'otlp' && each !== 'none') {
+      const shown = each.length > 40 ? `${each.slice(0, 40)}…` : each
+      throw new Error(`${name}=${JSON.stringify(shown)} is not supported: ${other}`)
+    }
+  // As the SDK reads it: `none` anywhere in the list means no exporter.
+  return !names.includes('none')
+}
+
+/**
+ * The standard OpenTelemetry variables an `--otel-endpoint` export follows besides the endpoint:
+ * `OTEL_SDK_DISABLED=true` exports nothing; `OTEL_TRACES_EXPORTER` and `OTEL_METRICS_EXPORTER` take
+ * `otlp` (the default) or `none`; each signal's protocol is `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` or
+ * `OTEL_EXPORTER_OTLP_METRICS_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/json` (what
+ * the SDK's OTLP/HTTP exporters send). Anything Keel cannot do (`grpc`, a `console` or `zipkin`
+ * exporter) throws, with what to set instead: exports that could never arrive, or spans written to
+ * stdout, fail at start rather than silently.
+ */
+export function otelExports(env: Readonly<Record<string, string | undefined>> = process.env): OtelExports {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true')
+    return {
+      traces: false,
+      metrics: false,
+      off: 'OTEL_SDK_DISABLED=true',
+      protocols: { TRACES: 'http/json', METRICS: 'http/json' },
+    }
+  const traces = exporterOn(
+    'OTEL_TRACES_EXPORTER',
+    env,
+    'Keel exports spans over OTLP (otlp, the default) or not at all (none)',
+  )
+  const metrics = exporterOn(
+    'OTEL_METRICS_EXPORTER',
+    env,
+    'Keel exports metrics over OTLP (otlp, the default) or not at all (none); for Prometheus it serves /metrics itself (--metrics, --metrics-port)',
+  )
+  const protocol = (signal: 'TRACES' | 'METRICS', on: boolean): OtlpProtocol => {
+    const name = [`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`, 'OTEL_EXPORTER_OTLP_PROTOCOL'].find((each) =>
+      env[each]?.trim(),
+    )
+    if (name === undefined) return 'http/json'
+    const value = (env[name] as string).trim()
+    if (value === 'http/json' || value === 'http/protobuf') return value
+    // A signal that is not exported is not held to its protocol.
+    if (!on) return 'http/json'
+    if (value === 'grpc')
+      throw new Error(
+        `${name}=grpc is not supported: Keel exports OTLP over HTTP. Set it to http/protobuf or http/json, and point --otel-endpoint at the collector's OTLP/HTTP port (4318 by default; 4317 is gRPC)`,
+      )
+    const shown = value.length > 40 ? `${value.slice(0, 40)}…` : value
+    throw new Error(
+      `${name}=${JSON.stringify(shown)} is not an OTLP protocol: use http/protobuf or http/json`,
+    )
+  }
+  const off = traces || metrics ? undefined : 'OTEL_TRACES_EXPORTER=none and OTEL_METRICS_EXPORTER=none'
+  return {
+    traces,
+    metrics,
+    off,
+    protocols: { TRACES: protocol('TRACES', traces), METRICS: protocol('METRICS', metrics) },
+  }
+}

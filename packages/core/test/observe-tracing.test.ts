@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger } from '../src/logger.js'
 import { hashId, Observer } from '../src/observe/observer.js'
-import { DURATION_BOUNDARIES, otlpProtocols, PooledIdGenerator, startTracing } from '../src/observe/otel.js'
-import type { ObserveConfig } from '../src/observe-config.js'
+import { DURATION_BOUNDARIES, PooledIdGenerator, startTracing } from '../src/observe/otel.js'
+import { type ObserveConfig, otelExports } from '../src/observe-config.js'
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../src/testing/otlp-receiver.js'
 import { callStart, observeConfig } from './observe-fixture.js'
 
@@ -315,7 +315,11 @@ describe('the OTLP protocol', () => {
     'OTEL_EXPORTER_OTLP_PROTOCOL',
     'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
     'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL',
+    'OTEL_TRACES_EXPORTER',
+    'OTEL_METRICS_EXPORTER',
+    'OTEL_BSP_SCHEDULE_DELAY',
   ]
+  const otlpProtocols = (env: Record<string, string>) => otelExports(env).protocols
   afterEach(() => {
     for (const name of PROTOCOL_VARIABLES) delete process.env[name]
   })
@@ -417,6 +421,39 @@ describe('the OTLP protocol', () => {
     expect([...(receiver.contentTypes.get('/v1/traces') ?? [])]).toEqual(['application/x-protobuf'])
     expect([...(receiver.contentTypes.get('/v1/metrics') ?? [])]).toEqual(['application/json'])
     expect(receiver.histograms.get('mcp.server.operation.duration')?.[0]?.count).toBe(1)
+  })
+
+  it('exports no span with OTEL_TRACES_EXPORTER=none, and no metrics with OTEL_METRICS_EXPORTER=none', async () => {
+    process.env.OTEL_TRACES_EXPORTER = 'none'
+    expect(await scripted()).toEqual([])
+    expect(receiver.contentTypes.has('/v1/traces')).toBe(false)
+    expect(receiver.histograms.get('mcp.server.operation.duration')?.[0]?.count).toBe(1)
+    process.env.OTEL_TRACES_EXPORTER = 'otlp'
+    process.env.OTEL_METRICS_EXPORTER = 'none'
+    expect(await scripted()).toHaveLength(3)
+    expect(receiver.contentTypes.has('/v1/metrics')).toBe(false)
+    expect(receiver.metricNames.size).toBe(0)
+  })
+
+  it('sends spans as often as OTEL_BSP_SCHEDULE_DELAY says', async () => {
+    /** Whether the request's span reached the receiver while the observer still runs (within `ms`). */
+    const arrivesWithin = async (ms: number) => {
+      let arrived = false
+      const exported = await traced(async (watching) => {
+        await serve(watching, 9, async () => {})
+        const until = Date.now() + ms
+        while (!receiver.spans.length && Date.now() < until)
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        arrived = receiver.spans.length > 0
+      })
+      // Whatever did not leave while it ran leaves at shutdown.
+      expect(exported.map((span) => span.name)).toEqual(['tools/call read'])
+      return arrived
+    }
+    process.env.OTEL_BSP_SCHEDULE_DELAY = '50'
+    expect(await arrivesWithin(5000)).toBe(true)
+    process.env.OTEL_BSP_SCHEDULE_DELAY = '600000'
+    expect(await arrivesWithin(1500)).toBe(false)
   })
 
   it('refuses to start tracing for grpc, before loading the SDK', async () => {

@@ -86,6 +86,48 @@ describe('operations flags', () => {
     expect(() => parse(argv)).toThrow(message)
   })
 
+  it('follow the standard variables that switch OpenTelemetry export off, with a warning, and refuse what Keel cannot export to', () => {
+    const endpoint = ['--otel-endpoint', 'http://127.0.0.1:4318']
+    for (const [env, reason] of [
+      [{ OTEL_SDK_DISABLED: 'TRUE' }, 'OTEL_SDK_DISABLED=true'],
+      [
+        { OTEL_TRACES_EXPORTER: 'none', OTEL_METRICS_EXPORTER: ' none ' },
+        'OTEL_TRACES_EXPORTER=none and OTEL_METRICS_EXPORTER=none',
+      ],
+      // Nothing exported: the protocol is not held against it.
+      [{ OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTEL_SDK_DISABLED=true'],
+    ] as const) {
+      const outcome = parse(endpoint, env)
+      if (outcome.kind !== 'config') throw new Error(outcome.kind)
+      expect(outcome.config.observe.otelEndpoint).toBeUndefined()
+      expect(observing(outcome.config.observe)).toBe(false)
+      expect(outcome.warnings).toContain(
+        `${reason}: OpenTelemetry export is off, --otel-endpoint is not used`,
+      )
+    }
+    for (const env of [
+      { OTEL_SDK_DISABLED: 'false' },
+      { OTEL_TRACES_EXPORTER: 'none' },
+      { OTEL_METRICS_EXPORTER: 'none' },
+    ]) {
+      const outcome = parse(endpoint, env)
+      expect(outcome.kind === 'config' && outcome.config.observe.otelEndpoint).toBe('http://127.0.0.1:4318')
+      expect(outcome.kind === 'config' && outcome.warnings).toEqual([])
+    }
+    expect(() => parse(endpoint, { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(
+      /^OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported/,
+    )
+    expect(() => parse(endpoint, { OTEL_TRACES_EXPORTER: 'otlp,console' })).toThrow(
+      'OTEL_TRACES_EXPORTER="console" is not supported: Keel exports spans over OTLP (otlp, the default) or not at all (none)',
+    )
+    expect(() => parse(endpoint, { OTEL_METRICS_EXPORTER: 'prometheus' })).toThrow(
+      /OTEL_METRICS_EXPORTER="prometheus" is not supported: .*serves \/metrics itself \(--metrics, --metrics-port\)/,
+    )
+    // Without an endpoint the variables are someone else's business.
+    const plain = parse([], { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_TRACES_EXPORTER: 'zipkin' })
+    expect(plain.kind === 'config' && plain.warnings).toEqual([])
+  })
+
   it('list themselves in --help', () => {
     const outcome = parse(['--help'])
     expect(outcome.kind === 'help' && outcome.text).toMatch(

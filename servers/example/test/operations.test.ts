@@ -31,14 +31,18 @@ afterEach(async () => {
 const textOf = (result: Record<string, any>) =>
   (result.content as Array<{ text?: string }>).map((block) => block.text ?? '').join('\n')
 
-async function loadedWith(args: string[]): Promise<string[]> {
-  const raw = spawnRaw(process.execPath, [...recorder.args, BIN, ...args], { env: recorder.env })
+/** The modules a bin run with `args` loaded (the recorder's log holds every earlier run's too). */
+async function loadedWith(args: string[], env: Record<string, string> = {}): Promise<string[]> {
+  const before = (await recorder.loaded()).length
+  const raw = spawnRaw(process.execPath, [...recorder.args, BIN, ...args], {
+    env: { ...recorder.env, ...env },
+  })
   await raw.initialize()
   const called = await raw.request('tools/call', { name: 'add_note', arguments: { title: 'a', body: 'b' } })
   expect(called.result?.isError ?? false).toBe(false)
   const { code } = await raw.end()
   expect(code).toBe(0)
-  return recorder.loaded()
+  return (await recorder.loaded()).slice(before)
 }
 
 describe('operations on a stdio server', () => {
@@ -55,6 +59,11 @@ describe('operations on a stdio server', () => {
       const endpoint = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`
       const traced = await loadedWith(['--otel-endpoint', endpoint])
       expect(traced.filter((file) => /otel-sdk\.vendor\.js$/.test(file)).length).toBeGreaterThan(0)
+      // The standard switch turns it all off again: no observer, no SDK.
+      const disabled = await loadedWith(['--otel-endpoint', endpoint], { OTEL_SDK_DISABLED: 'true' })
+      expect(
+        disabled.filter((file) => !file.startsWith('node:') && /otel|opentelemetry|observe/i.test(file)),
+      ).toEqual([])
     } finally {
       sink?.close()
     }
@@ -94,7 +103,7 @@ describe('operations on a stdio server', () => {
     expect(read.isError ?? false).toBe(false)
   })
 
-  it('exports OTLP protobuf when OTEL_EXPORTER_OTLP_PROTOCOL asks, and refuses grpc before serving', async () => {
+  it('exports OTLP protobuf when OTEL_EXPORTER_OTLP_PROTOCOL asks, and refuses grpc as a configuration error', async () => {
     const receiver = await startOtlpReceiver()
     try {
       const raw = spawnRaw(process.execPath, [BIN, '--otel-endpoint', receiver.url], {
@@ -129,7 +138,7 @@ describe('operations on a stdio server', () => {
       expect(refused.code).toBe(1)
       expect(refused.stdout).toBe('')
       expect(refused.stderr).toMatch(
-        /^mcp-server-example: cannot start: OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: .*4318/m,
+        /^mcp-server-example: OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: .*4318/m,
       )
     } finally {
       await receiver.close()

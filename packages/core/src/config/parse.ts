@@ -12,7 +12,9 @@ import {
   OBSERVE_FLAGS,
   OBSERVE_SETTINGS,
   type ObserveConfig,
+  type OtelExports,
   observeConfigProblem,
+  otelExports,
 } from '../observe-config.js'
 import { type CommonData, commonFlagsOf } from './flags.js'
 import { helpText } from './help.js'
@@ -283,6 +285,20 @@ export function parseConfig<C>(
   const observe = parseObserve(values, env)
   const observeProblem = observeConfigProblem(observe, common.transport)
   if (observeProblem) throw new ConfigError(observeProblem)
+  if (observe.otelEndpoint) {
+    // The standard OpenTelemetry variables (observe-config.ts): what Keel cannot export to is a
+    // configuration error; an export they switch off entirely leaves the SDK unloaded.
+    let exports: OtelExports
+    try {
+      exports = otelExports(env)
+    } catch (error) {
+      throw new ConfigError((error as Error).message)
+    }
+    if (exports.off) {
+      warnings.push(`${exports.off}: OpenTelemetry export is off, --otel-endpoint is not used`)
+      observe.otelEndpoint = undefined
+    }
+  }
   const logLevel = resolveLogLevel(common.logLevel)
   warnings.push(...commonWarnings(common, auth))
   checkToolsets(source.toolsets, common.toolsets)

@@ -37,5 +37,5 @@ export {
   MeterProvider,
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics'
-export { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base'
+export { AlwaysOffSampler, BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base'
 export { ExportThread } from './otel-export-thread.js'

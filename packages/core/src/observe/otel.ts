@@ -1,5 +1,6 @@
 import { randomFillSync } from 'node:crypto'
 import type { Logger } from '../logger.js'
+import { type OtlpProtocol, otelExports } from '../observe-config.js'
 import type { ExportSignal } from './otel-export-thread.js'
 
 // OpenTelemetry traces and metrics over OTLP/HTTP, configured the standard way: the endpoint from
@@ -238,39 +239,9 @@ export class PooledIdGenerator {
   }
 }
 
-/** The OTLP/HTTP encodings Keel sends: JSON (the default) and protobuf. */
-export type OtlpProtocol = 'http/json' | 'http/protobuf'
-
 const CONTENT_TYPES: Record<OtlpProtocol, Record<string, string>> = {
   'http/json': { 'Content-Type': 'application/json' },
   'http/protobuf': { 'Content-Type': 'application/x-protobuf' },
-}
-
-/**
- * Each signal's OTLP protocol, read the standard way: `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` or
- * `OTEL_EXPORTER_OTLP_METRICS_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/json` (what
- * the SDK's OTLP/HTTP exporters send). `grpc`, or anything else, is refused with what to set
- * instead: sending OTLP/HTTP to a gRPC port would fail on every export, silently for the calls.
- */
-export function otlpProtocols(
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): Record<ExportSignal['signal'], OtlpProtocol> {
-  const read = (signal: ExportSignal['signal']): OtlpProtocol => {
-    const names = [`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`, 'OTEL_EXPORTER_OTLP_PROTOCOL']
-    const name = names.find((each) => env[each]?.trim())
-    if (name === undefined) return 'http/json'
-    const value = (env[name] as string).trim()
-    if (value === 'http/json' || value === 'http/protobuf') return value
-    if (value === 'grpc')
-      throw new Error(
-        `${name}=grpc is not supported: Keel exports OTLP over HTTP. Set it to http/protobuf or http/json, and point --otel-endpoint at the collector's OTLP/HTTP port (4318 by default; 4317 is gRPC)`,
-      )
-    const shown = value.length > 40 ? `${value.slice(0, 40)}…` : value
-    throw new Error(
-      `${name}=${JSON.stringify(shown)} is not an OTLP protocol: use http/protobuf or http/json`,
-    )
-  }
-  return { TRACES: read('TRACES'), METRICS: read('METRICS') }
 }
 
 /** An agent's options that a worker can be given: strings, numbers, booleans and bytes. */
@@ -326,23 +297,10 @@ export async function otlpExports(
   return { exportOptions, signals }
 }
 
-export async function startTracing(options: {
-  endpoint: string
-  serviceName: string
-  serviceVersion: string
-  logger: Logger
-  /** How often metrics are pushed (default 60 s; tests shorten it). */
-  metricIntervalMs?: number
-}): Promise<OtelTracing> {
-  // A protocol Keel cannot send fails the start before anything loads.
-  const protocols = otlpProtocols()
-  const loaded = (await import('./otel-sdk.vendor.js')) as typeof import('./otel-sdk.vendor.js') & {
-    default?: typeof import('./otel-sdk.vendor.js')
-  }
-  const sdk = loaded.default ?? loaded
-  const base = options.endpoint.replace(/\/+$/, '')
+/** The resource every span and metric carries: the SDK's defaults, the service, OTEL_RESOURCE_ATTRIBUTES. */
+function otelResource(sdk: Sdk, options: { serviceName: string; serviceVersion: string }) {
   const detected = sdk.detectResources({ detectors: [sdk.envDetector] })
-  const resource = sdk
+  return sdk
     .defaultResource()
     .merge(
       sdk.resourceFromAttributes({
@@ -351,6 +309,26 @@ export async function startTracing(options: {
       }),
     )
     .merge(detected)
+}
+
+export async function startTracing(options: {
+  endpoint: string
+  serviceName: string
+  serviceVersion: string
+  logger: Logger
+  /** How often metrics are pushed (default 60 s; tests shorten it). */
+  metricIntervalMs?: number
+}): Promise<OtelTracing> {
+  // What Keel cannot send fails the start before anything loads (the configuration has checked it
+  // already; a caller that starts tracing itself meets the same).
+  const exports = otelExports()
+  const { protocols } = exports
+  const loaded = (await import('./otel-sdk.vendor.js')) as typeof import('./otel-sdk.vendor.js') & {
+    default?: typeof import('./otel-sdk.vendor.js')
+  }
+  const sdk = loaded.default ?? loaded
+  const base = options.endpoint.replace(/\/+$/, '')
+  const resource = otelResource(sdk, options)
   // The exports' HTTP requests go out from a worker thread (see ./otel-export-thread.ts); batching
   // and serializing stay here, in the SDK's own exporter code, as its OTLPTraceExporter and
   // OTLPMetricExporter would do them.
@@ -361,33 +339,40 @@ export async function startTracing(options: {
     serializer: import('./otel-sdk.vendor.js').Serializer<Internal, Response>,
   ) => sdk.createOtlpNetworkExportDelegate(exportOptions[signal], serializer, thread.transport(signal))
   const protobuf = (signal: ExportSignal['signal']) => protocols[signal] === 'http/protobuf'
-  const processor = new sdk.BatchSpanProcessor(
-    new sdk.OTLPExporterBase(
-      protobuf('TRACES')
-        ? delegate('TRACES', sdk.ProtobufTraceSerializer)
-        : delegate('TRACES', sdk.JsonTraceSerializer),
-    ),
-    {
-      scheduledDelayMillis: 1000,
-    },
-  )
+  // With OTEL_TRACES_EXPORTER=none no span is recorded at all: every request is sampled off.
   const provider = new sdk.BasicTracerProvider({
     resource,
-    spanProcessors: [processor],
+    ...(exports.traces
+      ? {
+          spanProcessors: [
+            new sdk.BatchSpanProcessor(
+              new sdk.OTLPExporterBase(
+                protobuf('TRACES')
+                  ? delegate('TRACES', sdk.ProtobufTraceSerializer)
+                  : delegate('TRACES', sdk.JsonTraceSerializer),
+              ),
+              // A batch a second unless OTEL_BSP_SCHEDULE_DELAY says otherwise (the SDK reads it).
+              process.env.OTEL_BSP_SCHEDULE_DELAY?.trim() ? {} : { scheduledDelayMillis: 1000 },
+            ),
+          ],
+        }
+      : { sampler: new sdk.AlwaysOffSampler() }),
     idGenerator: new PooledIdGenerator(),
   })
   const tracer = provider.getTracer('keel-mcp', options.serviceVersion)
-  const metricExporter = new sdk.OTLPMetricExporterBase(
-    protobuf('METRICS')
-      ? delegate('METRICS', sdk.ProtobufMetricsSerializer)
-      : delegate('METRICS', sdk.JsonMetricsSerializer),
-  )
-  const { meterProvider, callDuration, upstreamDuration } = startMetrics(
-    sdk,
-    resource,
-    metricExporter,
-    options,
-  )
+  // With OTEL_METRICS_EXPORTER=none the histograms are neither kept nor exported.
+  const metrics = exports.metrics
+    ? startMetrics(
+        sdk,
+        resource,
+        new sdk.OTLPMetricExporterBase(
+          protobuf('METRICS')
+            ? delegate('METRICS', sdk.ProtobufMetricsSerializer)
+            : delegate('METRICS', sdk.JsonMetricsSerializer),
+        ),
+        options,
+      )
+    : undefined
   const kinds = { server: sdk.SpanKind.SERVER, client: sdk.SpanKind.CLIENT, internal: sdk.SpanKind.INTERNAL }
 
   type SdkSpan = ReturnType<typeof tracer.startSpan>
@@ -456,14 +441,14 @@ export async function startTracing(options: {
       }
     },
     recordCall(tool, outcome, seconds) {
-      callDuration.record(tool, outcome, seconds)
+      metrics?.callDuration.record(tool, outcome, seconds)
     },
     recordUpstream(system, outcome, seconds) {
-      upstreamDuration.record(system, outcome, seconds)
+      metrics?.upstreamDuration.record(system, outcome, seconds)
     },
     async shutdown() {
       thread.draining()
-      await Promise.allSettled([provider.shutdown(), meterProvider.shutdown()]).then((results) => {
+      await Promise.allSettled([provider.shutdown(), metrics?.meterProvider.shutdown()]).then((results) => {
         for (const result of results)
           if (result.status === 'rejected')
             options.logger.warn('OpenTelemetry export did not finish at shutdown', {
