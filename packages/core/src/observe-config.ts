@@ -18,6 +18,10 @@ export interface Rate {
 export interface ObserveConfig {
   /** OTLP/HTTP collector base URL: traces and metrics are exported there (`OTEL_EXPORTER_OTLP_ENDPOINT`). */
   otelEndpoint: string | undefined
+  /** Where spans go, as is (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`): instead of the base URL's `/v1/traces`. */
+  otelTracesEndpoint: string | undefined
+  /** Where OTLP metrics go, as is (`OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`): instead of the base URL's `/v1/metrics`. */
+  otelMetricsEndpoint: string | undefined
   /** Serve Prometheus metrics at `/metrics` on the HTTP port. */
   metrics: boolean
   /** Serve `/metrics` (and `/readyz`) on a port of their own, on loopback: for stdio servers. */
@@ -69,6 +73,22 @@ export const OBSERVE_FLAGS: ObserveFlag[] = [
     env: ['OTEL_EXPORTER_OTLP_ENDPOINT'],
     placeholder: 'url',
     description: 'Export OpenTelemetry traces and metrics over OTLP/HTTP to this collector.',
+  },
+  {
+    flag: 'otel-traces-endpoint',
+    key: 'otelTracesEndpoint',
+    type: 'string',
+    env: ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'],
+    placeholder: 'url',
+    description: 'Export spans to this URL, as is (instead of the endpoint’s /v1/traces).',
+  },
+  {
+    flag: 'otel-metrics-endpoint',
+    key: 'otelMetricsEndpoint',
+    type: 'string',
+    env: ['OTEL_EXPORTER_OTLP_METRICS_ENDPOINT'],
+    placeholder: 'url',
+    description: 'Export OTLP metrics to this URL, as is (instead of the endpoint’s /v1/metrics).',
   },
   {
     flag: 'audit-log',
@@ -150,6 +170,8 @@ export const OBSERVE_SETTINGS: Record<keyof ObserveConfig, LazySetting> = {
     unset: undefined,
   },
   otelEndpoint: { schema: once(url), unset: undefined },
+  otelTracesEndpoint: { schema: once(url), unset: undefined },
+  otelMetricsEndpoint: { schema: once(url), unset: undefined },
   auditLog: { schema: once(() => z.string().min(1).optional()), unset: undefined },
   rateLimit: { schema: once(rate), unset: undefined },
   rateLimitBurst: {
@@ -165,12 +187,30 @@ export const OBSERVE_SETTINGS: Record<keyof ObserveConfig, LazySetting> = {
   },
 }
 
+/** True when an OpenTelemetry export is configured: a base endpoint or a signal's own. */
+export function otelConfigured(
+  config: Pick<ObserveConfig, 'otelEndpoint' | 'otelTracesEndpoint' | 'otelMetricsEndpoint'>,
+): boolean {
+  return Boolean(config.otelEndpoint || config.otelTracesEndpoint || config.otelMetricsEndpoint)
+}
+
+/** Each signal's OTLP/HTTP URL: its own endpoint as is, else the base endpoint's `/v1/<signal>`, else none. */
+export function otlpUrls(
+  config: Partial<Pick<ObserveConfig, 'otelEndpoint' | 'otelTracesEndpoint' | 'otelMetricsEndpoint'>>,
+): Record<'TRACES' | 'METRICS', string | undefined> {
+  const base = config.otelEndpoint?.replace(/\/+$/, '')
+  return {
+    TRACES: config.otelTracesEndpoint ?? (base ? `${base}/v1/traces` : undefined),
+    METRICS: config.otelMetricsEndpoint ?? (base ? `${base}/v1/metrics` : undefined),
+  }
+}
+
 /** True when any operations feature is on (core loads observe/ only then). */
 export function observing(config: ObserveConfig): boolean {
   return Boolean(
     config.metrics ||
       config.metricsPort !== undefined ||
-      config.otelEndpoint ||
+      otelConfigured(config) ||
       config.auditLog ||
       config.rateLimit ||
       config.writeRateLimit,
@@ -224,7 +264,10 @@ function exporterOn(name: string, env: Readonly<Record<string, string | undefine
  * exporter) throws, with what to set instead: exports that could never arrive, or spans written to
  * stdout, fail at start rather than silently.
  */
-export function otelExports(env: Readonly<Record<string, string | undefined>> = process.env): OtelExports {
+export function otelExports(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  urls: Record<'TRACES' | 'METRICS', string | undefined> = { TRACES: 'set', METRICS: 'set' },
+): OtelExports {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true')
     return {
       traces: false,
@@ -232,16 +275,19 @@ export function otelExports(env: Readonly<Record<string, string | undefined>> = 
       off: 'OTEL_SDK_DISABLED=true',
       protocols: { TRACES: 'http/json', METRICS: 'http/json' },
     }
-  const traces = exporterOn(
+  const tracesOn = exporterOn(
     'OTEL_TRACES_EXPORTER',
     env,
     'Keel exports spans over OTLP (otlp, the default) or not at all (none)',
   )
-  const metrics = exporterOn(
+  const metricsOn = exporterOn(
     'OTEL_METRICS_EXPORTER',
     env,
     'Keel exports metrics over OTLP (otlp, the default) or not at all (none); for Prometheus it serves /metrics itself (--metrics, --metrics-port)',
   )
+  // A signal with no URL (only the other signal's own endpoint given) is not exported.
+  const traces = tracesOn && urls.TRACES !== undefined
+  const metrics = metricsOn && urls.METRICS !== undefined
   const protocol = (signal: 'TRACES' | 'METRICS', on: boolean): OtlpProtocol => {
     const name = [`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`, 'OTEL_EXPORTER_OTLP_PROTOCOL'].find((each) =>
       env[each]?.trim(),
@@ -260,7 +306,9 @@ export function otelExports(env: Readonly<Record<string, string | undefined>> = 
       `${name}=${JSON.stringify(shown)} is not an OTLP protocol: use http/protobuf or http/json`,
     )
   }
-  const off = traces || metrics ? undefined : 'OTEL_TRACES_EXPORTER=none and OTEL_METRICS_EXPORTER=none'
+  const why = (signal: 'TRACES' | 'METRICS', on: boolean) =>
+    on ? `no ${signal.toLowerCase()} endpoint` : `OTEL_${signal}_EXPORTER=none`
+  const off = traces || metrics ? undefined : `${why('TRACES', tracesOn)} and ${why('METRICS', metricsOn)}`
   return {
     traces,
     metrics,

@@ -6,6 +6,8 @@ export const observeConfig = (overrides: Partial<ObserveConfig> = {}): ObserveCo
   metrics: true,
   metricsPort: undefined,
   otelEndpoint: undefined,
+  otelTracesEndpoint: undefined,
+  otelMetricsEndpoint: undefined,
   auditLog: undefined,
   rateLimit: undefined,
   rateLimitBurst: undefined,

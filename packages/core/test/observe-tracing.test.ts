@@ -43,11 +43,16 @@ const config = (): ObserveConfig => observeConfig({ otelEndpoint: receiver.url }
 const start = callStart()
 
 /** Runs `scenario` against an observer with tracing; returns the spans it exported (all of them, at close). */
-async function traced(scenario: (watching: Observer) => Promise<void>): Promise<ReceivedSpan[]> {
+async function traced(
+  scenario: (watching: Observer) => Promise<void>,
+  endpoints: { endpoint?: string; tracesEndpoint?: string; metricsEndpoint?: string } = {
+    endpoint: receiver.url,
+  },
+): Promise<ReceivedSpan[]> {
   receiver.clear()
   const logger = createLogger({ name: 'x', level: 'error' })
   const tracing = await startTracing({
-    endpoint: receiver.url,
+    ...endpoints,
     serviceName: 'x',
     serviceVersion: '1.0.0',
     logger,
@@ -366,14 +371,14 @@ describe('the OTLP protocol', () => {
   })
 
   /** The spans of one scripted request (a call with an upstream query and an HTTP request in it), ids left out. */
-  const scripted = async () => {
+  const scripted = async (endpoints?: Parameters<typeof traced>[1]) => {
     const exported = await traced(async (watching) => {
       await serve(watching, 7, async () => {
         await watching.upstream('postgresql', 'query', async () => {
           await get('/in-query')
         })
       })
-    })
+    }, endpoints)
     const names = new Map(exported.map((span) => [span.spanId, span.name]))
     return exported
       .map(({ traceId, spanId, parentSpanId, ...rest }) => ({
@@ -454,6 +459,25 @@ describe('the OTLP protocol', () => {
     expect(await arrivesWithin(5000)).toBe(true)
     process.env.OTEL_BSP_SCHEDULE_DELAY = '600000'
     expect(await arrivesWithin(1500)).toBe(false)
+  })
+
+  it('sends each signal to its own endpoint, as is, when one is given; a signal without any is not sent', async () => {
+    const both = await scripted({
+      endpoint: 'http://127.0.0.1:9/unused',
+      tracesEndpoint: `${receiver.url}/tempo/api/traces`,
+      metricsEndpoint: `${receiver.url}/prom/api/v1/otlp/v1/metrics`,
+    })
+    expect(both).toHaveLength(3)
+    expect([...receiver.contentTypes.keys()].sort()).toEqual([
+      '/prom/api/v1/otlp/v1/metrics',
+      '/tempo/api/traces',
+    ])
+    expect(receiver.histograms.get('mcp.server.operation.duration')?.[0]?.count).toBe(1)
+    // Only spans have an endpoint: metrics are not exported anywhere (nor to a default collector).
+    expect(await scripted({ tracesEndpoint: `${receiver.url}/v1/traces` })).toHaveLength(3)
+    expect([...receiver.contentTypes.keys()]).toEqual(['/v1/traces'])
+    expect(await scripted({ metricsEndpoint: `${receiver.url}/v1/metrics` })).toEqual([])
+    expect([...receiver.contentTypes.keys()]).toEqual(['/v1/metrics'])
   })
 
   it('refuses to start tracing for grpc, before loading the SDK', async () => {

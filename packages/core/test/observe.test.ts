@@ -48,6 +48,8 @@ describe('operations flags', () => {
       metrics: false,
       metricsPort: undefined,
       otelEndpoint: undefined,
+      otelTracesEndpoint: undefined,
+      otelMetricsEndpoint: undefined,
       auditLog: undefined,
       rateLimit: undefined,
       rateLimitBurst: undefined,
@@ -101,9 +103,7 @@ describe('operations flags', () => {
       if (outcome.kind !== 'config') throw new Error(outcome.kind)
       expect(outcome.config.observe.otelEndpoint).toBeUndefined()
       expect(observing(outcome.config.observe)).toBe(false)
-      expect(outcome.warnings).toContain(
-        `${reason}: OpenTelemetry export is off, --otel-endpoint is not used`,
-      )
+      expect(outcome.warnings).toContain(`${reason}: OpenTelemetry export is off, its endpoints are not used`)
     }
     for (const env of [
       { OTEL_SDK_DISABLED: 'false' },
@@ -122,6 +122,25 @@ describe('operations flags', () => {
     )
     expect(() => parse(endpoint, { OTEL_METRICS_EXPORTER: 'prometheus' })).toThrow(
       /OTEL_METRICS_EXPORTER="prometheus" is not supported: .*serves \/metrics itself \(--metrics, --metrics-port\)/,
+    )
+    // A signal's own endpoint switches export on by itself; the other signal, without one, stays off.
+    const tracesOnly = parse([], { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:4318/v1/traces' })
+    if (tracesOnly.kind !== 'config') throw new Error(tracesOnly.kind)
+    expect(tracesOnly.config.observe).toMatchObject({
+      otelEndpoint: undefined,
+      otelTracesEndpoint: 'http://127.0.0.1:4318/v1/traces',
+      otelMetricsEndpoint: undefined,
+    })
+    expect(observing(tracesOnly.config.observe)).toBe(true)
+    const noneLeft = parse(['--otel-metrics-endpoint', 'http://127.0.0.1:9090/api/v1/otlp/v1/metrics'], {
+      OTEL_METRICS_EXPORTER: 'none',
+    })
+    expect(noneLeft.kind === 'config' && observing(noneLeft.config.observe)).toBe(false)
+    expect(noneLeft.kind === 'config' && noneLeft.warnings).toEqual([
+      'no traces endpoint and OTEL_METRICS_EXPORTER=none: OpenTelemetry export is off, its endpoints are not used',
+    ])
+    expect(() => parse([], { OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'prometheus:9090' })).toThrow(
+      /Invalid --otel-metrics-endpoint \(env OTEL_EXPORTER_OTLP_METRICS_ENDPOINT\)/,
     )
     // Without an endpoint the variables are someone else's business.
     const plain = parse([], { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_TRACES_EXPORTER: 'zipkin' })

@@ -14,7 +14,9 @@ import {
   type ObserveConfig,
   type OtelExports,
   observeConfigProblem,
+  otelConfigured,
   otelExports,
+  otlpUrls,
 } from '../observe-config.js'
 import { type CommonData, commonFlagsOf } from './flags.js'
 import { helpText } from './help.js'
@@ -285,18 +287,20 @@ export function parseConfig<C>(
   const observe = parseObserve(values, env)
   const observeProblem = observeConfigProblem(observe, common.transport)
   if (observeProblem) throw new ConfigError(observeProblem)
-  if (observe.otelEndpoint) {
+  if (otelConfigured(observe)) {
     // The standard OpenTelemetry variables (observe-config.ts): what Keel cannot export to is a
     // configuration error; an export they switch off entirely leaves the SDK unloaded.
     let exports: OtelExports
     try {
-      exports = otelExports(env)
+      exports = otelExports(env, otlpUrls(observe))
     } catch (error) {
       throw new ConfigError((error as Error).message)
     }
     if (exports.off) {
-      warnings.push(`${exports.off}: OpenTelemetry export is off, --otel-endpoint is not used`)
+      warnings.push(`${exports.off}: OpenTelemetry export is off, its endpoints are not used`)
       observe.otelEndpoint = undefined
+      observe.otelTracesEndpoint = undefined
+      observe.otelMetricsEndpoint = undefined
     }
   }
   const logLevel = resolveLogLevel(common.logLevel)

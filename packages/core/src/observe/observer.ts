@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { createHash } from 'node:crypto'
 import diagnostics from 'node:diagnostics_channel'
 import type { Logger } from '../logger.js'
-import type { ObserveConfig } from '../observe-config.js'
+import { type ObserveConfig, otlpUrls } from '../observe-config.js'
 import { redactor } from '../redact.js'
 import { AuditSink, isoNow, type UnsizedLine } from './audit.js'
 import type {
@@ -255,7 +255,9 @@ export class Observer implements ObserverHooks {
         options.logger.error('the audit log cannot be written', { error: error.message }),
       )
     }
-    this.#excludedOrigins = config.otelEndpoint ? [new URL(config.otelEndpoint).origin] : []
+    this.#excludedOrigins = Object.values(otlpUrls(config)).flatMap((url) =>
+      url ? [new URL(url).origin] : [],
+    )
     this.registry.register(
       new Gauge('process_resident_memory_bytes', 'Resident set size of the server process.', () => [
         { value: process.memoryUsage.rss() },

@@ -1,6 +1,6 @@
 import { randomFillSync } from 'node:crypto'
 import type { Logger } from '../logger.js'
-import { type OtlpProtocol, otelExports } from '../observe-config.js'
+import { type OtlpProtocol, otelExports, otlpUrls } from '../observe-config.js'
 import type { ExportSignal } from './otel-export-thread.js'
 
 // OpenTelemetry traces and metrics over OTLP/HTTP, configured the standard way: the endpoint from
@@ -263,14 +263,21 @@ function cloneable(options: Record<string, unknown>): Record<string, unknown> {
  */
 export async function otlpExports(
   sdk: Sdk,
-  base: string,
+  /** The base endpoint, or each signal's URL (a signal without one is not exported). */
+  endpoints: string | Record<ExportSignal['signal'], string | undefined>,
   protocols: Record<ExportSignal['signal'], OtlpProtocol> = { TRACES: 'http/json', METRICS: 'http/json' },
 ): Promise<{
   exportOptions: Record<ExportSignal['signal'], import('./otel-sdk.vendor.js').OtlpHttpOptions>
   signals: ExportSignal[]
 }> {
+  const urls = typeof endpoints === 'string' ? otlpUrls({ otelEndpoint: endpoints }) : endpoints
   const read = (signal: ExportSignal['signal'], path: string) =>
-    sdk.convertLegacyHttpOptions({ url: `${base}/${path}` }, signal, path, CONTENT_TYPES[protocols[signal]])
+    sdk.convertLegacyHttpOptions(
+      urls[signal] ? { url: urls[signal] } : {},
+      signal,
+      path,
+      CONTENT_TYPES[protocols[signal]],
+    )
   const exportOptions = { TRACES: read('TRACES', 'v1/traces'), METRICS: read('METRICS', 'v1/metrics') }
   const signals = await Promise.all(
     (['TRACES', 'METRICS'] as const).map(async (signal) => {
@@ -311,8 +318,39 @@ function otelResource(sdk: Sdk, options: { serviceName: string; serviceVersion: 
     .merge(detected)
 }
 
+/**
+ * The tracer provider: spans batched to `exporter`, a batch a second unless OTEL_BSP_SCHEDULE_DELAY
+ * says otherwise (the SDK reads it); with no exporter (OTEL_TRACES_EXPORTER=none, or no traces
+ * endpoint) no span is recorded at all: every request is sampled off.
+ */
+function tracerProvider(
+  sdk: Sdk,
+  resource: ReturnType<typeof otelResource>,
+  exporter: ConstructorParameters<Sdk['BatchSpanProcessor']>[0] | undefined,
+) {
+  return new sdk.BasicTracerProvider({
+    resource,
+    ...(exporter
+      ? {
+          spanProcessors: [
+            new sdk.BatchSpanProcessor(
+              exporter,
+              process.env.OTEL_BSP_SCHEDULE_DELAY?.trim() ? {} : { scheduledDelayMillis: 1000 },
+            ),
+          ],
+        }
+      : { sampler: new sdk.AlwaysOffSampler() }),
+    idGenerator: new PooledIdGenerator(),
+  })
+}
+
 export async function startTracing(options: {
-  endpoint: string
+  /** The base endpoint (signals at `/v1/traces` and `/v1/metrics`). */
+  endpoint?: string | undefined
+  /** Where spans go, as is, instead of the base's `/v1/traces`. */
+  tracesEndpoint?: string | undefined
+  /** Where OTLP metrics go, as is, instead of the base's `/v1/metrics`. */
+  metricsEndpoint?: string | undefined
   serviceName: string
   serviceVersion: string
   logger: Logger
@@ -321,44 +359,39 @@ export async function startTracing(options: {
 }): Promise<OtelTracing> {
   // What Keel cannot send fails the start before anything loads (the configuration has checked it
   // already; a caller that starts tracing itself meets the same).
-  const exports = otelExports()
+  const urls = otlpUrls({
+    otelEndpoint: options.endpoint,
+    otelTracesEndpoint: options.tracesEndpoint,
+    otelMetricsEndpoint: options.metricsEndpoint,
+  })
+  const exports = otelExports(process.env, urls)
   const { protocols } = exports
   const loaded = (await import('./otel-sdk.vendor.js')) as typeof import('./otel-sdk.vendor.js') & {
     default?: typeof import('./otel-sdk.vendor.js')
   }
   const sdk = loaded.default ?? loaded
-  const base = options.endpoint.replace(/\/+$/, '')
   const resource = otelResource(sdk, options)
   // The exports' HTTP requests go out from a worker thread (see ./otel-export-thread.ts); batching
   // and serializing stay here, in the SDK's own exporter code, as its OTLPTraceExporter and
   // OTLPMetricExporter would do them.
-  const { exportOptions, signals } = await otlpExports(sdk, base, protocols)
+  const { exportOptions, signals } = await otlpExports(sdk, urls, protocols)
   const thread = new sdk.ExportThread(signals)
   const delegate = <Internal, Response>(
     signal: ExportSignal['signal'],
     serializer: import('./otel-sdk.vendor.js').Serializer<Internal, Response>,
   ) => sdk.createOtlpNetworkExportDelegate(exportOptions[signal], serializer, thread.transport(signal))
   const protobuf = (signal: ExportSignal['signal']) => protocols[signal] === 'http/protobuf'
-  // With OTEL_TRACES_EXPORTER=none no span is recorded at all: every request is sampled off.
-  const provider = new sdk.BasicTracerProvider({
+  const provider = tracerProvider(
+    sdk,
     resource,
-    ...(exports.traces
-      ? {
-          spanProcessors: [
-            new sdk.BatchSpanProcessor(
-              new sdk.OTLPExporterBase(
-                protobuf('TRACES')
-                  ? delegate('TRACES', sdk.ProtobufTraceSerializer)
-                  : delegate('TRACES', sdk.JsonTraceSerializer),
-              ),
-              // A batch a second unless OTEL_BSP_SCHEDULE_DELAY says otherwise (the SDK reads it).
-              process.env.OTEL_BSP_SCHEDULE_DELAY?.trim() ? {} : { scheduledDelayMillis: 1000 },
-            ),
-          ],
-        }
-      : { sampler: new sdk.AlwaysOffSampler() }),
-    idGenerator: new PooledIdGenerator(),
-  })
+    exports.traces
+      ? new sdk.OTLPExporterBase(
+          protobuf('TRACES')
+            ? delegate('TRACES', sdk.ProtobufTraceSerializer)
+            : delegate('TRACES', sdk.JsonTraceSerializer),
+        )
+      : undefined,
+  )
   const tracer = provider.getTracer('keel-mcp', options.serviceVersion)
   // With OTEL_METRICS_EXPORTER=none the histograms are neither kept nor exported.
   const metrics = exports.metrics

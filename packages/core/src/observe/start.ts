@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Logger } from '../logger.js'
-import type { ObserveConfig } from '../observe-config.js'
+import { type ObserveConfig, otelConfigured } from '../observe-config.js'
 import { answerReadiness, type ReadinessCheck } from '../readiness.js'
 import { installObserver } from './hooks.js'
 import { PROMETHEUS_CONTENT_TYPE } from './metrics.js'
@@ -38,9 +38,11 @@ export async function startOperations(options: {
       limiter = redisRateLimiter(await connectRedis(options.redisUrl, logger, `${options.serviceName}-rate`))
     } else limiter = memoryRateLimiter()
   }
-  const tracing = config.otelEndpoint
+  const tracing = otelConfigured(config)
     ? await startTracing({
         endpoint: config.otelEndpoint,
+        tracesEndpoint: config.otelTracesEndpoint,
+        metricsEndpoint: config.otelMetricsEndpoint,
         serviceName: options.serviceName,
         serviceVersion: options.serviceVersion,
         logger,

@@ -35,7 +35,7 @@ export interface ReceivedHistogramPoint {
 export interface OtlpReceiver {
   /** The base URL, what `OTEL_EXPORTER_OTLP_ENDPOINT` or `--otel-endpoint` takes. */
   url: string
-  /** Spans received on /v1/traces, in arrival order. */
+  /** Spans received on /v1/traces (or any path ending /traces), in arrival order. */
   spans: ReceivedSpan[]
   /** Names of the metrics received on /v1/metrics. */
   metricNames: Set<string>
@@ -74,7 +74,7 @@ const ID_FIELDS = new Set(['traceId', 'spanId', 'parentSpanId'])
  */
 function decodeProtobuf(path: string, body: Buffer): unknown {
   const root = createRequire(import.meta.url)('@opentelemetry/otlp-transformer/build/src/generated/root.js')
-  const signal = path === '/v1/traces' ? 'trace' : 'metrics'
+  const signal = path.endsWith('/traces') ? 'trace' : 'metrics'
   const type = root.opentelemetry.proto.collector[signal].v1[
     signal === 'trace' ? 'ExportTraceServiceRequest' : 'ExportMetricsServiceRequest'
   ] as ProtobufType
@@ -147,8 +147,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
           string,
           unknown[]
         >
-        if (path === '/v1/traces') receiveTraces(payload)
-        else if (path === '/v1/metrics') receiveMetrics(payload)
+        // `/v1/traces` and `/v1/metrics`, or a signal's own endpoint ending the same way.
+        if (path.endsWith('/traces')) receiveTraces(payload)
+        else if (path.endsWith('/metrics')) receiveMetrics(payload)
         // A collector answers each encoding in its own: an empty protobuf message is no bytes.
         res.writeHead(200, { 'content-type': protobuf ? 'application/x-protobuf' : 'application/json' })
         res.end(protobuf ? '' : '{}')
