@@ -231,11 +231,11 @@ export type OtlpProtocol = 'http/json' | 'http/protobuf'
 
 /** What the standard OpenTelemetry variables ask of an `--otel-endpoint` export. */
 export interface OtelExports {
-  /** Spans are exported (`OTEL_TRACES_EXPORTER` is not `none`). */
+  /** Spans are exported: they have an endpoint and `OTEL_TRACES_EXPORTER` is not `none`. */
   traces: boolean
-  /** OTLP metrics are exported (`OTEL_METRICS_EXPORTER` is not `none`). */
+  /** OTLP metrics are exported: they have an endpoint and `OTEL_METRICS_EXPORTER` is not `none`. */
   metrics: boolean
-  /** Why nothing is exported, when nothing is: the variable that says so. */
+  /** Why nothing is exported, when nothing is: what switched each signal off. */
   off: string | undefined
   protocols: Record<'TRACES' | 'METRICS', OtlpProtocol>
 }
@@ -265,8 +265,9 @@ function exporterOn(name: string, env: Readonly<Record<string, string | undefine
  * stdout, fail at start rather than silently.
  */
 export function otelExports(
-  env: Readonly<Record<string, string | undefined>> = process.env,
-  urls: Record<'TRACES' | 'METRICS', string | undefined> = { TRACES: 'set', METRICS: 'set' },
+  env: Readonly<Record<string, string | undefined>>,
+  /** Each signal's URL ({@link otlpUrls}): a signal without one is not exported. */
+  urls: Record<'TRACES' | 'METRICS', string | undefined>,
 ): OtelExports {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true')
     return {

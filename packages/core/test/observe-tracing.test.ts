@@ -324,7 +324,11 @@ describe('the OTLP protocol', () => {
     'OTEL_METRICS_EXPORTER',
     'OTEL_BSP_SCHEDULE_DELAY',
   ]
-  const otlpProtocols = (env: Record<string, string>) => otelExports(env).protocols
+  const otlpProtocols = (env: Record<string, string>) =>
+    otelExports(env, {
+      TRACES: 'http://127.0.0.1:4318/v1/traces',
+      METRICS: 'http://127.0.0.1:4318/v1/metrics',
+    }).protocols
   afterEach(() => {
     for (const name of PROTOCOL_VARIABLES) delete process.env[name]
   })
