@@ -103,8 +103,10 @@ beforeAll(async () => {
     env: { ...env('github'), GITHUB_TOKEN: TOKEN, GITHUB_API_URL: github.url },
     timeoutMs: 60_000,
   })
+  // PostgreSQL exports in the other OTLP encoding (protobuf), as a team may ask with the standard
+  // variable: the spans and metrics below come in both.
   servers.postgres = await spawnHttp(process.execPath, [bin('postgres'), ...flags], {
-    env: { ...env('postgres'), DATABASE_URL: postgres.url },
+    env: { ...env('postgres'), DATABASE_URL: postgres.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' },
     timeoutMs: 60_000,
   })
   prometheus = await startPrometheus(
@@ -219,6 +221,21 @@ describe('a scripted set of calls, and the telemetry it leaves', () => {
     while (!receiver.metricNames.has('mcp.server.operation.duration') && Date.now() < end)
       await new Promise((wake) => setTimeout(wake, 250))
     expect(receiver.metricNames).toContain('mcp.server.operation.duration')
+  })
+
+  it('received PostgreSQL’s exports as OTLP protobuf and the others’ as JSON', async () => {
+    const both = ['application/json', 'application/x-protobuf']
+    const end = Date.now() + 30_000
+    while (receiver.contentTypes.get('/v1/metrics')?.size !== 2 && Date.now() < end)
+      await new Promise((wake) => setTimeout(wake, 250))
+    expect([...(receiver.contentTypes.get('/v1/traces') ?? [])].sort()).toEqual(both)
+    expect([...(receiver.contentTypes.get('/v1/metrics') ?? [])].sort()).toEqual(both)
+    // The protobuf spans decoded to the same shape: the query call carries its service's resource.
+    const call = receiver.spans.find((span) => span.name === 'tools/call query')
+    expect(call?.resource).toMatchObject({
+      'service.name': 'keel-postgres-e2e',
+      'deployment.environment': 'test',
+    })
   })
 
   it('is scraped by Prometheus: calls, errors by kind, cancellations, durations, process memory', async () => {
