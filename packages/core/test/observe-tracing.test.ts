@@ -302,6 +302,36 @@ describe('the observer with OpenTelemetry spans', () => {
   })
 })
 
+describe('the caller’s W3C trace context', () => {
+  const SAMPLED = `00-${TRACE_ID}-${PARENT_SPAN}-01`
+  /** The spans of one request whose `_meta` carries `tracestate` (and a sampled traceparent), with an upstream call in it. */
+  const withState = (tracestate: unknown) =>
+    traced(async (watching) => {
+      await serve(watching, 5, () => get('/with-state'), { traceparent: SAMPLED, tracestate } as Record<
+        string,
+        string
+      >)
+    })
+
+  it('joins the caller’s trace and carries its tracestate on every span of it', async () => {
+    const exported = await withState('rojo=00f067aa0ba902b7,congo=t61rcWkgMzE')
+    expect(exported).toHaveLength(2)
+    for (const span of exported)
+      expect(span).toMatchObject({ traceId: TRACE_ID, traceState: 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE' })
+    expect(exported.find((span) => span.kind === SERVER)?.parentSpanId).toBe(PARENT_SPAN)
+  })
+
+  it('drops malformed members, and a tracestate that is not a string, empty or oversized, without losing the trace', async () => {
+    const kept = await withState('rojo=00f067aa0ba902b7,Bad Key=x,congo=')
+    expect(kept.map((span) => span.traceState)).toEqual(['rojo=00f067aa0ba902b7', 'rojo=00f067aa0ba902b7'])
+    for (const tracestate of [42, '', ' , ', `a=${'b'.repeat(9000)}`]) {
+      const exported = await withState(tracestate)
+      expect(exported).toHaveLength(2)
+      for (const span of exported) expect(span).toMatchObject({ traceId: TRACE_ID, traceState: undefined })
+    }
+  })
+})
+
 describe('the span ids', () => {
   it('are lowercase hex of W3C lengths, none repeated across refills of the pool', () => {
     const ids = new PooledIdGenerator()

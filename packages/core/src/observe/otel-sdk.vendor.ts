@@ -6,6 +6,7 @@ import type { convertLegacyHttpOptions } from '@opentelemetry/otlp-exporter-base
 export type OtlpHttpOptions = ReturnType<typeof convertLegacyHttpOptions>
 export {
   context,
+  createTraceState,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,

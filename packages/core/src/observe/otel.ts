@@ -203,6 +203,11 @@ function startMetrics(
 }
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+/**
+ * The longest `tracestate` read: W3C asks for at least 512 characters to be passed on; 32 members
+ * of the longest keys and values are about 8,900.
+ */
+const MAX_TRACESTATE = 8192
 
 const INVALID_TRACE_ID = '0'.repeat(32)
 const INVALID_SPAN_ID = '0'.repeat(16)
@@ -302,6 +307,16 @@ export async function otlpExports(
     }),
   )
   return { exportOptions, signals }
+}
+
+/**
+ * The client's W3C `tracestate`, parsed by the API (at most 32 well-formed members; the rest are
+ * dropped): it goes on with the trace, on every span under it. An oversized one is not parsed.
+ */
+function vendorState(sdk: Sdk, tracestate: unknown) {
+  if (typeof tracestate !== 'string' || !tracestate || tracestate.length > MAX_TRACESTATE) return {}
+  const traceState = sdk.createTraceState(tracestate)
+  return traceState.serialize() ? { traceState } : {}
 }
 
 /** The resource every span and metric carries: the SDK's defaults, the service, OTEL_RESOURCE_ATTRIBUTES. */
@@ -462,7 +477,7 @@ export async function startTracing(options: {
         spanId: match[2] as string,
         traceFlags: Number.parseInt(match[3] as string, 16) & sdk.TraceFlags.SAMPLED,
         isRemote: true,
-        ...(typeof tracestate === 'string' && tracestate ? { traceState: undefined } : {}),
+        ...vendorState(sdk, tracestate),
       })
       return {
         recording: false,

@@ -14,6 +14,8 @@ export interface ReceivedSpan {
   traceId: string
   spanId: string
   parentSpanId: string | undefined
+  /** The W3C `tracestate` the span carries, if any. */
+  traceState: string | undefined
   name: string
   kind: number
   attributes: Record<string, OtlpValue>
@@ -102,6 +104,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
             traceId: span.traceId,
             spanId: span.spanId,
             parentSpanId: span.parentSpanId || undefined,
+            traceState: span.traceState || undefined,
             name: span.name,
             kind: span.kind,
             attributes: attributesOf(span.attributes),
