@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rename, rm, stat, unlink } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -7,7 +7,7 @@ import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { parseConfig } from '../src/config.js'
 import { createLogger } from '../src/logger.js'
-import { isoNow } from '../src/observe/audit.js'
+import { AuditSink, isoNow } from '../src/observe/audit.js'
 import { installObserver } from '../src/observe/hooks.js'
 import { Counter, Histogram, Registry } from '../src/observe/metrics.js'
 import { hashId, Observer } from '../src/observe/observer.js'
@@ -152,6 +152,38 @@ describe('operations flags', () => {
     expect(outcome.kind === 'help' && outcome.text).toMatch(
       /Operations \(off unless set\):[\s\S]*--rate-limit <N\/s>/,
     )
+  })
+})
+
+describe('the audit file', () => {
+  it('follows log rotation: after a move or a delete, the next lines go to a new file at the path, none lost', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'keel-audit-rotate-'))
+    const file = join(dir, 'audit.jsonl')
+    const errors: string[] = []
+    const sink = new AuditSink(file, (error) => errors.push(error.message))
+    try {
+      sink.write('one\n')
+      sink.write('two\n')
+      sink.flush()
+      // logrotate's default: the file is renamed and the server goes on.
+      await rename(file, `${file}.1`)
+      sink.write('three\n')
+      sink.flush()
+      sink.write('four\n')
+      sink.flush()
+      expect(await readFile(`${file}.1`, 'utf8')).toBe('one\ntwo\n')
+      expect(await readFile(file, 'utf8')).toBe('three\nfour\n')
+      expect((await stat(file)).mode & 0o777).toBe(0o600)
+      // Deleted outright: a new file again.
+      await unlink(file)
+      sink.write('five\n')
+      sink.close()
+      expect(await readFile(file, 'utf8')).toBe('five\n')
+      expect(errors).toEqual([])
+    } finally {
+      sink.close()
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 })
 

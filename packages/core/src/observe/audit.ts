@@ -1,4 +1,4 @@
-import { closeSync, openSync, writeSync } from 'node:fs'
+import { closeSync, fstatSync, openSync, statSync, writeSync } from 'node:fs'
 
 // The audit log's writer and the parts of a line that are cheaper made once: the time's date and
 // second. The line itself is the observer's (observer.ts, #writeAudit).
@@ -55,6 +55,9 @@ export class AuditSink {
   #timer: NodeJS.Timeout | undefined
   #soon: NodeJS.Immediate | undefined
   #fd: number | undefined
+  /** The open file's device and inode: when the path names another file, it was rotated. */
+  #file: { dev: number; ino: number } | undefined
+  readonly #path: string | undefined
   readonly #stream: NodeJS.WriteStream | undefined
   readonly #onError: (error: Error) => void
 
@@ -62,13 +65,40 @@ export class AuditSink {
     this.#onError = onError
     if (target === '-' || target === 'stderr') this.#stream = process.stderr
     else {
-      try {
-        this.#fd = openSync(target, 'a', 0o600)
-      } catch (error) {
-        onError(error as Error)
-      }
+      this.#path = target
+      this.#open()
     }
     process.on('exit', this.flush)
+  }
+
+  #open(): void {
+    try {
+      this.#fd = openSync(this.#path as string, 'a', 0o600)
+      const { dev, ino } = fstatSync(this.#fd)
+      this.#file = { dev, ino }
+    } catch (error) {
+      this.#fd = undefined
+      this.#onError(error as Error)
+    }
+  }
+
+  /**
+   * Reopens the path when it no longer names the open file: moved away or deleted by log rotation
+   * (logrotate's default `create`, or a plain `mv`), with no signal and no restart. One `stat` a
+   * write of many lines; the lines before it went to the old file, the ones after to the new.
+   */
+  #followRotation(): void {
+    if (this.#path === undefined || this.#fd === undefined || this.#file === undefined) return
+    let same = false
+    try {
+      const { dev, ino } = statSync(this.#path)
+      same = dev === this.#file.dev && ino === this.#file.ino
+    } catch {
+      // No file at the path any more: a new one is made.
+    }
+    if (same) return
+    closeSync(this.#fd)
+    this.#open()
   }
 
   write(line: string | UnsizedLine): void {
@@ -96,6 +126,7 @@ export class AuditSink {
       this.#stream.write(data)
       return
     }
+    this.#followRotation()
     if (this.#fd === undefined) return
     try {
       const bytes = Buffer.from(data)
