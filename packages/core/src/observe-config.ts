@@ -240,6 +240,9 @@ export interface OtelExports {
   protocols: Record<'TRACES' | 'METRICS', OtlpProtocol>
 }
 
+/** A variable's value as an error line quotes it: at most 40 characters. */
+const shown = (value: string) => JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)
+
 /** One exporter variable's list: `otlp` (the default) or `none`; what else it names is refused. */
 function exporterOn(name: string, env: Readonly<Record<string, string | undefined>>, other: string): boolean {
   const names = (env[name] ?? '')
@@ -248,8 +251,7 @@ function exporterOn(name: string, env: Readonly<Record<string, string | undefine
     .filter(Boolean)
   for (const each of names)
     if (each !== 'otlp' && each !== 'none') {
-      const shown = each.length > 40 ? `${each.slice(0, 40)}…` : each
-      throw new Error(`${name}=${JSON.stringify(shown)} is not supported: ${other}`)
+      throw new Error(`${name}=${shown(each)} is not supported: ${other}`)
     }
   // As the SDK reads it: `none` anywhere in the list means no exporter.
   return !names.includes('none')
@@ -302,10 +304,7 @@ export function otelExports(
       throw new Error(
         `${name}=grpc is not supported: Keel exports OTLP over HTTP. Set it to http/protobuf or http/json, and point --otel-endpoint at the collector's OTLP/HTTP port (4318 by default; 4317 is gRPC)`,
       )
-    const shown = value.length > 40 ? `${value.slice(0, 40)}…` : value
-    throw new Error(
-      `${name}=${JSON.stringify(shown)} is not an OTLP protocol: use http/protobuf or http/json`,
-    )
+    throw new Error(`${name}=${shown(value)} is not an OTLP protocol: use http/protobuf or http/json`)
   }
   const why = (signal: 'TRACES' | 'METRICS', on: boolean) =>
     on ? `no ${signal.toLowerCase()} endpoint` : `OTEL_${signal}_EXPORTER=none`
