@@ -324,7 +324,11 @@ describe('the caller’s W3C trace context', () => {
   it('drops malformed members, and a tracestate that is not a string, empty or oversized, without losing the trace', async () => {
     const kept = await withState('rojo=00f067aa0ba902b7,Bad Key=x,congo=')
     expect(kept.map((span) => span.traceState)).toEqual(['rojo=00f067aa0ba902b7', 'rojo=00f067aa0ba902b7'])
-    for (const tracestate of [42, '', ' , ', `a=${'b'.repeat(9000)}`]) {
+    // 512 characters are read; a longer one is not (the API drops it whole, and it is never parsed).
+    const longest = `a=${'b'.repeat(254)},c=${'d'.repeat(253)}`
+    expect(longest).toHaveLength(512)
+    expect((await withState(longest)).map((span) => span.traceState)).toEqual([longest, longest])
+    for (const tracestate of [42, '', ' , ', `${longest}d`, `a=${'b'.repeat(9000)}`]) {
       const exported = await withState(tracestate)
       expect(exported).toHaveLength(2)
       for (const span of exported) expect(span).toMatchObject({ traceId: TRACE_ID, traceState: undefined })
