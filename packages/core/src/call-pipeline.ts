@@ -98,7 +98,10 @@ export function capContent(content: ContentBlock[]): ContentBlock[] {
 export interface ValidatedCall {
   tool: AnyTool
   plan: ToolPlan
+  /** The arguments as the schema parsed them (defaults filled in, transforms applied). */
   args: unknown
+  /** The arguments as the client sent them (they passed the schema): what the audit log records. */
+  sent?: unknown
 }
 
 /**
@@ -175,9 +178,8 @@ function observedCall<D, C>(
   const readOnly = tool.annotations.readOnlyHint === true
   const subject = channel.auth?.subject
   const args = (call.args ?? {}) as Record<string, unknown>
-  const safe = tool.auditArguments?.filter((name) => args[name] !== undefined)
   // Sizes cost a serialization of the arguments (the result's comes from the bytes the transport
-  // writes where it can): measured only when recorded.
+  // writes where it can), and argument values a lookup: both only when the audit log records them.
   const sizes = watching.sizes
   const observation: CallObservation = watching.call({
     tool: tool.name,
@@ -187,7 +189,9 @@ function observedCall<D, C>(
     subject,
     era: channel.era,
     argumentsBytes: sizes ? Buffer.byteLength(JSON.stringify(args)) : 0,
-    safeArguments: safe?.length ? Object.fromEntries(safe.map((name) => [name, args[name]])) : undefined,
+    safeArguments: sizes
+      ? valuesOf(tool.auditArguments ?? parts.runtime.spec.auditArguments, call.sent ?? args)
+      : undefined,
   })
   // Over HTTP the front door has charged the call already (and answered 429 when over).
   if (channel.transport !== 'http' && watching.admit) {
@@ -202,6 +206,19 @@ function observedCall<D, C>(
     if (!decision.allowed) return Promise.resolve(refused(decision, observation, sizes))
   }
   return observedRun(parts, call, channel, observation, sizes)
+}
+
+/** The arguments of `names` a call was given, for its audit line; undefined when it was given none. */
+function valuesOf(names: readonly string[] | undefined, sent: unknown): Record<string, unknown> | undefined {
+  if (!names || typeof sent !== 'object' || sent === null) return undefined
+  const args = sent as Record<string, unknown>
+  let values: Record<string, unknown> | undefined
+  for (const name of names) {
+    if (!Object.hasOwn(args, name) || args[name] === undefined) continue
+    values ??= {}
+    values[name] = args[name]
+  }
+  return values
 }
 
 /** A call the rate limit holds back: a rate_limited tool error naming the wait. */
@@ -241,6 +258,7 @@ function observedRun<D, C>(
       observation.end({
         outcome: kind ? (kind === 'timeout' || kind === 'cancelled' ? kind : 'error') : report.outcome,
         ...(kind ? { errorKind: kind } : {}),
+        ...(report.handle ? { handle: report.handle } : {}),
         // Measured from the bytes the transport writes for it (stdio), not serialized twice.
         ...(sizes ? { result } : { resultBytes: 0 }),
       })
@@ -251,6 +269,8 @@ function observedRun<D, C>(
 /** Where {@link runCall} reports how a call ended, for the operations hooks. */
 class OutcomeReport {
   outcome = 'ok'
+  /** The state handle the call was bound to, carried or minted (hashed before it is recorded). */
+  handle: string | undefined = undefined
 }
 
 /**
@@ -601,7 +621,10 @@ export async function runCall<D, C>(
     return settleHandle(binding, failureResult(toolError), handleSpec as never)
   } finally {
     stop.release()
-    if (report) report.outcome = outcome
+    if (report) {
+      report.outcome = outcome
+      report.handle = binding?.token
+    }
     // The fields are built only when someone takes the line (off at the default level).
     if (runtime.logger.wants('debug'))
       runtime.logger.debug('tool call', {

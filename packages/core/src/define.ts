@@ -278,7 +278,8 @@ export interface ToolSpec<I extends Shape, O extends Shape | undefined, D> {
   /**
    * Arguments whose values the audit log (`--audit-log`) may record, e.g. `['path']` or
    * `['repo', 'issue_number']`. Others are recorded by size only. Never name one that can hold a
-   * secret or a document's content.
+   * secret or a document's content. Replaces the server's {@link ServerSpec.auditArguments} for
+   * this tool (`[]`: none recorded).
    */
   auditArguments?: readonly (keyof Infer<I> & string)[]
   /**
@@ -466,6 +467,14 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
    */
   renameFlags?: Partial<Record<CommonFlagName, string>>
   tools: AnyTool<D>[] | ((config: ParsedConfig<C>) => AnyTool<D>[])
+  /**
+   * Arguments whose values the audit log (`--audit-log`) records, by name, on every tool of the
+   * server that takes them: what tells an operator what a call touched (a path, a repository and
+   * an issue number, a channel id), never an argument that can hold a secret, a message or a
+   * document's content. Values pass through the redactor. A tool's own `auditArguments` replaces
+   * this list for that tool. Unset: no argument values are recorded, only their size.
+   */
+  auditArguments?: readonly string[]
   /**
    * Tools may add others to a connection's list at run time ({@link ToolContext.enableTools}):
    * the server then promises `tools.listChanged` and sends `notifications/tools/list_changed`.

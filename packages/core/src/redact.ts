@@ -51,11 +51,21 @@ const PATTERNS: Array<[RegExp, string]> = [
 
 const URL_WITH_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i
 
+/**
+ * Strings up to this length that {@link Redactor.redactValue} redacted are remembered with what
+ * they became, at most {@link KNOWN_COUNT} of them: structured fields repeat (an audit line's
+ * path, repository or channel; a log field's tool name), and each redaction is ten scans.
+ */
+const KNOWN_LENGTH = 256
+const KNOWN_COUNT = 1024
+
 /** Redacts credentials from text; holds the secret values registered at runtime. */
 export class Redactor {
   /** Values redacted only whole: short ones (fragments would match ordinary words) and URLs. */
   readonly #whole = new Set<string>()
   readonly #fragments = new FragmentIndex()
+  /** Short strings already redacted, and the result: forgotten whenever a secret is registered. */
+  readonly #known = new Map<string, string>()
 
   /**
    * Registers a value (a token, a password) that must never appear in output, whole or as a run
@@ -65,6 +75,7 @@ export class Redactor {
   addSecret(value: string | undefined | null): void {
     // Very short values would redact ordinary words; such secrets are still caught by the patterns.
     if (!value || value.length < 6) return
+    this.#known.clear()
     if (URL_WITH_SCHEME.test(value)) {
       this.#whole.add(value)
       const password = /^[a-z][a-z0-9+.-]*:\/\/[^/@\s:]*:([^@\s/]+)@/i.exec(value)?.[1]
@@ -114,7 +125,8 @@ export class Redactor {
 
   /** Deeply redacts strings inside a JSON-like value (for structured log fields). */
   redactValue(value: unknown, depth = 0): unknown {
-    if (typeof value === 'string') return this.redact(value)
+    if (typeof value === 'string')
+      return value.length > KNOWN_LENGTH ? this.redact(value) : this.#redactShort(value)
     if (depth > 6 || value === null || typeof value !== 'object') return value
     if (Array.isArray(value)) return value.map((item) => this.redactValue(item, depth + 1))
     const out: Record<string, unknown> = {}
@@ -122,6 +134,17 @@ export class Redactor {
       out[key] = /^(password|passwd|secret|token|authorization|api[_-]?key|cookie)$/i.test(key)
         ? REDACTED
         : this.redactValue(item, depth + 1)
+    }
+    return out
+  }
+
+  /** {@link redact} of a short string, remembered (see {@link KNOWN_LENGTH}). */
+  #redactShort(text: string): string {
+    let out = this.#known.get(text)
+    if (out === undefined) {
+      out = this.redact(text)
+      if (this.#known.size >= KNOWN_COUNT) this.#known.clear()
+      this.#known.set(text, out)
     }
     return out
   }

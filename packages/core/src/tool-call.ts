@@ -84,7 +84,7 @@ function validateCall(tools: AnyTool[], name: string, raw: unknown): ValidatedCa
     const { text, issues } = describeIssues(parsed.error)
     throw new InvalidArguments(name, text, issues)
   }
-  return { tool, plan, args: parsed.data }
+  return { tool, plan, args: parsed.data, sent: raw }
 }
 
 /**

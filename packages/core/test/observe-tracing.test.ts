@@ -80,6 +80,7 @@ async function serve(
   id: number,
   work: () => Promise<unknown>,
   meta?: Record<string, string>,
+  handle?: string,
 ): Promise<void> {
   const request = watching.request({
     method: 'tools/call',
@@ -90,7 +91,7 @@ async function serve(
   await request.run(async () => {
     const call = watching.call(start)
     await call.run(work)
-    call.end({ outcome: 'ok', resultBytes: 0 })
+    call.end({ outcome: 'ok', resultBytes: 0, ...(handle ? { handle } : {}) })
   })
   request.end()
 }
@@ -199,6 +200,18 @@ describe('the observer with OpenTelemetry spans', () => {
     expect(query).toMatchObject({ kind: CLIENT, parentSpanId: request?.spanId })
     expect(byPath('/inside')).toMatchObject({ kind: CLIENT, parentSpanId: query?.spanId })
     expect(exported).toHaveLength(4)
+  })
+
+  it('records the state handle a call was bound to as a hash on its span, never the handle', async () => {
+    const handle = 'session.Zq81mKp0wLr7Tt3vXy5B'
+    const exported = await traced(async (watching) => {
+      await serve(watching, 1, async () => {}, undefined, handle)
+      await serve(watching, 2, async () => {})
+    })
+    const [first, second] = exported.filter((span) => span.kind === SERVER)
+    expect(first?.attributes['keel.handle.id']).toBe(hashId(handle))
+    expect(second?.attributes['keel.handle.id']).toBeUndefined()
+    expect(JSON.stringify(exported)).not.toContain(handle)
   })
 
   it('gives requests that overlap a context each: every upstream request is its own call’s child, or nobody’s when not sampled', async () => {

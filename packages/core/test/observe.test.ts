@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import { parseConfig } from '../src/config.js'
+import { defineServer, defineTool } from '../src/define.js'
 import { createLogger } from '../src/logger.js'
 import { AuditSink, isoNow } from '../src/observe/audit.js'
 import { installObserver } from '../src/observe/hooks.js'
@@ -15,6 +17,7 @@ import { memoryRateLimiter, type RateLimiter } from '../src/observe/rate-limit.j
 import { type ObserveConfig, observing, parseRate } from '../src/observe-config.js'
 import { redactor } from '../src/redact.js'
 import { LineTransport } from '../src/stdio.js'
+import { connectInMemory } from '../src/testing/clients.js'
 import { callStart, observeConfig } from './observe-fixture.js'
 
 const source = { name: 'x', description: 'x', version: '1.0.0' }
@@ -352,7 +355,7 @@ describe('the observer without tracing', () => {
           safeArguments: { path: secret, n: 2 },
         }),
       )
-      second.end({ outcome: 'ok', resultBytes: 3 })
+      second.end({ outcome: 'ok', resultBytes: 3, handle: 'session.Zq81mKp0wLr7Tt3vXy5B' })
     } finally {
       await watching.close()
     }
@@ -385,6 +388,10 @@ describe('the observer without tracing', () => {
     expect(typeof lines[0].duration_ms).toBe('number')
     expect(lines[1]).toMatchObject({ transport: 'http', era: 'modern', arguments: { n: 2 } })
     expect(lines[1].session).toBeUndefined()
+    // A state handle is recorded as a hash, as a session id is: one session's calls, told apart.
+    expect(lines[1].handle).toBe(hashId('session.Zq81mKp0wLr7Tt3vXy5B'))
+    expect(lines[0].handle).toBeUndefined()
+    expect(JSON.stringify(lines)).not.toContain('Zq81mKp0wLr7Tt3vXy5B')
     expect(lines[1].arguments.path).toBe(redactor.redact(secret))
     expect(JSON.stringify(lines)).not.toContain('hunter2')
   })
@@ -433,6 +440,102 @@ describe('the observer without tracing', () => {
       Buffer.byteLength(JSON.stringify(unsent)),
     ])
     expect(Buffer.byteLength(JSON.stringify(sent))).toBeGreaterThan(JSON.stringify(sent).length)
+  })
+
+  it("records the values of the arguments the server names, a tool's own list in its place, nothing else", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'keel-audit-'))
+    const file = join(dir, 'audit.jsonl')
+    const watching = observerWith({ auditLog: file })
+    const ok = () => ({ text: 'done' })
+    const annotations = { readOnlyHint: false, destructiveHint: false, openWorldHint: false }
+    const spec = defineServer({
+      name: 'audited',
+      version: '1.0.0',
+      description: 'x',
+      auditArguments: ['path', 'repo', 'issue_number', 'labels'],
+      tools: [
+        defineTool({
+          name: 'write_note',
+          title: 'Write',
+          description: 'x',
+          input: {
+            path: z.string().describe('Where'),
+            content: z.string().describe('What'),
+            labels: z.array(z.string()).optional().describe('Labels'),
+          },
+          annotations,
+          run: ok,
+        }),
+        defineTool({
+          name: 'comment',
+          title: 'Comment',
+          description: 'x',
+          input: {
+            // Parsed into parts: the audit line records what the client sent.
+            repo: z
+              .string()
+              .transform((text) => ({ owner: text.split('/')[0], name: text.split('/')[1] }))
+              .describe('Repo'),
+            issue_number: z.number().describe('N'),
+            body: z.string().describe('Text'),
+          },
+          annotations,
+          run: ok,
+        }),
+        defineTool({
+          name: 'secret_path',
+          title: 'Own list',
+          description: 'x',
+          input: { path: z.string().describe('Where'), note: z.string().describe('Note') },
+          annotations,
+          auditArguments: ['note'],
+          run: ok,
+        }),
+        defineTool({
+          name: 'nothing',
+          title: 'None',
+          description: 'x',
+          input: { path: z.string().describe('Where') },
+          annotations,
+          auditArguments: [],
+          run: ok,
+        }),
+      ],
+      createDeps: () => ({}),
+    })
+    installObserver(watching)
+    const connection = await connectInMemory(spec)
+    try {
+      const calls: Array<[string, Record<string, unknown>]> = [
+        ['write_note', { path: 'notes/a.md', content: 'the body nobody may read' }],
+        [
+          'write_note',
+          { path: 'token=ghp_Q7x2mK9vL4pR8sT1wY6zB3nC5dF0gH2jA7kE', content: 'x', labels: ['a', 'b'] },
+        ],
+        ['comment', { repo: 'octo/hello', issue_number: 7, body: 'a private comment' }],
+        ['secret_path', { path: 'p', note: 'n' }],
+        ['nothing', { path: 'q' }],
+      ]
+      for (const [name, args] of calls) {
+        const result = await connection.client.callTool({ name, arguments: args })
+        expect(result.isError, JSON.stringify(result)).toBeFalsy()
+      }
+    } finally {
+      await connection.close()
+      installObserver(undefined)
+      await watching.close()
+    }
+    const raw = await readFile(file, 'utf8')
+    const lines = await auditLines(dir, file)
+    expect(lines.map((line) => [line.tool, line.arguments])).toEqual([
+      ['write_note', { path: 'notes/a.md' }],
+      ['write_note', { path: 'token=[redacted]', labels: ['a', 'b'] }],
+      ['comment', { repo: 'octo/hello', issue_number: 7 }],
+      ['secret_path', { note: 'n' }],
+      ['nothing', undefined],
+    ])
+    for (const content of ['nobody may read', 'private comment', 'ghp_Q7x2mK9v'])
+      expect(raw).not.toContain(content)
   })
 
   it('admits at once from an in-process budget, and counts refusals by budget', async () => {

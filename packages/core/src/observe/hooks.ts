@@ -48,6 +48,11 @@ export interface CallEnd {
    */
   resultBytes?: number
   result?: unknown
+  /**
+   * The state handle the call was bound to (a 2026-07-28 client's, carried or minted by the call):
+   * recorded only as a hash, like a session id, so that one session's calls can be told apart.
+   */
+  handle?: string
 }
 
 /** One tool call, from validation to its result. */

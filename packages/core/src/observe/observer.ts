@@ -438,6 +438,7 @@ export class Observer implements ObserverHooks {
         ended = true
         this.#settle(start, result, series, began)
         span.setAttribute('keel.tool.outcome', result.outcome)
+        if (result.handle) span.setAttribute('keel.handle.id', this.#hash(result.handle))
         if (result.errorKind) {
           span.setAttribute('error.type', result.errorKind)
           span.setError(result.errorKind)
@@ -688,8 +689,9 @@ export class Observer implements ObserverHooks {
     let line = `{"time":"${isoNow()}","tool":${series.json},"outcome":"${result.outcome}"`
     if (result.errorKind) line += `,"error_kind":${JSON.stringify(redactor.redact(result.errorKind))}`
     line += `,"duration_ms":${Math.round(seconds * 100_000) / 100},"transport":"${start.transport}","era":"${start.era}"`
-    if (start.subject) line += `,"subject":${JSON.stringify(redactor.redact(start.subject))}`
+    if (start.subject) line += `,"subject":${JSON.stringify(redactor.redactValue(start.subject))}`
     if (start.session) line += `,"session":"${this.#hash(start.session)}"`
+    if (result.handle) line += `,"handle":"${this.#hash(result.handle)}"`
     line += `,"arguments_bytes":${start.argumentsBytes},"result_bytes":`
     const tail = start.safeArguments
       ? `,"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments))}}\n`

@@ -4,16 +4,29 @@ import { type AnyTool, shapeOf } from '../define.js'
 export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/
 
 /**
+ * Argument names that hold content or a secret wherever Keel's servers use them: never recorded
+ * by the audit log ({@link checkToolContract}'s `auditArguments`).
+ */
+export const CONTENT_ARGUMENTS: ReadonlySet<string> = new Set([
+  ...['body', 'content', 'text', 'markdown', 'message', 'comment', 'comments', 'title'],
+  ...['description', 'commit_message', 'commit_title', 'edits', 'files', 'fields', 'values'],
+  ...['inputs', 'sql', 'params', 'query', 'script', 'prompt_text', 'password', 'token', 'secret'],
+])
+
+/**
  * Checks tools against the house rules: `snake_case` names of at most 64 characters,
  * a title and a description, the required annotations, a description on every argument, and no
- * server prefix. Returns the problems found (an empty list when the tools comply).
+ * server prefix. With `auditArguments` (the server's), also that each name the audit log records
+ * is an argument of some tool, and that neither it nor a tool's own list names content
+ * ({@link CONTENT_ARGUMENTS}). Returns the problems found (an empty list when the tools comply).
  */
 export function checkToolContract(
   tools: readonly AnyTool[],
-  options: { serverName?: string } = {},
+  options: { serverName?: string; auditArguments?: readonly string[] } = {},
 ): string[] {
   const problems: string[] = []
   const seen = new Set<string>()
+  const argumentNames = new Set<string>()
   for (const tool of tools) {
     const where = `tool ${tool.name}`
     if (seen.has(tool.name)) problems.push(`${where}: duplicate name`)
@@ -33,11 +46,19 @@ export function checkToolContract(
     if (annotations?.readOnlyHint === false && typeof annotations.destructiveHint !== 'boolean') {
       problems.push(`${where}: a writing tool must state destructiveHint`)
     }
-    for (const [field, schema] of Object.entries(
-      shapeOf(tool.input) as Record<string, { description?: string }>,
-    )) {
+    const shape = shapeOf(tool.input) as Record<string, { description?: string }>
+    for (const [field, schema] of Object.entries(shape)) {
+      argumentNames.add(field)
       if (!schema.description?.trim()) problems.push(`${where}: argument ${field} has no .describe() text`)
     }
+    for (const name of tool.auditArguments ?? []) {
+      if (!(name in shape)) problems.push(`${where}: audit argument ${name} is not one of its arguments`)
+      if (CONTENT_ARGUMENTS.has(name)) problems.push(`${where}: audit argument ${name} holds content`)
+    }
+  }
+  for (const name of options.auditArguments ?? []) {
+    if (!argumentNames.has(name)) problems.push(`audit argument ${name} is no tool's argument`)
+    if (CONTENT_ARGUMENTS.has(name)) problems.push(`audit argument ${name} holds content`)
   }
   return problems
 }

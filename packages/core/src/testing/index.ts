@@ -8,6 +8,8 @@
  *
  * @packageDocumentation
  */
+
+export { readAuditLines } from './audit.js'
 export {
   type ClientOptions,
   type Connection,
@@ -19,7 +21,7 @@ export {
   type StdioOptions,
   type TestClient,
 } from './clients.js'
-export { checkToolContract, TOOL_NAME_PATTERN, toolListSnapshot } from './contract.js'
+export { CONTENT_ARGUMENTS, checkToolContract, TOOL_NAME_PATTERN, toolListSnapshot } from './contract.js'
 export { type ModuleLoadRecorder, recordModuleLoads } from './module-loads.js'
 export {
   type OtlpReceiver,
