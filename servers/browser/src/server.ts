@@ -57,6 +57,8 @@ export const optionalTools = { uploadFile, evaluate, savePdf, downloads }
 export const networkTools = [networkRequest, route]
 /** Coordinate actions, with --caps vision. */
 export const visionTools = [clickAt, dragAt, typeAt]
+/** A performance trace (--caps devtools) and device emulation (--caps emulate). */
+export const devtoolsTools = [performanceTrace, emulate]
 
 /** Test seams, not reachable from the command line or a tool: how host names resolve (the policy judges the resolved addresses). */
 export interface BrowserTuning {
@@ -104,6 +106,14 @@ export function createServer(tuning: BrowserTuning = {}) {
     // HTTP Origin check for MCP clients moves to --http-allowed-origins (env unchanged).
     renameFlags: { 'allowed-origins': 'http-allowed-origins' },
     helpFooter,
+    // The audit log (--audit-log) records where a call went and what it acted on (URL, tab, element
+    // refs, keys, files); never typed text, form values, a prompt's answer, a script, a fulfilled
+    // body, a position, or the session handle (a bearer of the browser state).
+    auditArguments: [
+      ...['url', 'tab', 'ref', 'from', 'to', 'key', 'button', 'role', 'wait_until', 'format'],
+      ...['action', 'pattern', 'name', 'paths', 'id', 'device', 'network', 'viewport', 'locale'],
+      ...['timezone', 'color_scheme'],
+    ],
     tools: (config) => [
       ...coreTools,
       ...(config.options.uploadDirs.length ? [optionalTools.uploadFile] : []),

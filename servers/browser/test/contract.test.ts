@@ -1,6 +1,6 @@
 import { checkToolContract, toolListSnapshot } from '@keel-mcp/core/testing'
 import { describe, expect, it } from 'vitest'
-import { coreTools, optionalTools } from '../src/server.js'
+import { coreTools, devtoolsTools, networkTools, optionalTools, server, visionTools } from '../src/server.js'
 import { connect, hosts } from './helpers.js'
 
 const all = ['--caps', 'evaluate,pdf', '--upload-dir', '.']
@@ -8,7 +8,13 @@ const all = ['--caps', 'evaluate,pdf', '--upload-dir', '.']
 describe('browser contract', () => {
   it('follows the tool naming and annotation rules', () => {
     expect(
-      checkToolContract([...coreTools, ...Object.values(optionalTools)], { serverName: 'browser' }),
+      checkToolContract(
+        [...coreTools, ...Object.values(optionalTools), ...networkTools, ...visionTools, ...devtoolsTools],
+        {
+          serverName: 'browser',
+          auditArguments: server.auditArguments,
+        },
+      ),
     ).toEqual([])
   })
 

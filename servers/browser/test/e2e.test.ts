@@ -1,9 +1,16 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { connectHttp, connectStdio, runProcess, spawnHttp, spawnRaw } from '@keel-mcp/core/testing'
+import {
+  connectHttp,
+  connectStdio,
+  readAuditLines,
+  runProcess,
+  spawnHttp,
+  spawnRaw,
+} from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Fixtures, startFixtures } from './fixtures.js'
 import { browseFlow, refOf } from './helpers.js'
@@ -142,6 +149,44 @@ describe('the built bin over Streamable HTTP: a multi-step flow in both generati
     } finally {
       await connection.close()
       await server.close()
+    }
+  })
+})
+
+describe('the audit log', () => {
+  it('records where each call went and what it acted on, never typed text or the session handle', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'keel-browser-audit-'))
+    const file = join(dir, 'audit.jsonl')
+    const server = await spawnHttp(process.execPath, [BIN, '--allow-private-network', '--audit-log', file])
+    const connection = await connectHttp(server.url, { era: 'modern' })
+    try {
+      const navigated = await connection.client.callTool({
+        name: 'navigate',
+        arguments: { url: `${fixtures.url}/form?access_token=q8Zr2kLm5Nx7` },
+      })
+      const session = navigated.structuredContent?.session as string
+      const snapshot = await connection.client.callTool({ name: 'snapshot', arguments: { session } })
+      const ref = refOf(textOf(snapshot), /textbox "Name"/)
+      const typed = await connection.client.callTool({
+        name: 'type',
+        arguments: { session, ref, text: 'Ada from the night shift' },
+      })
+      expect(typed.isError, textOf(typed)).toBeFalsy()
+      const lines = await readAuditLines(file, 3)
+      const text = await readFile(file, 'utf8')
+      expect(lines.map((line) => [line.tool, line.outcome, line.arguments])).toEqual([
+        ['navigate', 'ok', { url: `${fixtures.url}/form?access_token=[redacted]` }],
+        ['snapshot', 'ok', undefined],
+        ['type', 'ok', { ref }],
+      ])
+      // The three calls are one browser session's: its handle, hashed, ties them together.
+      expect(lines.map((line) => line.handle)).toEqual(Array(3).fill(expect.stringMatching(/^[0-9a-f]{16}$/)))
+      expect(new Set(lines.map((line) => line.handle)).size).toBe(1)
+      for (const secret of ['q8Zr2kLm5Nx7', 'night shift', session]) expect(text).not.toContain(secret)
+    } finally {
+      await connection.close()
+      await server.close()
+      await rm(dir, { recursive: true, force: true })
     }
   })
 })

@@ -18,6 +18,9 @@ export const server = defineServer<ExampleDeps, ExampleOptions>({
   options,
   toolsets: { notes: 'add_note, search_notes', demo: 'count_slowly' },
   tools: [addNote, searchNotes, countSlowly],
+  // What the audit log (--audit-log) records of a call's arguments: identifiers that say what it
+  // touched, never content (a note's title or body, a search's text).
+  auditArguments: ['tags', 'tag', 'n'],
   resources: [
     {
       name: 'note-index',

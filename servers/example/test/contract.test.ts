@@ -5,7 +5,9 @@ import { server } from '../src/server.js'
 describe('example contract', () => {
   it('follows the tool naming and annotation rules', () => {
     const tools = typeof server.tools === 'function' ? [] : server.tools
-    expect(checkToolContract(tools, { serverName: 'example' })).toEqual([])
+    expect(
+      checkToolContract(tools, { serverName: 'example', auditArguments: server.auditArguments }),
+    ).toEqual([])
   })
 
   it('keeps its tool list stable', async () => {

@@ -68,6 +68,8 @@ export const server = defineServer<FsDeps>({
     destructive: 'copy_file, delete_file (off unless named)',
   },
   defaultToolsets: ['default'],
+  // The audit log (--audit-log) records which files a call touched; never what was written.
+  auditArguments: ['path', 'paths', 'source', 'destination'],
   helpFooter: [
     'Examples:',
     '  mcp-server-fs ~/projects/app                 serve one directory over stdio',

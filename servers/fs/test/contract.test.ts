@@ -22,7 +22,7 @@ const writingTools = ['write_file', 'edit_file', 'create_directory', 'move_file'
 
 describe('fs contract', () => {
   it('follows the tool naming and annotation rules', () => {
-    expect(checkToolContract(tools, { serverName: 'fs' })).toEqual([])
+    expect(checkToolContract(tools, { serverName: 'fs', auditArguments: server.auditArguments })).toEqual([])
   })
 
   it('keeps its tool list stable', async () => {

@@ -2,7 +2,14 @@ import { spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type Connection, connectHttp, connectStdio, spawnHttp, spawnRaw } from '@keel-mcp/core/testing'
+import {
+  type Connection,
+  connectHttp,
+  connectStdio,
+  readAuditLines,
+  spawnHttp,
+  spawnRaw,
+} from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { call, ok } from './helpers.js'
 import { makeTree, useTempDirectories } from './temp-tree.js'
@@ -262,6 +269,30 @@ describe('the wire, raw', () => {
       arguments: { path: 'src/main.ts' },
     })
     expect(right.result.content[0].text).toBe('export const answer = 41\n')
+  })
+})
+
+describe('the audit log', () => {
+  it('records which files each call touched, and never what was written', async () => {
+    const { base, root } = await workspace()
+    const file = path.join(base, 'audit.jsonl')
+    const connection = await connectStdio({
+      command: process.execPath,
+      args: [BIN, root, '--audit-log', file],
+    })
+    open.push(connection)
+    await ok(connection, 'read_text_file', { path: 'notes.md' })
+    await ok(connection, 'write_file', { path: 'plan.md', content: 'the launch date is under embargo' })
+    await ok(connection, 'move_file', { source: 'plan.md', destination: 'src/plan.md' })
+    await ok(connection, 'read_multiple_files', { paths: ['notes.md', 'src/main.ts'] })
+    const lines = await readAuditLines(file, 4)
+    expect(lines.map((line) => [line.tool, line.outcome, line.arguments])).toEqual([
+      ['read_text_file', 'ok', { path: 'notes.md' }],
+      ['write_file', 'ok', { path: 'plan.md' }],
+      ['move_file', 'ok', { source: 'plan.md', destination: 'src/plan.md' }],
+      ['read_multiple_files', 'ok', { paths: ['notes.md', 'src/main.ts'] }],
+    ])
+    expect(await readFile(file, 'utf8')).not.toContain('embargo')
   })
 })
 

@@ -318,6 +318,23 @@ function toolsFor(config: { toolsets: string[]; tools: string[] }) {
   return tools.map((tool) => (DEFAULT_TOOLS.has(tool.name) ? { ...tool, toolset: 'default' } : tool))
 }
 
+/**
+ * What the audit log (--audit-log) records of a call: the repository, the numbers, ids, refs and
+ * names of what it touched, and the choices it made (state, verdict, merge method). Never a body,
+ * title, comment, commit message, file content, search query or workflow inputs.
+ */
+export const auditArguments = [
+  ...['repo', 'owner', 'org', 'organization', 'owner_type', 'username', 'team_slug'],
+  ...['issue_number', 'pull_number', 'discussion_number', 'alert_number', 'project_number'],
+  ...['milestone', 'number', 'sub_issue_id', 'after_id', 'before_id', 'comment_id', 'review_id'],
+  ...['run_id', 'job_id', 'artifact_id', 'thread_id', 'gist_id', 'ghsa_id', 'cve_id'],
+  ...['project_id', 'item_id', 'field_id', 'option_id', 'iteration_id', 'category_id'],
+  ...['path', 'file', 'ref', 'sha', 'commit_id', 'expected_head_sha', 'branch', 'from_branch'],
+  ...['base', 'head', 'tag', 'workflow', 'label', 'labels', 'assignees', 'name', 'new_name'],
+  ...['state', 'state_reason', 'event', 'merge_method', 'action', 'type', 'enable_toolset'],
+  ...['severity', 'ecosystem', 'affects', 'secret_type'],
+] as const
+
 /** Client waits: tests shorten them, nothing else differs. */
 export type ClientTuning = Pick<ClientOptions, 'retryAfterBaseMs' | 'maxRateLimitWaitS' | 'spaceRequests'>
 
@@ -339,6 +356,7 @@ export function createServer(tuning: ClientTuning = {}) {
     toolsets,
     defaultToolsets,
     tools: toolsFor,
+    auditArguments,
     dynamicTools: true,
     ready: (deps) => deps.ready(),
     resourceTemplates,

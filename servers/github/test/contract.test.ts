@@ -61,7 +61,9 @@ const REFERENCE_TOOLS = [
 
 describe('contract', () => {
   it('follows the tool naming and annotation rules', () => {
-    expect(checkToolContract(tools, { serverName: 'github' })).toEqual([])
+    expect(checkToolContract(tools, { serverName: 'github', auditArguments: server.auditArguments })).toEqual(
+      [],
+    )
   })
 
   it('keeps its full tool list stable', async () => {

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import {
   connectHttp,
   connectStdio,
+  readAuditLines,
   runProcess,
   selfSignedCertificate,
   spawnHttp,
@@ -15,7 +16,8 @@ import {
 import { afterEach, describe, expect, it } from 'vitest'
 import { DEFAULT_TOOLS } from '../src/server.js'
 import { FakeGitHub } from './fake-github.js'
-import { user } from './fixtures.js'
+import { comment, issue, user } from './fixtures.js'
+import { json } from './helpers.js'
 
 /** The built bin (`pnpm run build` first): core, SDK and zod inlined; Octokit external and lazy. */
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url))
@@ -113,6 +115,43 @@ describe('the built bin against GitHub Enterprise Server over https', () => {
     const result = await connection.client.callTool({ name: 'get_me', arguments: {} })
     expect(result.structuredContent.login).toBe('enterprise-user')
     expect(seen).toEqual([['/api/v3/user', `token ${TOKEN}`]])
+  })
+})
+
+describe('the audit log', () => {
+  it('records the repository and numbers a call touched, never a comment or a token', async () => {
+    const fake = await fakeWithUser()
+    fake.on('GET', '/repos/octo/demo/issues/3', json(issue(3)))
+    fake.on('POST', '/repos/octo/demo/issues/3/comments', json(comment(9, 'octocat', 'Thanks'), 201))
+    const dir = await mkdtemp(join(tmpdir(), 'keel-github-audit-'))
+    const file = join(dir, 'audit.jsonl')
+    try {
+      const connection = await connectStdio({
+        command: process.execPath,
+        args: [BIN, '--audit-log', file],
+        env: { ...CLEAN, GITHUB_TOKEN: TOKEN, GITHUB_API_URL: fake.url },
+      })
+      await connection.client.callTool({
+        name: 'get_issue',
+        arguments: { repo: 'octo/demo', issue_number: 3 },
+      })
+      await connection.client.callTool({
+        name: 'add_issue_comment',
+        arguments: { repo: 'octo/demo', issue_number: 3, body: 'the fix ships on the 12th' },
+      })
+      // Lines still gathered are written when the process exits.
+      await connection.close()
+      const lines = await readAuditLines(file, 2)
+      const text = await readFile(file, 'utf8')
+      expect(lines.map((line) => [line.tool, line.outcome, line.arguments])).toEqual([
+        ['get_issue', 'ok', { repo: 'octo/demo', issue_number: 3 }],
+        ['add_issue_comment', 'ok', { repo: 'octo/demo', issue_number: 3 }],
+      ])
+      expect(text).not.toContain('12th')
+      expect(text).not.toContain(TOKEN)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 })
 

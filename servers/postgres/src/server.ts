@@ -133,6 +133,9 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
   // `database` is listed only when there is a choice: with one database it could name only that
   // one, and every conversation would pay for it on every tool.
   tools: (config) => (targetsOf(config).length > 1 ? allTools : singleDatabaseTools),
+  // The audit log (--audit-log) records which database and objects a call named; never the SQL or
+  // its parameters (literals can hold personal data or secrets).
+  auditArguments: ['database', 'schema', 'table', 'name', 'kind', 'kinds', 'pattern', 'checks', 'order_by'],
   resourceTemplates: [tableResource],
   // Cheap on purpose: nothing connects and nothing heavy loads until warmUp (after initialize).
   createDeps({ config, logger, addSecret }) {

@@ -1,9 +1,13 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
   type Connection,
   connectHttp,
   connectStdio,
   type RawStdio,
+  readAuditLines,
   runProcess,
   spawnHttp,
   spawnRaw,
@@ -103,6 +107,44 @@ describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client
     })
     expect(result.structuredContent.rows).toEqual([['8']])
     expectNoSecrets(server.stdout() + server.stderr())
+  })
+})
+
+describe('the audit log', () => {
+  it('records the objects a call named, never its SQL, parameters or the connection string', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'keel-postgres-audit-'))
+    open.push({ close: () => rm(dir, { recursive: true, force: true }) })
+    const file = join(dir, 'audit.jsonl')
+    const connection = await connectStdio({
+      command: process.execPath,
+      args: [BIN, '--audit-log', file],
+      env: { DATABASE_URL: shared.url },
+    })
+    const { client } = connection
+    const rows = await client.callTool({
+      name: 'query',
+      arguments: {
+        sql: "SELECT id FROM shop.customers WHERE email = 'grace@example.com' OR id = $1",
+        params: [918273645],
+      },
+    })
+    expect(rows.isError).toBeFalsy()
+    const described = await client.callTool({
+      name: 'describe_table',
+      arguments: { schema: 'shop', table: 'customers' },
+    })
+    expect(described.isError).toBeFalsy()
+    // Lines still gathered are written when the process exits.
+    await connection.close()
+    const lines = await readAuditLines(file, 2)
+    const text = await readFile(file, 'utf8')
+    expect(lines.map((line) => [line.tool, line.outcome, line.arguments])).toEqual([
+      ['query', 'ok', undefined],
+      ['describe_table', 'ok', { schema: 'shop', table: 'customers' }],
+    ])
+    expect(text).not.toContain('grace@example.com')
+    expect(text).not.toContain('918273645')
+    expectNoSecrets(text)
   })
 })
 

@@ -83,6 +83,13 @@ export function createServer(tuning: SlackTuning = {}) {
       writes: 'post, reply, react, edit and delete own messages (needs --allow-writes)',
     },
     defaultToolsets: ['all'],
+    // The audit log (--audit-log) records where a call read or wrote (workspace, channel, thread,
+    // message, user, file) and what it named; never a message's text, a canvas's markdown, a title,
+    // a comment or a search query.
+    auditArguments: [
+      ...['workspace', 'channel', 'thread_ts', 'ts', 'user', 'file', 'canvas', 'permalink', 'id'],
+      ...['name', 'post_at', 'path', 'operation', 'oldest', 'latest'],
+    ],
     // Search is offered only with a user token, writes only with --allow-writes (and never with
     // --read-only), upload_file only with an --upload-dir as well.
     tools: (config) => {

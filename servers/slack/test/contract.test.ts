@@ -1,8 +1,9 @@
 import { checkToolContract, toolListSnapshot } from '@keel-mcp/core/testing'
 import { describe, expect, it } from 'vitest'
-import { readTools, writeTools } from '../src/server.js'
+import { readTools, server, writeTools } from '../src/server.js'
 import { uploadFile } from '../src/tools/files.js'
 import { searchMessages } from '../src/tools/messages.js'
+import { withWorkspaces } from '../src/workspaces.js'
 import { connect, fake, USER_TOKEN, useCleanup } from './helpers.js'
 
 useCleanup()
@@ -10,7 +11,10 @@ useCleanup()
 describe('slack contract', () => {
   it('follows the tool naming and annotation rules', () => {
     expect(
-      checkToolContract([...readTools, searchMessages, ...writeTools, uploadFile], { serverName: 'slack' }),
+      checkToolContract(
+        withWorkspaces([...readTools, searchMessages, ...writeTools, uploadFile], ['default', 'other']),
+        { serverName: 'slack', auditArguments: server.auditArguments },
+      ),
     ).toEqual([])
   })
 

@@ -1,8 +1,12 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
   type Connection,
   connectHttp,
   connectStdio,
+  readAuditLines,
   runProcess,
   spawnHttp,
   spawnRaw,
@@ -73,6 +77,37 @@ describe.each(['v2', 'v1'] as const)('the built bin over HTTP with the %s client
     })
     expect(posted.isError).toBeFalsy()
     expect(server.stderr()).not.toContain(BOT_TOKEN)
+  })
+})
+
+describe('the audit log', () => {
+  it('records where each call read or wrote over HTTP, never the message text or a token', async () => {
+    const fake = await slack()
+    const dir = await mkdtemp(join(tmpdir(), 'keel-slack-audit-'))
+    open.push({ close: () => rm(dir, { recursive: true, force: true }) })
+    const file = join(dir, 'audit.jsonl')
+    const server = await spawnHttp(
+      process.execPath,
+      [BIN, '--allow-writes', '--write-channels', '#random', '--audit-log', file],
+      { env: env(fake) },
+    )
+    open.push(server)
+    const connection = await connectHttp(server.url)
+    open.push(connection)
+    const calls = [
+      ['get_channel_history', { channel: '#general', limit: 3 }],
+      ['post_message', { channel: '#random', text: 'the offsite moves to Lisbon' }],
+    ] as const
+    for (const [name, args] of calls)
+      expect((await connection.client.callTool({ name, arguments: args })).isError).toBeFalsy()
+    const lines = await readAuditLines(file, 2)
+    const text = await readFile(file, 'utf8')
+    expect(lines.map((line) => [line.tool, line.outcome, line.transport, line.arguments])).toEqual([
+      ['get_channel_history', 'ok', 'http', { channel: '#general' }],
+      ['post_message', 'ok', 'http', { channel: '#random' }],
+    ])
+    expect(text).not.toContain('Lisbon')
+    expect(text).not.toContain(BOT_TOKEN)
   })
 })
 

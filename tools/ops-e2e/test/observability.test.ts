@@ -274,6 +274,11 @@ describe('a scripted set of calls, and the telemetry it leaves', () => {
       ['read_text_file', 'error'],
     ])
     expect(fsLines[1]).toMatchObject({ error_kind: 'not_found', transport: 'http', era: 'modern' })
+    // The arguments each server records: which files, which issue; never a query's SQL.
+    expect(fsLines.map((line) => line.arguments)).toEqual([
+      { path: work },
+      { path: join(work, 'absent.txt') },
+    ])
     for (const line of fsLines) {
       expect(typeof line.duration_ms).toBe('number')
       expect(line.arguments_bytes).toBeGreaterThan(0)
@@ -286,8 +291,17 @@ describe('a scripted set of calls, and the telemetry it leaves', () => {
       ['get_issue', 'cancelled'],
     ])
     expect(githubLines[0]).toMatchObject({ era: 'legacy', session: expect.stringMatching(/^[0-9a-f]{16}$/) })
+    expect(githubLines.map((line) => line.arguments)).toEqual([
+      undefined,
+      { repo: 'octo/slow', issue_number: 1 },
+    ])
     const raw = await readFile(join(work, 'github-audit.jsonl'), 'utf8')
     expect(raw).not.toContain(TOKEN)
+    const postgresLines = await auditLines('postgres')
+    expect(postgresLines.map((line) => [line.tool, line.outcome, line.arguments])).toEqual([
+      ['query', 'ok', undefined],
+    ])
+    expect(await readFile(join(work, 'postgres-audit.jsonl'), 'utf8')).not.toContain('SELECT')
   })
 
   it('answers /readyz from each server’s upstream, and /metrics only where asked', async () => {
