@@ -12,7 +12,7 @@ import { createLogger } from '../src/logger.js'
 import { AuditSink, isoNow } from '../src/observe/audit.js'
 import { installObserver } from '../src/observe/hooks.js'
 import { Counter, Histogram, Registry } from '../src/observe/metrics.js'
-import { hashId, Observer } from '../src/observe/observer.js'
+import { AUDIT_VALUE_CHARS, hashId, Observer } from '../src/observe/observer.js'
 import { memoryRateLimiter, type RateLimiter } from '../src/observe/rate-limit.js'
 import { type ObserveConfig, observing, parseRate } from '../src/observe-config.js'
 import { redactor } from '../src/redact.js'
@@ -352,7 +352,7 @@ describe('the observer without tracing', () => {
           session: undefined,
           transport: 'http',
           era: 'modern',
-          safeArguments: { path: secret, n: 2 },
+          safeArguments: { path: secret, n: 2, long: ['x'.repeat(5000)] },
         }),
       )
       second.end({ outcome: 'ok', resultBytes: 3, handle: 'session.Zq81mKp0wLr7Tt3vXy5B' })
@@ -393,6 +393,8 @@ describe('the observer without tracing', () => {
     expect(lines[0].handle).toBeUndefined()
     expect(JSON.stringify(lines)).not.toContain('Zq81mKp0wLr7Tt3vXy5B')
     expect(lines[1].arguments.path).toBe(redactor.redact(secret))
+    // A long value is cut: no call makes the log grow by its arguments' size.
+    expect(lines[1].arguments.long).toEqual([`${'x'.repeat(AUDIT_VALUE_CHARS)}…[904 more characters]`])
     expect(JSON.stringify(lines)).not.toContain('hunter2')
   })
 

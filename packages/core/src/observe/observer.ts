@@ -79,6 +79,18 @@ export interface ObserverOptions {
 
 export const hashId = (id: string) => createHash('sha256').update(id).digest('hex').slice(0, 16)
 
+/**
+ * The longest argument value an audit line holds, in characters (Linux's longest path): a longer
+ * one is cut there and marked, so that no call can make the log grow by its arguments' size.
+ */
+export const AUDIT_VALUE_CHARS = 4096
+
+/** A JSON.stringify replacer that cuts strings longer than {@link AUDIT_VALUE_CHARS}. */
+const cutLong = (_key: string, value: unknown) =>
+  typeof value === 'string' && value.length > AUDIT_VALUE_CHARS
+    ? `${value.slice(0, AUDIT_VALUE_CHARS)}…[${value.length - AUDIT_VALUE_CHARS} more characters]`
+    : value
+
 /** Hashed ids remembered at most (sessions and handles repeat across calls). */
 const MAX_HASHED = 4096
 
@@ -694,7 +706,7 @@ export class Observer implements ObserverHooks {
     if (result.handle) line += `,"handle":"${this.#hash(result.handle)}"`
     line += `,"arguments_bytes":${start.argumentsBytes},"result_bytes":`
     const tail = start.safeArguments
-      ? `,"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments))}}\n`
+      ? `,"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments), cutLong)}}\n`
       : '}\n'
     const audit = this.#audit as AuditSink
     const measured = result.resultBytes
