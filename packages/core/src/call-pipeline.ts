@@ -188,7 +188,7 @@ function observedCall<D, C>(
     session: channel.session.id,
     subject,
     era: channel.era,
-    argumentsBytes: sizes ? Buffer.byteLength(JSON.stringify(args)) : 0,
+    argumentsBytes: sizes ? sizeOf(call.sent ?? args) : 0,
     safeArguments: sizes
       ? valuesOf(tool.auditArguments ?? parts.runtime.spec.auditArguments, call.sent ?? args)
       : undefined,
@@ -207,6 +207,9 @@ function observedCall<D, C>(
   }
   return observedRun(parts, call, channel, observation, sizes)
 }
+
+/** The bytes of a value's JSON (what a client sent: valid JSON, so never undefined). */
+const sizeOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? '')
 
 /** The arguments of `names` a call was given, for its audit line; undefined when it was given none. */
 function valuesOf(names: readonly string[] | undefined, sent: unknown): Record<string, unknown> | undefined {

@@ -507,17 +507,17 @@ describe('the observer without tracing', () => {
     })
     installObserver(watching)
     const connection = await connectInMemory(spec)
+    const calls: Array<[string, Record<string, unknown>]> = [
+      ['write_note', { path: 'notes/a.md', content: 'the body nobody may read' }],
+      [
+        'write_note',
+        { path: 'token=ghp_Q7x2mK9vL4pR8sT1wY6zB3nC5dF0gH2jA7kE', content: 'x', labels: ['a', 'b'] },
+      ],
+      ['comment', { repo: 'octo/hello', issue_number: 7, body: 'a private comment' }],
+      ['secret_path', { path: 'p', note: 'n' }],
+      ['nothing', { path: 'q' }],
+    ]
     try {
-      const calls: Array<[string, Record<string, unknown>]> = [
-        ['write_note', { path: 'notes/a.md', content: 'the body nobody may read' }],
-        [
-          'write_note',
-          { path: 'token=ghp_Q7x2mK9vL4pR8sT1wY6zB3nC5dF0gH2jA7kE', content: 'x', labels: ['a', 'b'] },
-        ],
-        ['comment', { repo: 'octo/hello', issue_number: 7, body: 'a private comment' }],
-        ['secret_path', { path: 'p', note: 'n' }],
-        ['nothing', { path: 'q' }],
-      ]
       for (const [name, args] of calls) {
         const result = await connection.client.callTool({ name, arguments: args })
         expect(result.isError, JSON.stringify(result)).toBeFalsy()
@@ -538,6 +538,10 @@ describe('the observer without tracing', () => {
     ])
     for (const content of ['nobody may read', 'private comment', 'ghp_Q7x2mK9v'])
       expect(raw).not.toContain(content)
+    // Sizes are of what the client sent too, not of what the schema made of it.
+    expect(lines.map((line) => line.arguments_bytes)).toEqual(
+      calls.map(([, args]) => Buffer.byteLength(JSON.stringify(args))),
+    )
   })
 
   it('admits at once from an in-process budget, and counts refusals by budget', async () => {
