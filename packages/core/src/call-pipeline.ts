@@ -416,6 +416,7 @@ function callLogger<D>(logger: Logger, name: string, channel: CallChannel<D>): L
  */
 class CallContext<D, C> implements ToolContext<D> {
   readonly deps!: D
+  readonly tool!: string
   readonly requestId!: string | number
   readonly session!: ToolContext<D>['session']
   readonly auth!: ToolContext<D>['auth']
@@ -464,6 +465,7 @@ class CallContext<D, C> implements ToolContext<D> {
     this.#stop = stop
     Object.defineProperties(this, CallContext.#accessors)
     this.deps = parts.runtime.deps
+    this.tool = name
     this.requestId = channel.requestId
     this.session = channel.session
     this.auth = channel.auth

@@ -94,6 +94,8 @@ export interface AskOptions {
 export interface ToolContext<D> {
   /** The server's dependencies, built once per process by `createDeps`. */
   readonly deps: D
+  /** The name of the tool this call runs (what a server names its upstream work after). */
+  readonly tool: string
   /** Aborted when the client cancels, the call times out, or the server shuts down. */
   readonly signal: AbortSignal
   /** Logger for this call; warnings and errors are also forwarded to the client. */

@@ -10,6 +10,7 @@ import {
   runProcess,
   spawnHttp,
   spawnRaw,
+  startOtlpReceiver,
 } from '@keel-mcp/core/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Fixtures, startFixtures } from './fixtures.js'
@@ -187,6 +188,62 @@ describe('the audit log', () => {
       await connection.close()
       await server.close()
       await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('tracing', () => {
+  it('records the launch and each action as the browser work of the call that asked for it', async () => {
+    const receiver = await startOtlpReceiver()
+    try {
+      const raw = spawnRaw(
+        process.execPath,
+        [BIN, '--allow-private-network', '--otel-endpoint', receiver.url],
+        {
+          env: { OTEL_METRIC_EXPORT_INTERVAL: '60000' },
+        },
+      )
+      await raw.initialize()
+      const navigated = await raw.request('tools/call', {
+        name: 'navigate',
+        arguments: { url: `${fixtures.url}/form` },
+      })
+      const text = textOf(navigated.result ?? {})
+      const clicked = await raw.request('tools/call', {
+        name: 'click',
+        arguments: { ref: refOf(text, /button "Send"/) },
+      })
+      expect(clicked.result?.isError ?? false, textOf(clicked.result ?? {})).toBe(false)
+      // The spans and metrics leave at shutdown, if not before.
+      expect((await raw.end()).code).toBe(0)
+      const named = (name: string) => receiver.spans.find((span) => span.name === name)
+      const names = receiver.spans.map((span) => span.name).join(', ')
+      const navigate = named('tools/call navigate')
+      const click = named('tools/call click')
+      expect(navigate, names).toBeDefined()
+      expect(named('browser launch'), names).toMatchObject({
+        kind: 3,
+        parentSpanId: navigate?.spanId,
+        attributes: { 'keel.upstream.system': 'browser' },
+      })
+      expect(named('browser navigate'), names).toMatchObject({
+        kind: 3,
+        parentSpanId: navigate?.spanId,
+        attributes: { 'keel.upstream.system': 'browser', 'keel.browser.tab': 't1' },
+      })
+      expect(named('browser click'), names).toMatchObject({
+        kind: 3,
+        parentSpanId: click?.spanId,
+        attributes: { 'keel.browser.tab': 't1' },
+      })
+      const upstream = receiver.histograms.get('keel.upstream.duration') ?? []
+      expect(
+        upstream
+          .filter((point) => point.attributes['keel.upstream.system'] === 'browser')
+          .reduce((sum, point) => sum + point.count, 0),
+      ).toBe(3)
+    } finally {
+      await receiver.close()
     }
   })
 })

@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs'
 // node:fs/promises loads on first use through the getter, not at start.
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { traceUpstream } from '@keel-mcp/core'
 import type { Browser, BrowserContext, ConnectOptions, Page, Target } from 'puppeteer-core'
 import type { CdpEndpoint } from './cdp-endpoint.js'
 import { discoverBrowser } from './discover.js'
@@ -462,7 +463,10 @@ export class BrowserHost {
   private ensureBrowser(): Promise<Browser> {
     if (this.disposed) return Promise.reject(new Error('The server is shutting down'))
     if (this.browser?.connected) return Promise.resolve(this.browser)
-    this.launching ??= this.launch().finally(() => {
+    // Launching (or attaching to) the browser is upstream work of the call that needs it first.
+    this.launching ??= traceUpstream('browser', this.settings.cdpEndpoint ? 'attach' : 'launch', () =>
+      this.launch(),
+    ).finally(() => {
       this.launching = undefined
     })
     return this.launching

@@ -9,6 +9,7 @@ import {
   ToolError,
   type ToolSpec,
   toolFactory,
+  traceUpstream,
   z,
 } from '@keel-mcp/core'
 import type { BrowserHost, BrowserSession } from '../lib/browser.js'
@@ -176,7 +177,11 @@ export async function onTab<T extends { text: string }>(
     }
     let result: T
     try {
-      result = await work(tab, session)
+      // The browser's work on the tab, after the wait for earlier calls on it: an upstream call of
+      // the tool's (a span under its own with tracing, `system="browser"` in the metrics).
+      result = await traceUpstream('browser', context.tool, () => work(tab, session), {
+        'keel.browser.tab': tab.id,
+      })
     } catch (error) {
       throw (await stoppedError(tab, session)) ?? error
     }
