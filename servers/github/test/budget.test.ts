@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { issue } from './fixtures.js'
+import { comment, commit, issue, pull, user } from './fixtures.js'
 import { closeAll, errorKind, json, type Setup, setup, textOf } from './helpers.js'
 
 afterEach(closeAll)
@@ -78,4 +78,127 @@ describe('github budgets (max_tokens)', () => {
     expect(result.structuredContent.content).toHaveLength(4000)
     expect(result.structuredContent.nextOffset).toBe(4000)
   })
+})
+
+/** Forty items of each kind, each carrying a few hundred characters of text written by users. */
+const text = (index: number) => `Item ${index}: ${'a sentence people wrote about it. '.repeat(12)}`
+const forty = <T>(make: (index: number) => T) => Array.from({ length: 40 }, (_, index) => make(index + 1))
+const PAGES: Array<[tool: string, args: Record<string, unknown>, key: string, path: string, body: unknown]> =
+  [
+    [
+      'get_pull_request_comments',
+      { repo: 'octo/big', pull_number: 5 },
+      'comments',
+      `${REPO}/pulls/5/comments`,
+      forty((index) => ({ ...comment(index, 'mona', text(index)), path: 'a.ts', line: index })),
+    ],
+    [
+      'get_pull_request_reviews',
+      { repo: 'octo/big', pull_number: 5 },
+      'reviews',
+      `${REPO}/pulls/5/reviews`,
+      forty((index) => ({
+        id: index,
+        user: user('mona'),
+        state: 'COMMENTED',
+        body: text(index),
+        submitted_at: '2026-01-04T00:00:00Z',
+      })),
+    ],
+    [
+      'list_pull_request_commits',
+      { repo: 'octo/big', pull_number: 5 },
+      'commits',
+      `${REPO}/pulls/5/commits`,
+      forty((index) => commit(String(index).padStart(40, '0'), text(index))),
+    ],
+    [
+      'search_pull_requests',
+      { query: 'repo:octo/big crash' },
+      'pullRequests',
+      '/search/issues',
+      {
+        total_count: 40,
+        incomplete_results: false,
+        items: forty((index) => ({
+          ...pull(index, { title: text(index).slice(0, 120) }),
+          repository_url: 'https://api.github.com/repos/octo/big',
+          pull_request: {},
+        })),
+      },
+    ],
+    [
+      'list_releases',
+      { repo: 'octo/big' },
+      'releases',
+      `${REPO}/releases`,
+      forty((index) => ({
+        tag_name: `v${index}.0.0`,
+        name: `Release ${index}`,
+        draft: false,
+        prerelease: false,
+        published_at: '2026-01-01T00:00:00Z',
+        body: text(index),
+        html_url: `https://github.com/octo/big/releases/v${index}.0.0`,
+      })),
+    ],
+    [
+      'search_commits',
+      { query: 'crash repo:octo/big' },
+      'commits',
+      '/search/commits',
+      {
+        total_count: 40,
+        incomplete_results: false,
+        items: forty((index) => ({
+          ...commit(String(index).padStart(40, '0'), text(index)),
+          repository: { full_name: 'octo/big' },
+        })),
+      },
+    ],
+  ]
+
+describe('github budgets on lists of text people wrote', () => {
+  it.each(PAGES)(
+    '%s cuts its page at max_tokens, and its cursors give exactly the rest',
+    async (tool, args, key, path, body) => {
+      const github = await setup()
+      github.fake.on('GET', path, json(body))
+      const whole = (await github.call(tool, { ...args, per_page: 100 })).structuredContent
+      expect(whole[key]).toHaveLength(40)
+      expect(whole.budget).toBeUndefined()
+      const shown: unknown[] = []
+      let cursor: string | undefined
+      let answers = 0
+      do {
+        const result = await github.call(tool, {
+          ...args,
+          per_page: 100,
+          max_tokens: 800,
+          ...(cursor ? { cursor } : {}),
+        })
+        expect(result.isError ?? false, textOf(result)).toBe(false)
+        const data = result.structuredContent
+        shown.push(...data[key])
+        cursor = data.budget?.cursor
+        if (cursor) expect(textOf(result)).toContain(`continue with cursor "${cursor}"`)
+        answers++
+      } while (cursor && answers < 40)
+      expect(answers).toBeGreaterThan(2)
+      expect(shown).toEqual(whole[key])
+    },
+  )
+
+  it.each(PAGES)(
+    '%s keeps to --max-answer-tokens when the call gives no budget',
+    async (tool, args, key, path, body) => {
+      const github = await setup({ argv: ['--max-answer-tokens', '1000'] })
+      github.fake.on('GET', path, json(body))
+      const result = await github.call(tool, { ...args, per_page: 100 })
+      const data = result.structuredContent
+      expect(data.budget).toMatchObject({ cut: true, total: 40 })
+      expect(data[key].length).toBeLessThan(40)
+      expect(textOf(result)).toContain('[cut at 1000 tokens:')
+    },
+  )
 })

@@ -1,12 +1,14 @@
-import { ToolError, z } from '@keel-mcp/core'
+import { budgetOutput, openBudget, ToolError, z } from '@keel-mcp/core'
 import { clean, cleanRendered } from '../lib/index.js'
 import { formatIssue } from './issues.js'
 import {
+  budgetInput,
   cap,
   defineTool,
   github,
   list,
   listed,
+  listedWithin,
   login,
   more,
   number,
@@ -31,10 +33,12 @@ export const searchPullRequests = defineTool({
   title: 'Search PRs',
   description: 'Search pull requests ("repo:o/r is:open author:x").',
   toolset,
-  input: { query: query.describe('Query (is:pr added)'), page, per_page: perPage },
-  output: { total: z.number().int(), pullRequests: list(), ...more },
+  input: { query: query.describe('Query (is:pr added)'), page, per_page: perPage, ...budgetInput },
+  output: { total: z.number().int(), pullRequests: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ query, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const { query, page, per_page } = args
+    const budget = openBudget('search_pull_requests', args)
     const client = await github(deps, auth)
     const q = /(^|\s)(is|type):pr(\s|$)/.test(query) ? query : `${query} is:pr`
     const response = await client.octokit.rest.search.issuesAndPullRequests({
@@ -50,7 +54,9 @@ export const searchPullRequests = defineTool({
         return { repository: `${where.owner}/${where.repo}`, ...rest }
       }),
     )
-    return listed(
+    return listedWithin(
+      budget,
+      'pullRequests',
       { total: response.data.total_count, pullRequests, ...pageInfo(response.headers) },
       { untrusted: true, page },
     )
@@ -111,10 +117,17 @@ export const listPullRequestCommits = defineTool({
   title: 'PR commits',
   description: 'Commits of a PR, oldest first.',
   toolset,
-  input: { repo, pull_number: pullNumber, page, per_page: perPage },
-  output: { commits: list(), ...more },
+  input: { repo, pull_number: pullNumber, page, per_page: perPage, ...budgetInput },
+  output: { commits: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ repo: { owner, repo }, pull_number, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const {
+      repo: { owner, repo },
+      pull_number,
+      page,
+      per_page,
+    } = args
+    const budget = openBudget('list_pull_request_commits', args)
     const { octokit } = await github(deps, auth)
     const response = await octokit.rest.pulls.listCommits({
       owner,
@@ -124,7 +137,9 @@ export const listPullRequestCommits = defineTool({
       per_page,
       ...signalOf(signal),
     })
-    return listed(
+    return listedWithin(
+      budget,
+      'commits',
       {
         commits: response.data.map((entry) => ({
           sha: entry.sha,

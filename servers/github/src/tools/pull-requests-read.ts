@@ -275,10 +275,17 @@ export const getPullRequestComments = defineTool({
   title: 'Get PR comments',
   description: 'Line review comments of a PR.',
   toolset,
-  input: { repo, pull_number: pullNumber, page, per_page: perPage },
-  output: { comments: list(), ...more },
+  input: { repo, pull_number: pullNumber, page, per_page: perPage, ...budgetInput },
+  output: { comments: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ repo: { owner, repo }, pull_number, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const {
+      repo: { owner, repo },
+      pull_number,
+      page,
+      per_page,
+    } = args
+    const budget = openBudget('get_pull_request_comments', args)
     const client = await github(deps, auth)
     const response = await client.octokit.rest.pulls.listReviewComments({
       owner,
@@ -308,7 +315,12 @@ export const getPullRequestComments = defineTool({
         ),
       })),
     )
-    return listed({ comments, ...pageInfo(response.headers) }, { untrusted: true, page })
+    return listedWithin(
+      budget,
+      'comments',
+      { comments, ...pageInfo(response.headers) },
+      { untrusted: true, page },
+    )
   },
 })
 
@@ -317,10 +329,17 @@ export const getPullRequestReviews = defineTool({
   title: 'Get PR reviews',
   description: 'Reviews of a PR (verdict, summary).',
   toolset,
-  input: { repo, pull_number: pullNumber, page, per_page: perPage },
-  output: { reviews: list(), ...more },
+  input: { repo, pull_number: pullNumber, page, per_page: perPage, ...budgetInput },
+  output: { reviews: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ repo: { owner, repo }, pull_number, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const {
+      repo: { owner, repo },
+      pull_number,
+      page,
+      per_page,
+    } = args
+    const budget = openBudget('get_pull_request_reviews', args)
     const client = await github(deps, auth)
     const response = await client.octokit.rest.pulls.listReviews({
       owner,
@@ -349,6 +368,11 @@ export const getPullRequestReviews = defineTool({
         ),
       })),
     )
-    return listed({ reviews, ...pageInfo(response.headers) }, { untrusted: true, page })
+    return listedWithin(
+      budget,
+      'reviews',
+      { reviews, ...pageInfo(response.headers) },
+      { untrusted: true, page },
+    )
   },
 })

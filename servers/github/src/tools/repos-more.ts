@@ -1,13 +1,15 @@
-import { ToolError, z } from '@keel-mcp/core'
+import { budgetOutput, openBudget, ToolError, z } from '@keel-mcp/core'
 import { clean, cleanRendered } from '../lib/index.js'
 import { confirmDestructive } from './confirm.js'
 import {
+  budgetInput,
   cap,
   defineTool,
   entry,
   github,
   list,
   listed,
+  listedWithin,
   login,
   more,
   page,
@@ -185,13 +187,17 @@ export const searchCommits = defineTool({
   title: 'Search commits',
   description: 'Search commits ("fix repo:o/r author:x").',
   toolset,
-  input: { query: query.describe('Query'), page, per_page: perPage },
-  output: { total: z.number().int(), commits: list(), ...more },
+  input: { query: query.describe('Query'), page, per_page: perPage, ...budgetInput },
+  output: { total: z.number().int(), commits: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ query, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const { query, page, per_page } = args
+    const budget = openBudget('search_commits', args)
     const { octokit } = await github(deps, auth)
     const response = await octokit.rest.search.commits({ q: query, page, per_page, ...signalOf(signal) })
-    return listed(
+    return listedWithin(
+      budget,
+      'commits',
       {
         total: response.data.total_count,
         commits: response.data.items.map((item) => ({

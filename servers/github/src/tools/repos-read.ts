@@ -385,10 +385,16 @@ export const listReleases = defineTool({
   title: 'List releases',
   description: 'Releases with notes.',
   toolset,
-  input: { repo, page, per_page: perPage },
-  output: { releases: list(), ...more },
+  input: { repo, page, per_page: perPage, ...budgetInput },
+  output: { releases: list(), ...more, ...budgetOutput },
   annotations: read,
-  async run({ repo: { owner, repo }, page, per_page }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const {
+      repo: { owner, repo },
+      page,
+      per_page,
+    } = args
+    const budget = openBudget('list_releases', args)
     const { octokit } = await github(deps, auth)
     const response = await octokit.rest.repos.listReleases({
       owner,
@@ -397,7 +403,9 @@ export const listReleases = defineTool({
       per_page,
       ...signalOf(signal),
     })
-    return listed(
+    return listedWithin(
+      budget,
+      'releases',
       {
         releases: response.data.map((release) => ({
           tag: release.tag_name,
