@@ -202,3 +202,94 @@ describe('github budgets on lists of text people wrote', () => {
     },
   )
 })
+
+/** Thirty threads or discussion comments on a GraphQL page that has a next one. */
+function graphqlPages(request: { body: unknown }) {
+  const { query } = request.body as { query: string }
+  const pageInfo = { hasNextPage: true, endCursor: 'Y3Vyc29yOjMw' }
+  const nodes = Array.from({ length: 30 }, (_, index) => index + 1)
+  const data = query.includes('reviewThreads')
+    ? {
+        repository: {
+          pullRequest: {
+            reviewThreads: {
+              nodes: nodes.map((index) => ({
+                id: `PRRT_${index}`,
+                isResolved: false,
+                isOutdated: false,
+                path: 'a.ts',
+                line: index,
+                comments: {
+                  totalCount: 1,
+                  nodes: [
+                    {
+                      databaseId: index,
+                      author: { login: 'mona' },
+                      body: text(index),
+                      createdAt: '2026-01-04T00:00:00Z',
+                    },
+                  ],
+                },
+              })),
+              pageInfo,
+            },
+          },
+        },
+      }
+    : {
+        repository: {
+          discussion: {
+            comments: {
+              nodes: nodes.map((index) => ({
+                id: `DC_${index}`,
+                author: { login: 'mona' },
+                body: text(index),
+                createdAt: '2026-01-03T00:00:00Z',
+                isAnswer: false,
+                url: `https://github.com/octo/big/discussions/7#discussioncomment-${index}`,
+                replies: { totalCount: 0 },
+              })),
+              pageInfo,
+            },
+          },
+        },
+      }
+  return { status: 200, body: { data } }
+}
+
+describe('github budgets on GraphQL pages', () => {
+  it.each([
+    ['get_pull_request_review_threads', { repo: 'octo/big', pull_number: 5 }, 'threads'],
+    ['get_discussion_comments', { repo: 'octo/big', discussion_number: 7 }, 'comments'],
+  ] as const)('%s cuts its page, keeping nextCursor for the part that ends it', async (tool, args, key) => {
+    const github = await setup()
+    github.fake.on('POST', '/graphql', graphqlPages)
+    const whole = (await github.call(tool, { ...args, first: 100 })).structuredContent
+    expect(whole[key]).toHaveLength(30)
+    expect(whole.nextCursor).toBe('Y3Vyc29yOjMw')
+    const shown: unknown[] = []
+    let cursor: string | undefined
+    let answers = 0
+    let last: Record<string, any> = {}
+    do {
+      const result = await github.call(tool, {
+        ...args,
+        first: 100,
+        max_tokens: 800,
+        ...(cursor ? { cursor } : {}),
+      })
+      last = result.structuredContent
+      shown.push(...last[key])
+      cursor = last.budget?.cursor
+      // A part that does not end the page does not offer the next one: its rest comes first.
+      if (cursor) {
+        expect(last.nextCursor).toBeUndefined()
+        expect(textOf(result)).not.toContain('after = nextCursor')
+      }
+      answers++
+    } while (cursor && answers < 30)
+    expect(answers).toBeGreaterThan(2)
+    expect(shown).toEqual(whole[key])
+    expect(last.nextCursor).toBe('Y3Vyc29yOjMw')
+  })
+})

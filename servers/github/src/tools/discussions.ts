@@ -1,6 +1,7 @@
-import { z } from '@keel-mcp/core'
+import { type Budget, budgetOutput, estimateTokens, openBudget, withMarker, z } from '@keel-mcp/core'
 import { clean, cleanRendered, WITHHELD } from '../lib/index.js'
 import {
+  budgetInput,
   cap,
   defineTool,
   entry,
@@ -17,6 +18,7 @@ import {
 const toolset = 'discussions'
 const first = z.number().int().min(1).max(100).default(30).describe('Per page')
 const after = z.string().optional().describe('From nextCursor')
+const MORE = 'More available: call again with after = nextCursor.'
 
 interface PageInfo {
   hasNextPage: boolean
@@ -31,8 +33,28 @@ export function cursorPage<T extends Record<string, unknown>>(data: T, pageInfo:
   const nextCursor = pageInfo.hasNextPage && pageInfo.endCursor ? pageInfo.endCursor : undefined
   return result(
     { ...data, ...(nextCursor ? { nextCursor } : {}) },
-    { untrusted, ...(nextCursor ? { notice: 'More available: call again with after = nextCursor.' } : {}) },
+    { untrusted, ...(nextCursor ? { notice: MORE } : {}) },
   )
+}
+
+/**
+ * {@link cursorPage}, with the items under `key` cut at the call's budget. A cut part says so and
+ * leaves the connection's `nextCursor` out: its budget cursor (same `after` and other arguments)
+ * shows the rest of this page first, and the part that ends the page carries `nextCursor`.
+ */
+export function cursorPageWithin<T extends Record<string, unknown>>(
+  budget: Budget,
+  key: keyof T & string,
+  data: T,
+  pageInfo: PageInfo,
+) {
+  const ending = cursorPage({ ...data, [key]: [] }, pageInfo)
+  // What the part's text holds besides the items: the untrusted-data line, the frame, the notice.
+  const reserve = estimateTokens(ending.text)
+  const cut = budget.items(data[key] as unknown[], (item) => JSON.stringify(item), { noun: key, reserve })
+  if (!cut.cut) return cursorPage({ ...data, [key]: cut.shown }, pageInfo)
+  const out = result({ ...data, [key]: cut.shown }, { untrusted: true })
+  return { data: { ...data, [key]: cut.shown, budget: cut.cut }, text: withMarker(out.text, cut.marker) }
 }
 
 const LIST_DISCUSSIONS = `query($owner:String!,$name:String!,$first:Int!,$after:String,$category:ID){
@@ -139,10 +161,17 @@ export const getDiscussionComments = defineTool({
   title: 'Discussion comments',
   description: 'Top-level comments of a discussion, oldest first.',
   toolset,
-  input: { repo, discussion_number: number.describe('Discussion number'), first, after },
-  output: { comments: list(), nextCursor: z.string().optional() },
+  input: { repo, discussion_number: number.describe('Discussion number'), first, after, ...budgetInput },
+  output: { comments: list(), nextCursor: z.string().optional(), ...budgetOutput },
   annotations: read,
-  async run({ repo: { owner, repo }, discussion_number, first, after }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const {
+      repo: { owner, repo },
+      discussion_number,
+      first,
+      after,
+    } = args
+    const budget = openBudget('get_discussion_comments', args)
     const client = await github(deps, auth)
     const data = await graphql<{
       repository: {
@@ -181,7 +210,7 @@ export const getDiscussionComments = defineTool({
         ),
       })),
     )
-    return cursorPage({ comments }, pageInfo)
+    return cursorPageWithin(budget, 'comments', { comments }, pageInfo)
   },
 })
 

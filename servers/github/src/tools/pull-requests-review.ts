@@ -1,6 +1,7 @@
-import { z } from '@keel-mcp/core'
-import { cursorPage } from './discussions.js'
+import { budgetOutput, openBudget, z } from '@keel-mcp/core'
+import { cursorPageWithin } from './discussions.js'
 import {
+  budgetInput,
   cap,
   defineTool,
   github,
@@ -51,10 +52,19 @@ export const getPullRequestReviewThreads = defineTool({
     unresolved_only: z.boolean().default(false).describe('Unresolved only'),
     first: z.number().int().min(1).max(100).default(30).describe('Per page'),
     after: z.string().optional().describe('From nextCursor'),
+    ...budgetInput,
   },
-  output: { threads: list(), nextCursor: z.string().optional() },
+  output: { threads: list(), nextCursor: z.string().optional(), ...budgetOutput },
   annotations: read,
-  async run({ repo: { owner, repo }, pull_number, unresolved_only, first, after }, { deps, auth, signal }) {
+  async run(args, { deps, auth, signal }) {
+    const {
+      repo: { owner, repo },
+      pull_number,
+      unresolved_only,
+      first,
+      after,
+    } = args
+    const budget = openBudget('get_pull_request_review_threads', args)
     const client = await github(deps, auth)
     const data = await graphql<{
       repository: {
@@ -95,7 +105,7 @@ export const getPullRequestReviewThreads = defineTool({
             : {}),
         })),
     )
-    return cursorPage({ threads }, pageInfo)
+    return cursorPageWithin(budget, 'threads', { threads }, pageInfo)
   },
 })
 
