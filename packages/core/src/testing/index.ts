@@ -3,8 +3,8 @@
  * spawned stdio process, or over HTTP; the Python MCP SDK's client (a venv made once) driving a
  * built bin; raw wire access for protocol tests; a recorder of the modules a spawned server loads; a
  * loopback OTLP receiver for what a server exports; a self-signed certificate for an https
- * server on loopback; and the contract check
- * every server's tool list must pass.
+ * server on loopback; a reader of a server's audit lines; and the contract check every server's
+ * tool list must pass (with the arguments its audit log records).
  *
  * @packageDocumentation
  */
