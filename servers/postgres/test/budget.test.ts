@@ -81,3 +81,58 @@ describe('postgres budgets (max_tokens)', () => {
     expect(result.structuredContent.truncated).toBe(false)
   })
 })
+
+/** A plan of 1 + 120 nodes: one scan of shop.customers under its own alias per branch. */
+const branches = Array.from(
+  { length: 120 },
+  (_, index) => `SELECT id FROM shop.customers c${index} WHERE id = ${index}`,
+).join(' UNION ALL ')
+
+describe('explain_query within the budget', () => {
+  it('answers whole when it fits, and names at most 20 scans in its summary', async () => {
+    const whole = await call('explain_query', { sql: branches })
+    expect(whole.isError).not.toBe(true)
+    const { summary, plan, budget } = whole.structuredContent
+    expect(budget).toBeUndefined()
+    expect((plan.Plan.Plans as unknown[]).length).toBe(120)
+    expect(summary).toContain('; and 100 more (see the tree).')
+    expect(summary.match(/ on (shop\.)?customers c\d+ /g)).toHaveLength(20)
+  })
+
+  it('leaves the JSON plan out, then cuts the tree at a line; the cursors give exactly the rest', async () => {
+    const whole = textOf(await call('explain_query', { sql: branches }))
+    const tree = whole
+      .slice(whole.indexOf('\n\n') + 2)
+      .trimEnd()
+      .split('\n')
+    expect(tree.length).toBeGreaterThan(120)
+    const answers = await follow('explain_query', { sql: branches }, 600)
+    expect(answers.length).toBeGreaterThan(3)
+    const shown: string[] = []
+    for (const [index, answer] of answers.entries()) {
+      const data = answer.structuredContent
+      expect(data.plan).toBeUndefined()
+      expect(data.summary).toContain('Append')
+      const text = textOf(answer)
+      expect(text).toContain('The JSON plan is left out')
+      const body = text.slice(text.indexOf('\n\n') + 2).split('\n')
+      if (index < answers.length - 1) {
+        expect(data.budget).toMatchObject({ cut: true, shown: body.length - 1 })
+        body.pop()
+      } else expect(data.budget).toBeUndefined()
+      shown.push(...body)
+    }
+    expect(shown).toEqual(tree)
+  })
+
+  it('keeps to --max-answer-tokens when the call gives no budget', async () => {
+    const capped = await connect(shared.url, { argv: ['--max-answer-tokens', '1000'] })
+    const result = (await capped.client.callTool({
+      name: 'explain_query',
+      arguments: { sql: branches },
+    })) as unknown as Result
+    expect(result.structuredContent.plan).toBeUndefined()
+    expect(result.structuredContent.budget).toMatchObject({ cut: true })
+    expect(textOf(result)).toContain('[cut at 1000 tokens:')
+  })
+})

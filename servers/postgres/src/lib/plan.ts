@@ -82,6 +82,9 @@ function nodeLines(node: PlanNode, depth: number, lines: string[]): number {
   return count
 }
 
+/** Relations the summary names at most. */
+const SCANS_NAMED = 20
+
 function collectScans(node: PlanNode, scans: Map<string, number>): void {
   const type = String(node['Node Type'] ?? '')
   if (/Scan$/.test(type) && typeof node['Relation Name'] === 'string') {
@@ -113,7 +116,11 @@ export function summarizePlan(explained: Record<string, unknown>): PlanSummary {
   const scans = new Map<string, number>()
   collectScans(root, scans)
   if (scans.size > 0) {
-    sentences.push(`Scans: ${[...scans].map(([label, rows]) => `${label} (~${rows} rows)`).join('; ')}.`)
+    // A plan over hundreds of partitions or branches scans as many relations: the summary names
+    // the first of them, the tree every one.
+    const named = [...scans].slice(0, SCANS_NAMED).map(([label, rows]) => `${label} (~${rows} rows)`)
+    const more = scans.size - named.length
+    sentences.push(`Scans: ${named.join('; ')}${more > 0 ? `; and ${more} more (see the tree)` : ''}.`)
   }
   return { summary: sentences.join(' '), tree: `${lines.join('\n')}\n`, nodeCount }
 }
