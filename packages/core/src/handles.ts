@@ -84,6 +84,12 @@ export class HandleRegistry {
     this.#idleMs = runtime.config.sessionIdleMs
     this.#sweep = setInterval(() => this.sweep(), Math.max(1000, Math.min(60_000, this.#idleMs / 4)))
     this.#sweep.unref()
+    // With metrics on, from the first stateful call (when the registry is made) on.
+    runtime.operations?.observer.gauge(
+      'mcp_handles',
+      'Open state handles (2026-07-28) in this process.',
+      () => this.size,
+    )
   }
 
   #mac(kind: string, replica: string, id: string): string {

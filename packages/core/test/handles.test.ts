@@ -1,8 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { bindHandle, handlesOf, parseHandle, stateRoute } from '../src/handles.js'
 import { defineServer, handleArgument, toolFactory, z } from '../src/index.js'
+import { createLogger } from '../src/logger.js'
+import { Observer } from '../src/observe/observer.js'
 import { prepare } from '../src/run.js'
 import { type Connection, connectInMemory } from '../src/testing/index.js'
+import { observeConfig } from './observe-fixture.js'
 
 // Explicit state handles: a counter per handle (or per connection), so what a call sees shows
 // which state it was bound to.
@@ -188,6 +191,30 @@ describe('explicit state handles on lone (2026-07-28) requests', () => {
     const runtime = (connection as unknown as { runtime: Parameters<typeof handlesOf>[0] }).runtime
     handlesOf(runtime).sweep(Date.now() + runtime.config.sessionIdleMs + 1000)
     expect((await call('peek', { counter: handle })).text).toMatch(/idle longer than 600 s/)
+  })
+})
+
+describe('metrics', () => {
+  it('counts the open handles in mcp_handles once the operations observer is on', async () => {
+    const { connection, call } = await connect('modern')
+    const observer = new Observer({
+      config: observeConfig(),
+      serviceName: 'x',
+      serviceVersion: '1.0.0',
+      logger: createLogger({ name: 'x', level: 'error' }),
+      limiter: undefined,
+      tracing: undefined,
+    })
+    connection.runtime.operations = { observer } as never
+    try {
+      const first = (await call('open_counter')).structured?.counter as string
+      await call('open_counter')
+      expect(observer.registry.render()).toMatch(/^mcp_handles 2$/m)
+      await call('close_counter', { counter: first })
+      expect(observer.registry.render()).toMatch(/^mcp_handles 1$/m)
+    } finally {
+      await observer.close()
+    }
   })
 })
 
