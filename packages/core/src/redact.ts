@@ -51,21 +51,20 @@ const PATTERNS: Array<[RegExp, string]> = [
 
 const URL_WITH_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i
 
-/**
- * Strings up to this length that {@link Redactor.redactValue} redacted are remembered with what
- * they became, at most {@link KNOWN_COUNT} of them: structured fields repeat (an audit line's
- * path, repository or channel; a log field's tool name), and each redaction is ten scans.
- */
-const KNOWN_LENGTH = 256
-const KNOWN_COUNT = 1024
+/** Keys whose values {@link Redactor.redactValue} redacts whole, whatever they hold. */
+const SECRET_KEY = /^(password|passwd|secret|token|authorization|api[_-]?key|cookie)$/i
 
 /** Redacts credentials from text; holds the secret values registered at runtime. */
 export class Redactor {
   /** Values redacted only whole: short ones (fragments would match ordinary words) and URLs. */
   readonly #whole = new Set<string>()
   readonly #fragments = new FragmentIndex()
-  /** Short strings already redacted, and the result: forgotten whenever a secret is registered. */
-  readonly #known = new Map<string, string>()
+  #version = 0
+
+  /** Changes whenever a secret is registered: what was redacted before may redact differently now. */
+  get version(): number {
+    return this.#version
+  }
 
   /**
    * Registers a value (a token, a password) that must never appear in output, whole or as a run
@@ -75,7 +74,7 @@ export class Redactor {
   addSecret(value: string | undefined | null): void {
     // Very short values would redact ordinary words; such secrets are still caught by the patterns.
     if (!value || value.length < 6) return
-    this.#known.clear()
+    this.#version += 1
     if (URL_WITH_SCHEME.test(value)) {
       this.#whole.add(value)
       const password = /^[a-z][a-z0-9+.-]*:\/\/[^/@\s:]*:([^@\s/]+)@/i.exec(value)?.[1]
@@ -123,31 +122,21 @@ export class Redactor {
     return out
   }
 
-  /** Deeply redacts strings inside a JSON-like value (for structured log fields). */
-  redactValue(value: unknown, depth = 0): unknown {
-    if (typeof value === 'string')
-      return value.length > KNOWN_LENGTH ? this.redact(value) : this.#redactShort(value)
+  /**
+   * Deeply redacts strings inside a JSON-like value (for structured log fields). `text` redacts
+   * each string (default {@link redact}): a caller may give one that remembers its answers.
+   */
+  redactValue(value: unknown, depth = 0, text: (text: string) => string = this.#redactText): unknown {
+    if (typeof value === 'string') return text(value)
     if (depth > 6 || value === null || typeof value !== 'object') return value
-    if (Array.isArray(value)) return value.map((item) => this.redactValue(item, depth + 1))
+    if (Array.isArray(value)) return value.map((item) => this.redactValue(item, depth + 1, text))
     const out: Record<string, unknown> = {}
-    for (const [key, item] of Object.entries(value)) {
-      out[key] = /^(password|passwd|secret|token|authorization|api[_-]?key|cookie)$/i.test(key)
-        ? REDACTED
-        : this.redactValue(item, depth + 1)
-    }
+    for (const [key, item] of Object.entries(value))
+      out[key] = SECRET_KEY.test(key) ? REDACTED : this.redactValue(item, depth + 1, text)
     return out
   }
 
-  /** {@link redact} of a short string, remembered (see {@link KNOWN_LENGTH}). */
-  #redactShort(text: string): string {
-    let out = this.#known.get(text)
-    if (out === undefined) {
-      out = this.redact(text)
-      if (this.#known.size >= KNOWN_COUNT) this.#known.clear()
-      this.#known.set(text, out)
-    }
-    return out
-  }
+  readonly #redactText = (text: string): string => this.redact(text)
 }
 
 /** The process-wide redactor: the logger and error mapper both use it. */

@@ -544,6 +544,25 @@ describe('the observer without tracing', () => {
     )
   })
 
+  it('redacts an argument value again once a secret it holds is registered', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'keel-audit-'))
+    const file = join(dir, 'audit.jsonl')
+    const watching = observerWith({ auditLog: file })
+    const secret = 'kq83-late-registered-secret-7Zp'
+    const path = `deploy/${secret}`
+    try {
+      for (const register of [false, true]) {
+        if (register) redactor.addSecret(secret)
+        const call = watching.call(start({ safeArguments: { path } }))
+        call.end({ outcome: 'ok', resultBytes: 1 })
+      }
+    } finally {
+      await watching.close()
+    }
+    const lines = await auditLines(dir, file)
+    expect(lines.map((line) => line.arguments.path)).toEqual([path, 'deploy/[redacted]'])
+  })
+
   it('admits at once from an in-process budget, and counts refusals by budget', async () => {
     const watching = observerWith(
       { rateLimit: { count: 1, perMs: 60_000 }, rateLimitBurst: 1 },

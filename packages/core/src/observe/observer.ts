@@ -91,6 +91,14 @@ const cutLong = (_key: string, value: unknown) =>
     ? `${value.slice(0, AUDIT_VALUE_CHARS)}…[${value.length - AUDIT_VALUE_CHARS} more characters]`
     : value
 
+/**
+ * Audit argument values up to this length are redacted once and remembered, at most
+ * {@link REDACTED_COUNT} of them: a path, a repository or a channel comes back call after call,
+ * and each redaction is ten scans.
+ */
+const REDACTED_LENGTH = 256
+const REDACTED_COUNT = 512
+
 /** Hashed ids remembered at most (sessions and handles repeat across calls). */
 const MAX_HASHED = 4096
 
@@ -188,6 +196,9 @@ export class Observer implements ObserverHooks {
   #lastKind: { method: string; tool: string | undefined; transport: string; kind: RequestKind } | undefined
   /** Audit lines waiting for their result's size, by result: the transport gives it (see {@link #sized}). */
   readonly #unsized = new WeakMap<object, UnsizedLine>()
+  /** Short argument values and their redaction, as of the redactor's {@link #redactedVersion}. */
+  readonly #redacted = new Map<string, string>()
+  #redactedVersion = -1
   /** Tool calls running now: without tracing, what tells an HTTP request it serves a call. */
   #running = 0
   /** Whether a span is made for requests, calls and upstream requests (an OTLP endpoint is set). */
@@ -701,12 +712,12 @@ export class Observer implements ObserverHooks {
     let line = `{"time":"${isoNow()}","tool":${series.json},"outcome":"${result.outcome}"`
     if (result.errorKind) line += `,"error_kind":${JSON.stringify(redactor.redact(result.errorKind))}`
     line += `,"duration_ms":${Math.round(seconds * 100_000) / 100},"transport":"${start.transport}","era":"${start.era}"`
-    if (start.subject) line += `,"subject":${JSON.stringify(redactor.redactValue(start.subject))}`
+    if (start.subject) line += `,"subject":${JSON.stringify(this.#redactText(start.subject))}`
     if (start.session) line += `,"session":"${this.#hash(start.session)}"`
     if (result.handle) line += `,"handle":"${this.#hash(result.handle)}"`
     line += `,"arguments_bytes":${start.argumentsBytes},"result_bytes":`
     const tail = start.safeArguments
-      ? `,"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments), cutLong)}}\n`
+      ? `,"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments, 0, this.#redactText), cutLong)}}\n`
       : '}\n'
     const audit = this.#audit as AuditSink
     const measured = result.resultBytes
@@ -718,6 +729,22 @@ export class Observer implements ObserverHooks {
     const unsized: UnsizedLine = { head: line, tail, result: sent, bytes: undefined }
     this.#unsized.set(sent, unsized)
     audit.write(unsized)
+  }
+
+  /** `redactor.redact`, remembered for short texts until a secret is registered. */
+  readonly #redactText = (text: string): string => {
+    if (text.length > REDACTED_LENGTH) return redactor.redact(text)
+    if (this.#redactedVersion !== redactor.version) {
+      this.#redacted.clear()
+      this.#redactedVersion = redactor.version
+    }
+    let out = this.#redacted.get(text)
+    if (out === undefined) {
+      out = redactor.redact(text)
+      if (this.#redacted.size >= REDACTED_COUNT) this.#redacted.clear()
+      this.#redacted.set(text, out)
+    }
+    return out
   }
 
   /** A response carried a result whose audit line waits for its size: that size, from the transport. */
