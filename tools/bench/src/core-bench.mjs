@@ -62,6 +62,9 @@ export function contenders() {
  * Twice: on the
  * no-op (the harshest base: core's floor) and on a real server's warm call, Keel fs's
  * `read_text_file` of 1 KiB (its built bin). Goal (#28): each ≤ 1.05× the plain server's CPU per call.
+ * Then the official OpenTelemetry SDK alone on the SDK's plain server (baselines/sdk-noop-otel.mjs):
+ * what one recorded span costs a call with no Keel code, the floor under "every span recorded". The
+ * same flags on a call with upstream work (GitHub `get_issue`) are in the github suite.
  */
 /** Calls each process serves before the steady-state operations tables measure it. */
 const OPS_STEADY_WARMUP = Number(process.env.BENCH_OPS_STEADY_WARMUP ?? 3000)
@@ -114,6 +117,40 @@ async function operationsCost() {
     console.log(
       `\nGoal (#28): operations on ≤ 1.05× a warm call${options.warmup ? ` after ${options.warmup} calls` : ''} (${plainLabel}: ${plain.cpu.toFixed(3)} ms server CPU a call, ${plain.cpuInflight.toFixed(3)} ms at 8 in flight). ${line('Metrics', metrics)}; ${line('metrics + OpenTelemetry spans', spans)}; ${line('the same sampled off', unsampled)}; ${line('sampled 1 in 10', tenth)}; ${line('audit log + rate limit', audited)}.`,
     )
+    return { spans, plain }
+  }
+  // The official OpenTelemetry SDK alone (no Keel code): the SDK's plain no-op server with one span
+  // recorded a call by the SDK's tracer, batch processor and OTLP/HTTP exporter, to the same sink,
+  // against the same server without it. What that span costs a call is the floor under "every span
+  // recorded" above; the line below sets it beside a warm fs call of the same run.
+  const officialSpan = async (steady, fs) => {
+    const [sdkSpan, sdkPlain] = await compareServers(
+      `core: one span a call recorded by the official OpenTelemetry SDK alone, SDK no-op, steady state (${OPS_STEADY_WARMUP} calls first)`,
+      [
+        {
+          label: 'SDK no-op + official SDK span',
+          command: process.execPath,
+          args: [baseline('sdk-noop-otel.mjs'), endpoint],
+          call,
+        },
+        {
+          label: 'SDK no-op',
+          command: process.execPath,
+          args: [baseline('sdk-noop.mjs')],
+          call,
+          reference: true,
+        },
+      ],
+      steady,
+    )
+    const added = sdkSpan.cpu - sdkPlain.cpu
+    const inflight = sdkSpan.cpuInflight - sdkPlain.cpuInflight
+    const fsPart = fs
+      ? `; against keel fs's warm call in this run (${fs.plain.cpu.toFixed(3)} ms, with every span recorded +${(fs.spans.cpu - fs.plain.cpu).toFixed(3)} ms) the official SDK's span alone is ${((added / fs.plain.cpu) * 100).toFixed(0)} % of a call, against the goal's 5 %`
+      : ''
+    console.log(
+      `\nThe official SDK's own recorded span (#28's floor): +${added.toFixed(3)} ms server CPU a call (${(sdkSpan.cpu / sdkPlain.cpu).toFixed(2)}× the SDK no-op's ${sdkPlain.cpu.toFixed(3)} ms), +${inflight.toFixed(3)} ms at 8 in flight${fsPart}.`,
+    )
   }
   try {
     // Each process is warmed with the harness's 100 calls (a young process: what a flag adds may
@@ -143,7 +180,7 @@ async function operationsCost() {
         read,
         'keel fs (all off)',
       )
-      await compare(
+      const fs = await compare(
         `core: operations on, fs read_text_file 1 KiB, steady state (${OPS_STEADY_WARMUP} calls first)`,
         'fs-steady',
         [FS_BIN, dir],
@@ -151,7 +188,11 @@ async function operationsCost() {
         'keel fs (all off)',
         steady,
       )
-    } else console.log('\n(servers/fs is not built: the operations table on fs read_text_file is left out)')
+      await officialSpan(steady, fs)
+    } else {
+      console.log('\n(servers/fs is not built: the operations table on fs read_text_file is left out)')
+      await officialSpan(steady)
+    }
   } finally {
     sink.close()
     await rm(dir, { recursive: true, force: true })

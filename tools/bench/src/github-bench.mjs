@@ -5,8 +5,10 @@
 //   pnpm --filter @keel-mcp/bench bench:github        (build servers/github first)
 //   BENCH_ROUNDS=3 node src/main.mjs github
 import { existsSync, readFileSync } from 'node:fs'
+import { mkdtemp, realpath, rm } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { callsPerSecond, compareServers } from './harness.mjs'
@@ -113,6 +115,50 @@ async function slowApi(contenders, latency) {
   )
 }
 
+/**
+ * What core's operations flags cost a GitHub call (#28: ≤ 1.05× a warm call), the same way the core
+ * suite measures them on a no-op and on fs: Keel github with metrics, with metrics and every span
+ * recorded (the call's span and its HTTP request's, to a loopback OTLP sink), and with an audit log
+ * and a rate limit never reached, against itself with all of them off; after 1,000 calls each.
+ */
+async function operationsCost(ours, call) {
+  const dir = await realpath(await mkdtemp(join(tmpdir(), 'keel-bench-github-ops-')))
+  const sink = createServer((request, response) => {
+    request.resume()
+    request.on('end', () => response.end('{}'))
+  })
+  await new Promise((resolve) => sink.listen(0, '127.0.0.1', resolve))
+  try {
+    const endpoint = `http://127.0.0.1:${sink.address().port}`
+    const [metrics, spans, audited, plain] = await compareServers(
+      'github: operations on, get_issue, steady state (1000 calls first)',
+      [
+        { label: 'metrics', ...ours(['--metrics-port', '0']), call },
+        {
+          label: 'metrics + OpenTelemetry',
+          ...ours(['--metrics-port', '0', '--otel-endpoint', endpoint]),
+          call,
+        },
+        {
+          label: 'audit log + rate limit',
+          ...ours(['--audit-log', join(dir, 'audit.jsonl'), '--rate-limit', '1000000/s']),
+          call,
+        },
+        { label: 'keel github (all off)', ...ours(), call, reference: true },
+      ],
+      { warmup: 1000, calls: 1000, inflightCalls: 2000 },
+    )
+    const line = (label, figures) =>
+      `${label}: CPU per call ${ratio(figures.cpu, plain.cpu)} (+${(figures.cpu - plain.cpu).toFixed(3)} ms), at 8 in flight ${ratio(figures.cpuInflight, plain.cpuInflight)}`
+    console.log(
+      `\nGoal (#28): operations on ≤ 1.05× a warm call (keel github get_issue: ${plain.cpu.toFixed(3)} ms server CPU a call). ${line('Metrics', metrics)}; ${line('metrics + OpenTelemetry, every span recorded', spans)}; ${line('audit log + rate limit', audited)}.`,
+    )
+  } finally {
+    sink.close()
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
 export async function run() {
   if (!existsSync(OURS))
     throw new Error(`${OURS} is missing: run pnpm --filter @keel-mcp/server-github build`)
@@ -171,6 +217,7 @@ export async function run() {
       ],
       latency,
     )
+    if (!latencyOnly) await operationsCost(ours, keelCall)
     if (process.env.BENCH_DOMAIN === '0' || latencyOnly) return
 
     // Catalogue by toolset choice: what every conversation pays for the tool list.
