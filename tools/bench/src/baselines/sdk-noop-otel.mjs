@@ -11,7 +11,7 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio'
 import { SpanKind } from '@opentelemetry/api'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base'
-import { z } from 'zod'
+import { noopResult, registerNoop } from './sdk-noop-tool.mjs'
 
 const endpoint = process.argv[2]
 if (!endpoint) throw new Error('usage: node sdk-noop-otel.mjs <OTLP endpoint, e.g. http://127.0.0.1:4318>')
@@ -27,35 +27,26 @@ let calls = 0
 
 function factory() {
   const server = new McpServer({ name: 'sdk-noop', version: '0.0.0' })
-  server.registerTool(
-    'noop',
-    {
-      title: 'No-op',
-      description: 'Returns its text argument unchanged.',
-      inputSchema: { text: z.string().max(1000).default('') },
-      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-    },
-    ({ text }) => {
-      calls += 1
-      const span = tracer.startSpan('tools/call noop', {
-        kind: SpanKind.SERVER,
-        attributes: {
-          'mcp.method.name': 'tools/call',
-          'network.transport': 'pipe',
-          'gen_ai.tool.name': 'noop',
-          'gen_ai.operation.name': 'execute_tool',
-          'jsonrpc.request.id': String(calls),
-          'mcp.protocol.generation': '2025',
-        },
-      })
-      try {
-        return { content: [{ type: 'text', text: text || 'ok' }] }
-      } finally {
-        span.setAttribute('keel.tool.outcome', 'ok')
-        span.end()
-      }
-    },
-  )
+  registerNoop(server, (args) => {
+    calls += 1
+    const span = tracer.startSpan('tools/call noop', {
+      kind: SpanKind.SERVER,
+      attributes: {
+        'mcp.method.name': 'tools/call',
+        'network.transport': 'pipe',
+        'gen_ai.tool.name': 'noop',
+        'gen_ai.operation.name': 'execute_tool',
+        'jsonrpc.request.id': String(calls),
+        'mcp.protocol.generation': '2025',
+      },
+    })
+    try {
+      return noopResult(args)
+    } finally {
+      span.setAttribute('keel.tool.outcome', 'ok')
+      span.end()
+    }
+  })
   return server
 }
 

@@ -7,20 +7,11 @@
 // node:http lazily too): bundled, this file is the cold-start floor of a stdio server (floor.mjs).
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server'
 import { serveStdio } from '@modelcontextprotocol/server/stdio'
-import { z } from 'zod'
+import { registerNoop } from './sdk-noop-tool.mjs'
 
 function factory() {
   const server = new McpServer({ name: 'sdk-noop', version: '0.0.0' })
-  server.registerTool(
-    'noop',
-    {
-      title: 'No-op',
-      description: 'Returns its text argument unchanged.',
-      inputSchema: { text: z.string().max(1000).default('') },
-      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-    },
-    ({ text }) => ({ content: [{ type: 'text', text: text || 'ok' }] }),
-  )
+  registerNoop(server)
   return server
 }
 
