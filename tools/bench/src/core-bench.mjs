@@ -6,11 +6,11 @@
 
 import { existsSync } from 'node:fs'
 import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { compareServers } from './harness.mjs'
+import { startOtlpSink } from './rpc.mjs'
 
 const baseline = (name) => fileURLToPath(new URL(`./baselines/${name}`, import.meta.url))
 const call = { name: 'noop', arguments: { text: 'hello' } }
@@ -71,12 +71,8 @@ const OPS_STEADY_WARMUP = Number(process.env.BENCH_OPS_STEADY_WARMUP ?? 3000)
 
 async function operationsCost() {
   const dir = await realpath(await mkdtemp(join(tmpdir(), 'keel-bench-ops-')))
-  const sink = createServer((request, response) => {
-    request.resume()
-    request.on('end', () => response.end('{}'))
-  })
-  await new Promise((resolve) => sink.listen(0, '127.0.0.1', resolve))
-  const endpoint = `http://127.0.0.1:${sink.address().port}`
+  const sink = await startOtlpSink()
+  const { endpoint } = sink
   const traced = ['--metrics-port', '0', '--otel-endpoint', endpoint]
   const flagSets = (slug) => [
     ['metrics', ['--metrics-port', '0']],

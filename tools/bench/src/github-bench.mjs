@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { callsPerSecond, compareServers } from './harness.mjs'
-import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
+import { formatBytes, median, RawClient, ratio, startOtlpSink, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
 const OURS = join(repo, 'servers/github/dist/index.js')
@@ -123,13 +123,9 @@ async function slowApi(contenders, latency) {
  */
 async function operationsCost(ours, call) {
   const dir = await realpath(await mkdtemp(join(tmpdir(), 'keel-bench-github-ops-')))
-  const sink = createServer((request, response) => {
-    request.resume()
-    request.on('end', () => response.end('{}'))
-  })
-  await new Promise((resolve) => sink.listen(0, '127.0.0.1', resolve))
+  const sink = await startOtlpSink()
   try {
-    const endpoint = `http://127.0.0.1:${sink.address().port}`
+    const { endpoint } = sink
     const [metrics, spans, audited, plain] = await compareServers(
       'github: operations on, get_issue, steady state (1000 calls first)',
       [

@@ -2,6 +2,7 @@
 // figures are the server's (the SDK client's own buffering would otherwise be counted).
 import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
+import { createServer } from 'node:http'
 
 /**
  * What a 2026-07-28 client stamps on every request: its version and capabilities travel with each
@@ -287,4 +288,17 @@ export function table(header, rows) {
 export function quantile(values, q) {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]
+}
+
+/**
+ * A loopback OTLP/HTTP receiver that takes every export and keeps nothing: where the servers under
+ * test send their spans and metrics. Returns its base endpoint and how to close it.
+ */
+export async function startOtlpSink() {
+  const sink = createServer((request, response) => {
+    request.resume()
+    request.on('end', () => response.end('{}'))
+  })
+  await new Promise((resolve) => sink.listen(0, '127.0.0.1', resolve))
+  return { endpoint: `http://127.0.0.1:${sink.address().port}`, close: () => sink.close() }
 }
