@@ -51,6 +51,18 @@ const PATTERNS: Array<[RegExp, string]> = [
 
 const URL_WITH_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i
 
+/** How deep {@link Redactor.redactValue} walks a value; what is deeper is redacted as JSON text. */
+const MAX_VALUE_DEPTH = 6
+
+/** `value` as JSON text, or a mark where it has none (a cycle, a BigInt). */
+function jsonText(value: object): string {
+  try {
+    return JSON.stringify(value) ?? ''
+  } catch {
+    return '[unserializable]'
+  }
+}
+
 /** Keys whose values {@link Redactor.redactValue} redacts whole, whatever they hold. */
 const SECRET_KEY = /^(password|passwd|secret|token|authorization|api[_-]?key|cookie)$/i
 
@@ -128,7 +140,9 @@ export class Redactor {
    */
   redactValue(value: unknown, depth = 0, text: (text: string) => string = this.#redactText): unknown {
     if (typeof value === 'string') return text(value)
-    if (depth > 6 || value === null || typeof value !== 'object') return value
+    if (value === null || typeof value !== 'object') return value
+    // Past the depth walked, the rest is redacted as its JSON text, never passed on as it is.
+    if (depth > MAX_VALUE_DEPTH) return text(jsonText(value))
     if (Array.isArray(value)) return value.map((item) => this.redactValue(item, depth + 1, text))
     const out: Record<string, unknown> = {}
     for (const [key, item] of Object.entries(value))

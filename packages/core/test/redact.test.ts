@@ -126,6 +126,23 @@ describe('structured values', () => {
     expect(seen).toEqual([`a/${GITHUB_TOKEN}`, 'x', 'y'])
   })
 
+  it('redacts what lies deeper than it walks as JSON text, never passing it on as it is', () => {
+    const local = redactor(GITHUB_TOKEN)
+    const nest = (inner: unknown, levels: number): unknown =>
+      levels === 0 ? inner : { level: nest(inner, levels - 1) }
+    const leaf = { note: `sent ${GITHUB_TOKEN}`, password: 'hunter2-hunter2', n: 1 }
+    const out = JSON.stringify(local.redactValue(nest(leaf, 10)))
+    expect(out).not.toContain(GITHUB_TOKEN)
+    expect(out).not.toContain('hunter2')
+    expect(out).toContain('[redacted]')
+    // The levels it walks keep their shape; the rest is one redacted string.
+    expect(JSON.stringify(local.redactValue(nest('x', 3)))).toBe('{"level":{"level":{"level":"x"}}}')
+    const cyclic: Record<string, unknown> = { token: 'plain' }
+    cyclic.self = cyclic
+    expect(JSON.stringify(local.redactValue(nest(cyclic, 8)))).toContain('"[unserializable]"')
+    expect(JSON.stringify(local.redactValue(nest([{ id: 2n }], 8)))).toContain('"[unserializable]"')
+  })
+
   it('changes its version whenever a secret is registered, and only then', () => {
     const local = new Redactor()
     const before = local.version
