@@ -1,5 +1,6 @@
-// The no-op tool of the SDK v2 baselines (sdk-noop.mjs, sdk-noop-otel.mjs), registered on the SDK's
-// own McpServer: the same tool keel-noop.mjs serves through core.
+// The no-op tool of the SDK baselines (sdk-noop.mjs, sdk-noop-otel.mjs, and sdk-v1-noop.mjs on the
+// v1 SDK, whose registerTool takes the same arguments), registered on the SDK's own McpServer: the
+// same tool keel-noop.mjs serves through core.
 import { z } from 'zod'
 
 /** The tool's answer: its text argument, or "ok". */

@@ -2,17 +2,8 @@
 // reference servers run on it, so it shows how much of a gap to them is the SDK generation alone.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { z } from 'zod'
+import { registerNoop } from './sdk-noop-tool.mjs'
 
 const server = new McpServer({ name: 'sdk-v1-noop', version: '0.0.0' })
-server.registerTool(
-  'noop',
-  {
-    title: 'No-op',
-    description: 'Returns its text argument unchanged.',
-    inputSchema: { text: z.string().max(1000).default('') },
-    annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-  },
-  ({ text }) => ({ content: [{ type: 'text', text: text || 'ok' }] }),
-)
+registerNoop(server)
 await server.connect(new StdioServerTransport())
