@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { parseConfig } from '../src/config.js'
@@ -183,6 +184,30 @@ describe('the audit file', () => {
       sink.close()
       expect(await readFile(file, 'utf8')).toBe('five\n')
       expect(errors).toEqual([])
+    } finally {
+      sink.close()
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('the audit sink', () => {
+  it('writes the other lines when one cannot be made, and reports it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'keel-audit-bad-'))
+    const file = join(dir, 'audit.jsonl')
+    const errors: string[] = []
+    const sink = new AuditSink(file, (error) => errors.push(error.message))
+    try {
+      sink.write('one\n')
+      sink.write({
+        text: () => {
+          throw new TypeError('Do not know how to serialize a BigInt')
+        },
+      })
+      sink.write({ text: () => 'three\n' })
+      sink.flush()
+      expect(await readFile(file, 'utf8')).toBe('one\nthree\n')
+      expect(errors).toEqual(['Do not know how to serialize a BigInt'])
     } finally {
       sink.close()
       await rm(dir, { recursive: true, force: true })
@@ -544,23 +569,27 @@ describe('the observer without tracing', () => {
     )
   })
 
-  it('redacts an argument value again once a secret it holds is registered', async () => {
+  it('redacts an argument value again once a secret it holds is registered, in lines still to be written too', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'keel-audit-'))
     const file = join(dir, 'audit.jsonl')
     const watching = observerWith({ auditLog: file })
     const secret = 'kq83-late-registered-secret-7Zp'
     const path = `deploy/${secret}`
+    const call = () =>
+      watching.call(start({ safeArguments: { path } })).end({ outcome: 'ok', resultBytes: 1 })
     try {
-      for (const register of [false, true]) {
-        if (register) redactor.addSecret(secret)
-        const call = watching.call(start({ safeArguments: { path } }))
-        call.end({ outcome: 'ok', resultBytes: 1 })
-      }
+      call()
+      // The first line is written (within 50 ms) before the secret is known.
+      for (let i = 0; i < 200 && !(await readFile(file, 'utf8')).includes('\n'); i++) await sleep(10)
+      // The second call ends before the secret is registered; its line is made after.
+      call()
+      redactor.addSecret(secret)
+      call()
     } finally {
       await watching.close()
     }
     const lines = await auditLines(dir, file)
-    expect(lines.map((line) => line.arguments.path)).toEqual([path, 'deploy/[redacted]'])
+    expect(lines.map((line) => line.arguments.path)).toEqual([path, 'deploy/[redacted]', 'deploy/[redacted]'])
   })
 
   it('admits at once from an in-process budget, and counts refusals by budget', async () => {

@@ -26,20 +26,17 @@ const AUDIT_FLUSH_MS = 50
 const AUDIT_FLUSH_BYTES = 16 * 1024
 
 /**
- * An audit line whose result size is not known yet: the transport gives it when it writes the
- * response (stdio), else it is measured when the line is written.
+ * An audit line not made yet: its text is made when the log is written, with the other lines of the
+ * same write, rather than one at a time at the end of each call.
  */
-export interface UnsizedLine {
-  head: string
-  tail: string
-  result: unknown
-  bytes: number | undefined
+export interface PendingLine {
+  text(): string
 }
 
-const lineText = (line: string | UnsizedLine): string =>
-  typeof line === 'string'
-    ? line
-    : `${line.head}${line.bytes ?? Buffer.byteLength(JSON.stringify(line.result) ?? '')}${line.tail}`
+/** What a line not made yet counts for against {@link AUDIT_FLUSH_BYTES}: a typical line's length. */
+const PENDING_LINE_CHARS = 256
+
+const lineText = (line: string | PendingLine): string => (typeof line === 'string' ? line : line.text())
 
 /**
  * The audit log's writer: lines are gathered and written in one synchronous append (file) or write
@@ -50,7 +47,7 @@ const lineText = (line: string | UnsizedLine): string =>
  * round trip) for each. Only a process killed outright (SIGKILL) can lose the last lines.
  */
 export class AuditSink {
-  #lines: Array<string | UnsizedLine> = []
+  #lines: Array<string | PendingLine> = []
   #length = 0
   #timer: NodeJS.Timeout | undefined
   #soon: NodeJS.Immediate | undefined
@@ -101,9 +98,9 @@ export class AuditSink {
     this.#open()
   }
 
-  write(line: string | UnsizedLine): void {
+  write(line: string | PendingLine): void {
     this.#lines.push(line)
-    this.#length += typeof line === 'string' ? line.length : line.head.length + line.tail.length
+    this.#length += typeof line === 'string' ? line.length : PENDING_LINE_CHARS
     if (this.#length >= AUDIT_FLUSH_BYTES) {
       this.#soon ??= setImmediate(this.flush)
     } else if (!this.#timer) {
@@ -119,7 +116,15 @@ export class AuditSink {
     this.#soon = undefined
     if (!this.#lines.length) return
     let data = ''
-    for (const line of this.#lines) data += lineText(line)
+    for (const line of this.#lines) {
+      try {
+        data += lineText(line)
+      } catch (error) {
+        // A line that cannot be made (a result that cannot be serialized to be measured) is
+        // reported, and the others are written: the log, and the process, go on.
+        this.#onError(error as Error)
+      }
+    }
     this.#lines = []
     this.#length = 0
     if (this.#stream) {

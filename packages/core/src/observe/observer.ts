@@ -4,7 +4,7 @@ import diagnostics from 'node:diagnostics_channel'
 import type { Logger } from '../logger.js'
 import { type ObserveConfig, otlpUrls } from '../observe-config.js'
 import { redactor } from '../redact.js'
-import { AuditSink, isoNow, type UnsizedLine } from './audit.js'
+import { AuditSink, isoNow, type PendingLine } from './audit.js'
 import type {
   Admission,
   CallEnd,
@@ -183,6 +183,41 @@ const UNSAMPLED: Scope = Object.freeze({ span: undefined, tool: undefined, reque
 
 const ADMITTED: Admission = Object.freeze({ allowed: true, retryAfterMs: 0 })
 
+/**
+ * A call's audit line before it is text: what the call reported, kept until the log is written
+ * (at most 50 ms, see audit.ts), when the lines of that write are made one after the other.
+ */
+class AuditLine implements PendingLine {
+  #bytes: number | undefined
+  #result: unknown
+  constructor(
+    readonly at: number,
+    readonly start: CallStart,
+    readonly end: CallEnd,
+    readonly seconds: number,
+    readonly series: ToolSeries,
+    readonly format: (line: AuditLine) => string,
+  ) {
+    this.#bytes = end.resultBytes
+    this.#result = end.result
+  }
+  /** The transport wrote the result: its size, and the result is no longer held. */
+  sized(bytes: number): void {
+    this.#bytes = bytes
+    this.#result = undefined
+  }
+  /** Whether the result's size is still to be measured (the transport has not given it). */
+  get unsized(): object | undefined {
+    return this.#bytes === undefined ? (this.#result as object) : undefined
+  }
+  resultBytes(): number {
+    return this.#bytes ?? Buffer.byteLength(JSON.stringify(this.#result) ?? '')
+  }
+  text(): string {
+    return this.format(this)
+  }
+}
+
 export class Observer implements ObserverHooks {
   readonly registry = new Registry()
   readonly #scope = new AsyncLocalStorage<Scope>()
@@ -195,7 +230,7 @@ export class Observer implements ObserverHooks {
   /** The request kind found last, and what it was found for (a run of calls of one tool asks again and again). */
   #lastKind: { method: string; tool: string | undefined; transport: string; kind: RequestKind } | undefined
   /** Audit lines waiting for their result's size, by result: the transport gives it (see {@link #sized}). */
-  readonly #unsized = new WeakMap<object, UnsizedLine>()
+  readonly #unsized = new Map<object, AuditLine>()
   /** Short argument values and their redaction, as of the redactor's {@link #redactedVersion}. */
   readonly #redacted = new Map<string, string>()
   #redactedVersion = -1
@@ -704,31 +739,36 @@ export class Observer implements ObserverHooks {
   }
 
   /**
-   * One audit line, built as text: every value in it is core's own (outcome, transport, era, sizes,
-   * the time, a hashed id) or redacted (the tool's name once, the subject and the safe argument
-   * values on every line), the same line `redactor.redactValue` of the record would give.
+   * A call's audit line, kept as its parts and made into text when the log is written, with the
+   * other lines of the same write (see {@link AuditLine}).
    */
   #writeAudit(start: CallStart, result: CallEnd, seconds: number, series: ToolSeries) {
-    let line = `{"time":"${isoNow()}","tool":${series.json},"outcome":"${result.outcome}"`
-    if (result.errorKind) line += `,"error_kind":${JSON.stringify(redactor.redact(result.errorKind))}`
-    line += `,"duration_ms":${Math.round(seconds * 100_000) / 100},"transport":"${start.transport}","era":"${start.era}"`
+    const line = new AuditLine(Date.now(), start, result, seconds, series, this.#auditText)
+    const sent = result.result
+    if (result.resultBytes === undefined && typeof sent === 'object' && sent !== null)
+      this.#unsized.set(sent, line)
+    ;(this.#audit as AuditSink).write(line)
+  }
+
+  /**
+   * One audit line as text: every value in it is core's own (outcome, transport, era, sizes, the
+   * time, a hashed id) or redacted (the tool's name once, the subject and the safe argument values
+   * on every line), the same line `redactor.redactValue` of the record would give.
+   */
+  readonly #auditText = (audit: AuditLine): string => {
+    const { start, end } = audit
+    const unsized = audit.unsized
+    if (unsized !== undefined) this.#unsized.delete(unsized)
+    let line = `{"time":"${isoNow(audit.at)}","tool":${audit.series.json},"outcome":"${end.outcome}"`
+    if (end.errorKind) line += `,"error_kind":${JSON.stringify(redactor.redact(end.errorKind))}`
+    line += `,"duration_ms":${Math.round(audit.seconds * 100_000) / 100},"transport":"${start.transport}","era":"${start.era}"`
     if (start.subject) line += `,"subject":${JSON.stringify(this.#redactText(start.subject))}`
     if (start.session) line += `,"session":"${this.#hash(start.session)}"`
-    if (result.handle) line += `,"handle":"${this.#hash(result.handle)}"`
-    line += `,"arguments_bytes":${start.argumentsBytes},"result_bytes":`
-    const tail = start.safeArguments
-      ? `,"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments, 0, this.#redactText), cutLong)}}\n`
-      : '}\n'
-    const audit = this.#audit as AuditSink
-    const measured = result.resultBytes
-    const sent = result.result
-    if (measured !== undefined || typeof sent !== 'object' || sent === null) {
-      audit.write(`${line}${measured ?? Buffer.byteLength(JSON.stringify(sent) ?? '')}${tail}`)
-      return
-    }
-    const unsized: UnsizedLine = { head: line, tail, result: sent, bytes: undefined }
-    this.#unsized.set(sent, unsized)
-    audit.write(unsized)
+    if (end.handle) line += `,"handle":"${this.#hash(end.handle)}"`
+    line += `,"arguments_bytes":${start.argumentsBytes},"result_bytes":${audit.resultBytes()}`
+    return start.safeArguments
+      ? `${line},"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments, 0, this.#redactText), cutLong)}}\n`
+      : `${line}}\n`
   }
 
   /** `redactor.redact`, remembered for short texts until a secret is registered. */
@@ -750,11 +790,10 @@ export class Observer implements ObserverHooks {
   /** A response carried a result whose audit line waits for its size: that size, from the transport. */
   readonly #sized = (sent: SentResult): void => {
     if (typeof sent.result !== 'object' || sent.result === null) return
-    const unsized = this.#unsized.get(sent.result)
-    if (!unsized) return
+    const line = this.#unsized.get(sent.result)
+    if (!line) return
     this.#unsized.delete(sent.result)
-    unsized.bytes = sent.bytes
-    unsized.result = undefined
+    line.sized(sent.bytes)
   }
 
   async close(): Promise<void> {
