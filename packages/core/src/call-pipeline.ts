@@ -178,8 +178,9 @@ function observedCall<D, C>(
   const readOnly = tool.annotations.readOnlyHint === true
   const subject = channel.auth?.subject
   const args = (call.args ?? {}) as Record<string, unknown>
-  // Sizes cost a serialization of the arguments (the result's comes from the bytes the transport
-  // writes where it can), and argument values a lookup: both only when the audit log records them.
+  // Sizes: the arguments are kept for the audit line, which serializes them when it is written (the
+  // result's size comes from the bytes the transport writes where it can), and argument values a
+  // lookup: both only when the audit log records them.
   const sizes = watching.sizes
   const observation: CallObservation = watching.call({
     tool: tool.name,
@@ -188,7 +189,8 @@ function observedCall<D, C>(
     session: channel.session.id,
     subject,
     era: channel.era,
-    argumentsBytes: sizes ? sizeOf(call.sent ?? args) : 0,
+    argumentsBytes: 0,
+    sent: sizes ? (call.sent ?? args) : undefined,
     safeArguments: sizes
       ? valuesOf(tool.auditArguments ?? parts.runtime.spec.auditArguments, call.sent ?? args)
       : undefined,
@@ -207,9 +209,6 @@ function observedCall<D, C>(
   }
   return observedRun(parts, call, channel, observation, sizes)
 }
-
-/** The bytes of a value's JSON (what a client sent: valid JSON, so never undefined). */
-const sizeOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? '')
 
 /** The arguments of `names` a call was given, for its audit line; undefined when it was given none. */
 function valuesOf(names: readonly string[] | undefined, sent: unknown): Record<string, unknown> | undefined {

@@ -377,7 +377,12 @@ describe('the observer without tracing', () => {
           session: undefined,
           transport: 'http',
           era: 'modern',
-          safeArguments: { path: secret, n: 2, long: ['x'.repeat(5000)] },
+          safeArguments: {
+            path: secret,
+            n: 2,
+            long: ['x'.repeat(5000)],
+            deep: { a: { b: { c: { d: { e: { f: { g: { h: 'y'.repeat(9000) } } } } } } } },
+          },
         }),
       )
       second.end({ outcome: 'ok', resultBytes: 3, handle: 'session.Zq81mKp0wLr7Tt3vXy5B' })
@@ -420,6 +425,10 @@ describe('the observer without tracing', () => {
     expect(lines[1].arguments.path).toBe(redactor.redact(secret))
     // A long value is cut: no call makes the log grow by its arguments' size.
     expect(lines[1].arguments.long).toEqual([`${'x'.repeat(AUDIT_VALUE_CHARS)}…[904 more characters]`])
+    // Deeper than the redactor walks, the rest is its JSON text, redacted and cut as a whole.
+    const deep = JSON.stringify(lines[1].arguments.deep)
+    expect(deep).toContain('more characters]')
+    expect(deep.length).toBeLessThan(AUDIT_VALUE_CHARS + 200)
     expect(JSON.stringify(lines)).not.toContain('hunter2')
   })
 

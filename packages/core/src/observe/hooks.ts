@@ -30,8 +30,13 @@ export interface CallStart {
   subject: string | undefined
   /** 2026-07-28 (`modern`) or 2025-era (`legacy`). */
   era: 'modern' | 'legacy'
-  /** 0 unless the observer asks for {@link ObserverHooks.sizes}. */
+  /** The arguments' size in bytes when the caller measured it; else 0 (see `sent`). */
   argumentsBytes: number
+  /**
+   * With {@link ObserverHooks.sizes}: the arguments as the client sent them, whose size the audit
+   * line measures when it is made (with the other lines of its write, off the call's path).
+   */
+  sent?: unknown
   /** Argument values the tool marked safe to record (audit log). */
   safeArguments: Record<string, unknown> | undefined
 }

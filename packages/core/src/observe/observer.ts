@@ -85,9 +85,9 @@ export const hashId = (id: string) => createHash('sha256').update(id).digest('he
  */
 export const AUDIT_VALUE_CHARS = 4096
 
-/** A JSON.stringify replacer that cuts strings longer than {@link AUDIT_VALUE_CHARS}. */
-const cutLong = (_key: string, value: unknown) =>
-  typeof value === 'string' && value.length > AUDIT_VALUE_CHARS
+/** A string longer than {@link AUDIT_VALUE_CHARS}, cut there and marked; a shorter one as it is. */
+const cutLong = (value: string) =>
+  value.length > AUDIT_VALUE_CHARS
     ? `${value.slice(0, AUDIT_VALUE_CHARS)}…[${value.length - AUDIT_VALUE_CHARS} more characters]`
     : value
 
@@ -765,11 +765,17 @@ export class Observer implements ObserverHooks {
     if (start.subject) line += `,"subject":${JSON.stringify(this.#redactText(start.subject))}`
     if (start.session) line += `,"session":"${this.#hash(start.session)}"`
     if (end.handle) line += `,"handle":"${this.#hash(end.handle)}"`
-    line += `,"arguments_bytes":${start.argumentsBytes},"result_bytes":${audit.resultBytes()}`
+    line += `,"arguments_bytes":${start.sent !== undefined ? Buffer.byteLength(JSON.stringify(start.sent) ?? '') : start.argumentsBytes},"result_bytes":${audit.resultBytes()}`
     return start.safeArguments
-      ? `${line},"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments, 0, this.#redactText), cutLong)}}\n`
+      ? `${line},"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments, 0, this.#auditValue))}}\n`
       : `${line}}\n`
   }
+
+  /**
+   * A string of an argument value in an audit line: redacted, then cut (a value deeper than the
+   * redactor walks comes here as its JSON text, and is cut as a whole).
+   */
+  readonly #auditValue = (text: string): string => cutLong(this.#redactText(text))
 
   /** `redactor.redact`, remembered for short texts until a secret is registered. */
   readonly #redactText = (text: string): string => {
