@@ -63,7 +63,9 @@ export function contenders() {
  * no-op (the harshest base: core's floor) and on a real server's warm call, Keel fs's
  * `read_text_file` of 1 KiB (its built bin). Goal (#28): each ≤ 1.05× the plain server's CPU per call.
  * Then the official OpenTelemetry SDK alone on the SDK's plain server (baselines/sdk-noop-otel.mjs):
- * what one recorded span costs a call with no Keel code, the floor under "every span recorded". The
+ * what one recorded span costs a call with no Keel code, the floor under "every span recorded"; and
+ * the same server with an audit line a call written through a write stream
+ * (baselines/sdk-noop-audit.mjs), the yardstick for the audit log. The
  * same flags on a call with upstream work (GitHub `get_issue`) are in the github suite.
  */
 /** Calls each process serves before the steady-state operations tables measure it. */
@@ -113,20 +115,28 @@ async function operationsCost() {
     console.log(
       `\nGoal (#28): operations on ≤ 1.05× a warm call${options.warmup ? ` after ${options.warmup} calls` : ''} (${plainLabel}: ${plain.cpu.toFixed(3)} ms server CPU a call, ${plain.cpuInflight.toFixed(3)} ms at 8 in flight). ${line('Metrics', metrics)}; ${line('metrics + OpenTelemetry spans', spans)}; ${line('the same sampled off', unsampled)}; ${line('sampled 1 in 10', tenth)}; ${line('audit log + rate limit', audited)}.`,
     )
-    return { spans, plain }
+    return { spans, audited, plain }
   }
-  // The official OpenTelemetry SDK alone (no Keel code): the SDK's plain no-op server with one span
-  // recorded a call by the SDK's tracer, batch processor and OTLP/HTTP exporter, to the same sink,
-  // against the same server without it. What that span costs a call is the floor under "every span
-  // recorded" above; the line below sets it beside a warm fs call of the same run.
-  const officialSpan = async (steady, fs) => {
-    const [sdkSpan, sdkPlain] = await compareServers(
-      `core: one span a call recorded by the official OpenTelemetry SDK alone, SDK no-op, steady state (${OPS_STEADY_WARMUP} calls first)`,
+  // Two yardsticks on the SDK's plain no-op server, no Keel code, against the same server without
+  // them: the official OpenTelemetry SDK alone (one span recorded a call by the SDK's tracer, batch
+  // processor and OTLP/HTTP exporter, to the same sink), the floor under "every span recorded"; and
+  // one audit line a call written the common way (the record JSON.stringify'd and appended through
+  // an fs write stream), the yardstick for the audit log. The lines below set both beside a warm fs
+  // call of the same run.
+  const yardsticks = async (steady, fs) => {
+    const [sdkSpan, sdkAudit, sdkPlain] = await compareServers(
+      `core: the SDK no-op with one span a call recorded by the official OpenTelemetry SDK alone, and with one audit line a call written through a write stream, steady state (${OPS_STEADY_WARMUP} calls first)`,
       [
         {
           label: 'SDK no-op + official SDK span',
           command: process.execPath,
           args: [baseline('sdk-noop-otel.mjs'), endpoint],
+          call,
+        },
+        {
+          label: 'SDK no-op + audit line (write stream)',
+          command: process.execPath,
+          args: [baseline('sdk-noop-audit.mjs'), join(dir, 'sdk-audit.jsonl')],
           call,
         },
         {
@@ -146,6 +156,13 @@ async function operationsCost() {
       : ''
     console.log(
       `\nThe official SDK's own recorded span (#28's floor): +${added.toFixed(3)} ms server CPU a call (${(sdkSpan.cpu / sdkPlain.cpu).toFixed(2)}× the SDK no-op's ${sdkPlain.cpu.toFixed(3)} ms), +${inflight.toFixed(3)} ms at 8 in flight${fsPart}.`,
+    )
+    const line = sdkAudit.cpu - sdkPlain.cpu
+    const fsAudit = fs
+      ? `; keel fs's audit log with a rate limit in this run: +${(fs.audited.cpu - fs.plain.cpu).toFixed(3)} ms (${(fs.audited.cpu / fs.plain.cpu).toFixed(2)}×), where a line written the common way would be ${((line / fs.plain.cpu) * 100).toFixed(0)} % of that call`
+      : ''
+    console.log(
+      `\nAn audit line a call written through a write stream (the audit log's yardstick): +${line.toFixed(3)} ms server CPU a call (${(sdkAudit.cpu / sdkPlain.cpu).toFixed(2)}× the SDK no-op), +${(sdkAudit.cpuInflight - sdkPlain.cpuInflight).toFixed(3)} ms at 8 in flight${fsAudit}.`,
     )
   }
   try {
@@ -184,10 +201,10 @@ async function operationsCost() {
         'keel fs (all off)',
         steady,
       )
-      await officialSpan(steady, fs)
+      await yardsticks(steady, fs)
     } else {
       console.log('\n(servers/fs is not built: the operations table on fs read_text_file is left out)')
-      await officialSpan(steady)
+      await yardsticks(steady)
     }
   } finally {
     sink.close()
