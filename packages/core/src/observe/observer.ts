@@ -188,25 +188,32 @@ const ADMITTED: Admission = Object.freeze({ allowed: true, retryAfterMs: 0 })
  * (at most 50 ms, see audit.ts), when the lines of that write are made one after the other.
  */
 class AuditLine implements PendingLine {
+  readonly outcome: string
+  readonly errorKind: string | undefined
+  readonly handle: string | undefined
   #bytes: number | undefined
+  /** The result until its size is known: only this line holds it, and lets it go once sized. */
   #result: unknown
   constructor(
     readonly at: number,
     readonly start: CallStart,
-    readonly end: CallEnd,
+    end: CallEnd,
     readonly seconds: number,
     readonly series: ToolSeries,
     readonly format: (line: AuditLine) => string,
   ) {
+    this.outcome = end.outcome
+    this.errorKind = end.errorKind
+    this.handle = end.handle
     this.#bytes = end.resultBytes
-    this.#result = end.result
+    this.#result = end.resultBytes === undefined ? end.result : undefined
   }
   /** The transport wrote the result: its size, and the result is no longer held. */
   sized(bytes: number): void {
     this.#bytes = bytes
     this.#result = undefined
   }
-  /** Whether the result's size is still to be measured (the transport has not given it). */
+  /** The result whose size is still to be measured (the transport has not given it), if any. */
   get unsized(): object | undefined {
     return this.#bytes === undefined ? (this.#result as object) : undefined
   }
@@ -756,15 +763,15 @@ export class Observer implements ObserverHooks {
    * on every line), the same line `redactor.redactValue` of the record would give.
    */
   readonly #auditText = (audit: AuditLine): string => {
-    const { start, end } = audit
+    const { start } = audit
     const unsized = audit.unsized
     if (unsized !== undefined) this.#unsized.delete(unsized)
-    let line = `{"time":"${isoNow(audit.at)}","tool":${audit.series.json},"outcome":"${end.outcome}"`
-    if (end.errorKind) line += `,"error_kind":${JSON.stringify(redactor.redact(end.errorKind))}`
+    let line = `{"time":"${isoNow(audit.at)}","tool":${audit.series.json},"outcome":"${audit.outcome}"`
+    if (audit.errorKind) line += `,"error_kind":${JSON.stringify(redactor.redact(audit.errorKind))}`
     line += `,"duration_ms":${Math.round(audit.seconds * 100_000) / 100},"transport":"${start.transport}","era":"${start.era}"`
     if (start.subject) line += `,"subject":${JSON.stringify(this.#redactText(start.subject))}`
     if (start.session) line += `,"session":"${this.#hash(start.session)}"`
-    if (end.handle) line += `,"handle":"${this.#hash(end.handle)}"`
+    if (audit.handle) line += `,"handle":"${this.#hash(audit.handle)}"`
     line += `,"arguments_bytes":${start.sent !== undefined ? Buffer.byteLength(JSON.stringify(start.sent) ?? '') : start.argumentsBytes},"result_bytes":${audit.resultBytes()}`
     return start.safeArguments
       ? `${line},"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments, 0, this.#auditValue))}}\n`
