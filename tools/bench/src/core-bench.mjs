@@ -14,6 +14,14 @@ import { startOtlpSink } from './rpc.mjs'
 
 const baseline = (name) => fileURLToPath(new URL(`./baselines/${name}`, import.meta.url))
 const call = { name: 'noop', arguments: { text: 'hello' } }
+/** The SDK's plain no-op server: the reference of the core suite and of its yardsticks. */
+const sdkNoop = {
+  label: 'SDK no-op',
+  command: process.execPath,
+  args: [baseline('sdk-noop.mjs')],
+  call,
+  reference: true,
+}
 const FS_BIN = fileURLToPath(new URL('../../../servers/fs/dist/index.js', import.meta.url))
 
 export function contenders() {
@@ -26,13 +34,7 @@ export function contenders() {
       env: { KEEL_FAST_PATH: '0' },
       call,
     },
-    {
-      label: 'SDK no-op',
-      command: process.execPath,
-      args: [baseline('sdk-noop.mjs')],
-      call,
-      reference: true,
-    },
+    sdkNoop,
     // The reference servers' SDK generation, for context: not the goal's baseline.
     { label: 'SDK v1 no-op', command: process.execPath, args: [baseline('sdk-v1-noop.mjs')], call },
     // The same Keel server to a 2026-07-28 client (each request carries its version and
@@ -139,13 +141,7 @@ async function operationsCost() {
           args: [baseline('sdk-noop-audit.mjs'), join(dir, 'sdk-audit.jsonl')],
           call,
         },
-        {
-          label: 'SDK no-op',
-          command: process.execPath,
-          args: [baseline('sdk-noop.mjs')],
-          call,
-          reference: true,
-        },
+        sdkNoop,
       ],
       steady,
     )
