@@ -189,7 +189,6 @@ function observedCall<D, C>(
     session: channel.session.id,
     subject,
     era: channel.era,
-    argumentsBytes: 0,
     sent: sizes ? (call.sent ?? args) : undefined,
     safeArguments: sizes
       ? valuesOf(tool.auditArguments ?? parts.runtime.spec.auditArguments, call.sent ?? args)

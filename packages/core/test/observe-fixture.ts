@@ -24,7 +24,6 @@ export const callStart = (overrides: Partial<CallStart> = {}): CallStart => ({
   session: 'session-1',
   subject: undefined,
   era: 'legacy',
-  argumentsBytes: 0,
   safeArguments: undefined,
   ...overrides,
 })

@@ -370,7 +370,7 @@ describe('the observer without tracing', () => {
     const secret = 'password=hunter2-very-secret'
     try {
       expect(watching.sizes).toBe(true)
-      const first = watching.call(start({ subject: 'alice', argumentsBytes: 12 }))
+      const first = watching.call(start({ subject: 'alice', sent: { p: '1234' } }))
       first.end({ outcome: 'error', errorKind: 'not_found', resultBytes: 40 })
       const second = watching.call(
         start({

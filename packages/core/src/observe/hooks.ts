@@ -30,8 +30,6 @@ export interface CallStart {
   subject: string | undefined
   /** 2026-07-28 (`modern`) or 2025-era (`legacy`). */
   era: 'modern' | 'legacy'
-  /** The arguments' size in bytes when the caller measured it; else 0 (see `sent`). */
-  argumentsBytes: number
   /**
    * With {@link ObserverHooks.sizes}: the arguments as the client sent them, whose size the audit
    * line measures when it is made (with the other lines of its write, off the call's path).
@@ -76,7 +74,7 @@ export interface Admission {
 export interface ObserverHooks {
   /**
    * Whether calls report their argument and result sizes (the audit log records them): without it
-   * a call measures neither (`argumentsBytes` and `resultBytes` are 0).
+   * a call keeps neither (no `sent`, and `resultBytes` is 0).
    */
   readonly sizes: boolean
   request(info: {

@@ -772,7 +772,7 @@ export class Observer implements ObserverHooks {
     if (start.subject) line += `,"subject":${JSON.stringify(this.#redactText(start.subject))}`
     if (start.session) line += `,"session":"${this.#hash(start.session)}"`
     if (audit.handle) line += `,"handle":"${this.#hash(audit.handle)}"`
-    line += `,"arguments_bytes":${start.sent !== undefined ? Buffer.byteLength(JSON.stringify(start.sent) ?? '') : start.argumentsBytes},"result_bytes":${audit.resultBytes()}`
+    line += `,"arguments_bytes":${Buffer.byteLength(JSON.stringify(start.sent) ?? '')},"result_bytes":${audit.resultBytes()}`
     return start.safeArguments
       ? `${line},"arguments":${JSON.stringify(redactor.redactValue(start.safeArguments, 0, this.#auditValue))}}\n`
       : `${line}}\n`
