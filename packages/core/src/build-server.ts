@@ -112,8 +112,9 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
     initializedBefore?.()
     warmUpOnce(runtime, warmCall)
   }
-  // A lone request (2026-07-28, --stateless) has no initialize: its first request starts it.
-  if (connection === 'request') warmUpOnce(runtime, warmCall)
+  // A lone request (2026-07-28, --stateless) and a 2026-07-28 stdio connection have no initialize:
+  // making the instance for their first request starts it.
+  if (connection === 'request' || options.uninitialized) warmUpOnce(runtime, warmCall)
   const state: InstanceState = {
     clientLevel: undefined,
     roots: undefined,

@@ -508,10 +508,13 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
    */
   warmUp?(deps: D, signal: AbortSignal): Promise<void> | void
   /**
-   * Optional: one call core runs after `warmUp` resolves, through its own tools/call pipeline
-   * (arguments checked, the tool run, its output checked and projected), with the result discarded
-   * and nothing observed (no metrics, audit line or rate budget). The first real call then finds
-   * that code compiled and its schemas built. It must be read-only and cheap; a failure is ignored.
+   * Optional: a call core runs after `warmUp` resolves, with the result discarded and nothing
+   * observed (no metrics, audit line or rate budget). Over stdio with core's fast path it is
+   * rehearsed 8 times on the way a client's `tools/call` takes there (the request's checks, core's
+   * handler, the pipeline, the result's check and encoding); elsewhere it runs once through core's
+   * tools/call pipeline (arguments checked, the tool run, its output checked and projected). The
+   * first real call then finds that code run and its schemas built. It must be read-only and cheap;
+   * a result that is an error ends the rehearsals, and a failure is ignored.
    */
   warmCall?: { readonly tool: string; readonly arguments: Record<string, unknown> }
   /** Releases what `createDeps` built (pools, browsers). Called once on shutdown, with a deadline. */

@@ -37,6 +37,11 @@ export interface InstanceOptions {
   connection?: 'stdio' | 'session' | 'request'
   /** The id of a `stdio` connection (default `stdio`); in-memory test connections set their own. */
   connectionId?: string
+  /**
+   * The connection has no `initialize` to wait for (a 2026-07-28 stdio connection): the spec's
+   * warm-up starts once the instance is made. A lone request always starts it so.
+   */
+  uninitialized?: boolean
 }
 
 /** Per-connection state of one instance. */

@@ -41,7 +41,11 @@ export function serveStdioRuntime<D, C>(
   })
   const served = serveStdio(
     (context) => {
-      const instance = createInstance(runtime, { forwardProcessLogs: true, connection: 'stdio' })
+      const instance = createInstance(runtime, {
+        forwardProcessLogs: true,
+        connection: 'stdio',
+        uninitialized: context?.era === 'modern',
+      })
       streams.attach(instance, context?.era)
       fast?.attach(instance, context?.era)
       return instance

@@ -142,6 +142,28 @@ export interface CallingContext extends CallRequestContext {
     notify(notification: { method: string; params: Record<string, unknown> }): Promise<void>
     log(level: McpLogLevel, data: unknown, logger?: string): Promise<void>
   }
+  /**
+   * A rehearsal of the spec's `warmCall` ({@link Rehearse}), which no client made: not observed
+   * (no metrics, audit line or rate budget) and teaching no hidden tools.
+   */
+  rehearsal?: true
+}
+
+/** The spec's warm call, as a front door runs it. */
+export type WarmCall = { readonly tool: string; readonly arguments: Record<string, unknown> }
+
+/**
+ * Runs the warm call on the way a client's call takes through a front door (its checks, core's
+ * handler, the result's check and encoding), the answers discarded. Resolves once it is done, with
+ * false when the door no longer serves the instance and nothing ran.
+ */
+export type Rehearse = (warm: WarmCall) => Promise<boolean>
+
+const rehearsers = new WeakMap<object, Rehearse>()
+
+/** A front door serving this instance's calls itself (`fast-path.ts`) rehearses its warm call. */
+export function setRehearser(mcp: McpServer, rehearse: Rehearse): void {
+  rehearsers.set(mcp, rehearse)
 }
 
 /**
@@ -167,7 +189,10 @@ type RawHandler = (request: { params?: unknown }, ctx: unknown) => unknown
 /**
  * Runs the spec's `warmCall` on this instance through the same pipeline as a real call (input
  * schema, the tool, output schema, result projection) and discards the result. Not observed: no
- * metrics, audit line or rate budget, since no one made the call. Never throws.
+ * metrics, audit line or rate budget, since no one made the call. Where a front door serves the
+ * instance's calls itself (core's stdio fast path), the call is rehearsed on that door's way
+ * instead, which a client's first call takes too. Rejects only when the call is refused (a warm
+ * call that does not fit its tool); the warm-up logs that.
  */
 export async function runWarmCall<D, C>(
   parts: InstanceParts<D, C>,
@@ -176,6 +201,8 @@ export async function runWarmCall<D, C>(
   const { runtime } = parts
   const warm = runtime.spec.warmCall
   if (warm === undefined || runtime.shutdownSignal.aborted) return
+  const rehearse = rehearsers.get(parts.mcp)
+  if (rehearse && (await rehearse(warm))) return
   const call = validateCall(
     listedTools(runtime, parts.state.enabledTools, undefined),
     warm.tool,
@@ -259,7 +286,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
         `Tool ${name} must be called as a task: add "task": {} to the tools/call params`,
       )
     }
-    const result = await executeCall(
+    const result = await (ctx.rehearsal ? runCall : executeCall)(
       parts,
       call,
       new RequestChannel<D>(
@@ -274,6 +301,7 @@ export function registerTools<D, C>(parts: InstanceParts<D, C>): void {
       ),
     )
     noteServed(SERVED_STAGE.callAnswered)
+    if (ctx.rehearsal) return result
     // The call may have taught the server which tools to hide (a credential's scopes): say so.
     const hidden = runtime.spec.hiddenTools?.(runtime.deps, auth)
     if (hidden !== state.hiddenSeen) {

@@ -184,8 +184,9 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
     if (signal.aborted) return
     await Promise.all([...deps.targets.values()].map((target) => target.db.warmUp({ signal })))
   },
-  // Then one `query` through core's call pipeline, its result discarded: the first real call finds
-  // the tool's code, the argument and result schemas and the formatting already used once.
+  // Then `query`, rehearsed by core on the way a client's call takes (over stdio; elsewhere once
+  // through the call pipeline), its results discarded: the first real call finds the tool's code,
+  // the argument and result schemas and the formatting already run.
   warmCall: { tool: 'query', arguments: { sql: 'SELECT 1 AS warm_up' } },
   dispose: (deps) =>
     Promise.all([...deps.targets.values()].map((target) => target.db.close())).then(() => {}),
