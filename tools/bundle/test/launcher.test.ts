@@ -141,6 +141,41 @@ describe('the launcher', () => {
     expect(statSync(cache).mtimeMs).toBe(complete)
   })
 
+  it('writes its cache soon after reaching a further stage, while still serving, and not again at exit', async () => {
+    const { spawn } = await import('node:child_process')
+    const { existsSync, statSync } = await import('node:fs')
+    const isolated = { KEEL_COMPILE_CACHE_DIR: join(work, 'stage-write-cache') }
+    const hold = join(work, 'stage-write-hold')
+    // A first process that answers a call and then keeps serving (a client's long session).
+    const serving = spawn(process.execPath, [join(work, 'dist/index.js')], {
+      env: { ...process.env, ...isolated, FIXTURE_STAGE: '2', FIXTURE_HOLD: hold },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    })
+    const exited = new Promise((resolve) => serving.once('exit', resolve))
+    // Its complete cache appears while it runs: a bounded wait, the write is due 50 ms after the stage.
+    let names: string[] = []
+    for (let attempt = 0; attempt < 200; attempt++) {
+      names = existsSync(isolated.KEEL_COMPILE_CACHE_DIR)
+        ? await readdir(isolated.KEEL_COMPILE_CACHE_DIR)
+        : []
+      if (names.some((name) => name.endsWith('.bin'))) break
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    expect(serving.exitCode).toBeNull()
+    const file = names.find((name) => name.endsWith('.bin'))
+    expect(file).toBeDefined()
+    // Complete: no thin mark beside it.
+    expect(names).toEqual([file])
+    const cache = join(isolated.KEEL_COMPILE_CACHE_DIR, file as string)
+    const written = statSync(cache).mtimeMs
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    await writeFile(hold, '')
+    expect(await exited).toBe(0)
+    // The exit had nothing further to write.
+    expect(statSync(cache).mtimeMs).toBe(written)
+    expect(runBin(isolated).state).toBe('hit')
+  })
+
   it('takes an empty or unreadable thin mark for a cache that answered nothing', async () => {
     const { statSync } = await import('node:fs')
     const isolated = { KEEL_COMPILE_CACHE_DIR: join(work, 'old-mark-cache') }
