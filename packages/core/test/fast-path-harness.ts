@@ -87,8 +87,8 @@ export const normalized = (messages: unknown): any =>
   )
 
 /** A stdio connection to `spec`, driven by raw lines; `close` ends it. */
-export async function stdioConnection(
-  spec: ServerSpec<FixtureDeps, FixtureOptions>,
+export async function stdioConnection<D = FixtureDeps, C = FixtureOptions>(
+  spec: ServerSpec<D, C>,
   options: { fastPath: boolean; argv?: string[] },
 ) {
   const shutdown = new AbortController()
@@ -140,11 +140,16 @@ export async function stdioConnection(
   return { runtime, served, shutdown, request, exchange, write, seen, next, close }
 }
 
+/** What {@link stdioConnection} gives for a spec with these deps and options. */
+export type StdioConnection<D = FixtureDeps, C = FixtureOptions> = Awaited<
+  ReturnType<typeof stdioConnection<D, C>>
+>
+
 /** One step of a script: `[id, method, params]`, or a raw line with the id it is answered under. */
 export type ScriptStep = [unknown, string, unknown?] | { line: string; id: unknown }
 
 /** Sends each step in turn and gathers, normalized, everything written out until each answer. */
-export async function playScript(server: Awaited<ReturnType<typeof stdioConnection>>, script: ScriptStep[]) {
+export async function playScript(server: StdioConnection, script: ScriptStep[]) {
   const answers: Message[][] = []
   for (const step of script) {
     answers.push(
@@ -160,12 +165,7 @@ export async function playScript(server: Awaited<ReturnType<typeof stdioConnecti
  * Writes `lines` in one chunk and waits for the answer to `last` and to every id in `ids`; returns
  * everything written out meanwhile, normalized and sorted (concurrent calls finish in any order).
  */
-export async function answersOfChunk(
-  server: Awaited<ReturnType<typeof stdioConnection>>,
-  lines: string,
-  last: unknown,
-  ids: unknown[],
-) {
+export async function answersOfChunk(server: StdioConnection, lines: string, last: unknown, ids: unknown[]) {
   const from = server.seen.length
   await server.exchange(lines, last)
   await Promise.all(ids.map((id) => server.next((message) => message.id === id)))
@@ -179,7 +179,7 @@ export async function answersOfChunk(
  * run() does on SIGTERM (the shutdown signal first, then the transport closes): everything written
  * out meanwhile, normalized, and whether the call's signal was aborted.
  */
-export async function shutdownDuring(server: Awaited<ReturnType<typeof stdioConnection>>, callLine: string) {
+export async function shutdownDuring(server: StdioConnection, callLine: string) {
   const from = server.seen.length
   server.write(callLine)
   await server.next((message) => message.method === 'notifications/message')

@@ -1,10 +1,8 @@
-import { PassThrough } from 'node:stream'
 import { afterEach, describe, expect, it } from 'vitest'
 import { REHEARSALS } from '../src/fast-path.js'
 import { defineServer, ToolError, toolFactory, z } from '../src/index.js'
 import { installObserver } from '../src/observe/hooks.js'
-import { prepare } from '../src/run.js'
-import { serveStdioRuntime } from '../src/serve-stdio.js'
+import { type Message, stdioConnection } from './fast-path-harness.js'
 
 // The spec's warm call over stdio with core's fast path: rehearsed REHEARSALS times on the way a
 // client's call takes there (fast-path.ts), never written out, never observed; without the fast
@@ -64,62 +62,35 @@ function spec(failWarm = false) {
   })
 }
 
-type Message = Record<string, unknown>
-
 const open: Array<() => Promise<void>> = []
 afterEach(async () => {
   for (const close of open.splice(0)) await close()
   installObserver(undefined)
 })
 
-/** A stdio connection to `server`, driven by raw lines: every line written out is kept. */
+/** A stdio connection to `server` (fast-path-harness.ts), with the answer to each request and a 2025 handshake. */
 async function connect(server: ReturnType<typeof spec>, fastPath: boolean) {
-  const shutdown = new AbortController()
-  const runtime = await prepare(server, {
-    argv: [],
-    env: { LOG_LEVEL: 'silent' },
-    shutdownSignal: shutdown.signal,
-  })
-  const input = new PassThrough()
-  const output = new PassThrough()
-  const seen: Message[] = []
-  let buffered = ''
-  const waiters: Array<() => void> = []
-  output.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString()
-    for (let newline = buffered.indexOf('\n'); newline !== -1; newline = buffered.indexOf('\n')) {
-      seen.push(JSON.parse(buffered.slice(0, newline)) as Message)
-      buffered = buffered.slice(newline + 1)
-      for (const waiter of waiters.splice(0)) waiter()
-    }
-  })
-  const served = serveStdioRuntime(runtime, { input, output, fastPath })
-  open.push(async () => {
-    shutdown.abort()
-    await served.close()
-  })
-  const answer = (id: unknown) =>
-    new Promise<Message>((resolve) => {
-      const check = () => {
-        const found = seen.find((message) => message.id === id && message.method === undefined)
-        if (found) resolve(found)
-        else waiters.push(check)
-      }
-      check()
-    })
-  const request = (id: unknown, method: string, params?: unknown) => {
-    input.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) })}\n`)
-    return answer(id)
-  }
+  const connection = await stdioConnection(server, { fastPath, argv: [] })
+  open.push(connection.close)
+  const request = async (id: unknown, method: string, params?: unknown) =>
+    (await connection.request(id, method, params)).find(
+      (message) => message.id === id && message.method === undefined,
+    ) as Message
   const initialize = async () => {
     await request(1, 'initialize', {
       protocolVersion: '2025-06-18',
       capabilities: {},
       clientInfo: { name: 'rehearsal-test', version: '1.0.0' },
     })
-    input.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    connection.write('{"jsonrpc":"2.0","method":"notifications/initialized"}')
   }
-  return { deps: runtime.deps, seen, request, initialize, served }
+  return {
+    deps: connection.runtime.deps,
+    seen: connection.seen,
+    request,
+    initialize,
+    served: connection.served,
+  }
 }
 
 describe('the warm call over stdio', () => {
