@@ -6,9 +6,9 @@
 // Server-side times come from a raw JSON-RPC client (no SDK client in the measured path, so its own
 // buffering and schema validation are not counted); the SDK v2 client's figure is printed beside it.
 import { spawn } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { compareServers } from './harness.mjs'
 import { coldStart, formatBytes, median, ratio, table } from './rpc.mjs'
@@ -173,6 +173,130 @@ function psqlCsv(url, sql) {
 
 const ms = (value) => `${Math.round(value)} ms`
 
+/** CPU time of a process in ms (user + system), from /proc; 0 once it is gone. */
+function cpuMs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS
+  } catch {
+    return 0
+  }
+}
+// USER_HZ: 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)).
+const CLOCK_TICKS = 100
+
+/**
+ * The CPU of every backend serving `role` on `database` (its process title is
+ * "postgres: <role> <database> <client> <state>"), by pid. Empty where /proc does not show the
+ * database's processes (a server elsewhere).
+ */
+function backendCpu(role, database) {
+  const title = `postgres: ${role} ${database} `
+  const byPid = new Map()
+  let pids = []
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name))
+  } catch {
+    return byPid
+  }
+  for (const pid of pids) {
+    let cmdline
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+    } catch {
+      continue
+    }
+    if (cmdline.startsWith(title)) byPid.set(pid, cpuMs(pid))
+  }
+  return byPid
+}
+
+/**
+ * 8 calls in flight held for long (4,000 calls first, then 8,000 measured; 3 alternated rounds): the
+ * calls a second, and where their CPU goes, the server's and its PostgreSQL backends' (from /proc).
+ * On a machine of two cores the server, its backends and the client share the CPU, so the sum of
+ * the two is what bounds the calls a second. The backends' share is what each call's transaction
+ * costs the database: the reference runs BEGIN READ ONLY, the statement and ROLLBACK; Keel also
+ * proves at the end of each call that the transaction is still its own and read only, and resets
+ * what outlives a rollback (servers/postgres/src/lib/session.ts, callEndStatements).
+ */
+async function steadyInFlight(url, cluster) {
+  const WARM = Number(process.env.BENCH_PG_STEADY_WARM ?? 4000)
+  const CALLS = Number(process.env.BENCH_PG_STEADY_CALLS ?? 8000)
+  const ROUNDS = Number(process.env.BENCH_PG_STEADY_ROUNDS ?? 3)
+  const INFLIGHT = 8
+  // BENCH_PG_STEADY_EXTRA=label=path/to/dist/index.js,… adds other builds of the Keel bin (a copy
+  // must stay inside servers/postgres, where its lazy dependencies resolve).
+  const extra = (process.env.BENCH_PG_STEADY_EXTRA ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((entry) => {
+      const [label, bin] = entry.split('=')
+      return [label, { ...ours(url), args: [resolve(process.env.INIT_CWD ?? process.cwd(), bin)] }]
+    })
+  const contenders = [['keel postgres', ours(url)], ...extra, ['reference postgres', reference(url)]]
+  const samples = contenders.map(() => ({ perSecond: [], server: [], backends: [] }))
+  const args = { sql: 'SELECT 1 AS one' }
+  const burst = async (client, total) => {
+    let left = total
+    await Promise.all(
+      Array.from({ length: INFLIGHT }, async () => {
+        while (left-- > 0) {
+          const { message } = await client.callTool('query', args)
+          if (!message.result || message.result.isError)
+            throw new Error(`steady state: ${JSON.stringify(message).slice(0, 300)}`)
+        }
+      }),
+    )
+  }
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [index, [, spec]] of contenders.entries()) {
+      const client = start(spec)
+      try {
+        await client.initialize()
+        await burst(client, WARM)
+        const serverBefore = cpuMs(client.pid)
+        const backendsBefore = backendCpu(cluster.appRole, cluster.database)
+        const began = performance.now()
+        await burst(client, CALLS)
+        const wall = performance.now() - began
+        const server = cpuMs(client.pid) - serverBefore
+        const backendsAfter = backendCpu(cluster.appRole, cluster.database)
+        // A backend born inside the window counts whole; one that ended inside it is not seen.
+        let backends = 0
+        for (const [pid, after] of backendsAfter) backends += after - (backendsBefore.get(pid) ?? 0)
+        samples[index].perSecond.push((CALLS * 1000) / wall)
+        samples[index].server.push(server / CALLS)
+        samples[index].backends.push(backendsAfter.size > 0 ? backends / CALLS : Number.NaN)
+      } finally {
+        await client.close()
+      }
+    }
+  }
+  const medians = samples.map((sample) => ({
+    perSecond: median(sample.perSecond),
+    server: median(sample.server),
+    backends: median(sample.backends),
+  }))
+  const ref = medians[medians.length - 1]
+  const cpu = (value) => (Number.isNaN(value) ? 'not seen' : `${(value * 1000).toFixed(0)} µs`)
+  console.log(
+    `\n#### postgres: ${INFLIGHT} calls in flight, steady state (${WARM.toLocaleString('en')} calls first, then ${CALLS.toLocaleString('en')}; median of ${ROUNDS} alternated rounds; CPU from /proc)\n`,
+  )
+  table(
+    ['', 'calls/s', '÷ reference', 'server CPU a call', 'backends CPU a call', 'both', 'both ÷ reference'],
+    medians.map((m, index) => [
+      contenders[index][0],
+      m.perSecond.toFixed(0),
+      ratio(m.perSecond, ref.perSecond),
+      cpu(m.server),
+      cpu(m.backends),
+      cpu(m.server + m.backends),
+      ratio(m.server + m.backends, ref.server + ref.backends),
+    ]),
+  )
+}
+
 export async function run() {
   if (!existsSync(OURS))
     throw new Error(`${OURS} is missing: run pnpm --filter @keel-mcp/server-postgres build`)
@@ -193,6 +317,7 @@ export async function run() {
       { label: 'keel postgres', ...ours(url), call },
       { label: 'reference postgres', ...reference(url), call, reference: true },
     ])
+    await steadyInFlight(url, cluster)
     if (process.env.BENCH_DOMAIN === '0') return
     console.log('\n#### postgres: domain figures\n')
 
