@@ -2,7 +2,8 @@
 // round in one run (this machine is shared and noisy: only figures taken in the same run compare):
 //
 //   cold start      spawn → initialize answered, and → tools/list answered
-//   catalogue       tools/list: JSON bytes of the tools, ≈ tokens (bytes ÷ 4), per tool
+//   catalogue       tools/list: JSON bytes of the tools, ≈ tokens (bytes ÷ 4), per tool; and per
+//                   tool as a model sees it (name, description and input schema only)
 //   warm call       p50 / p99 of one cheap call, sequential, over a raw JSON-RPC client (the
 //                   contenders take turns every 20 calls)
 //   server CPU      utime + stime of the server (and its child processes) per warm call
@@ -221,7 +222,19 @@ export async function compareServers(title, given, options = {}) {
       if (!entry.catalogue) {
         const tools = list.message.result.tools
         const bytes = Buffer.byteLength(JSON.stringify(tools))
-        entry.catalogue = { tools: tools.length, bytes, tokens: bytes / 4 }
+        // What a host hands the model of each tool: its name, description and input schema (the
+        // function-calling formats of the model APIs). The output schema, title, annotations and
+        // execution are for the client.
+        const modelBytes = Buffer.byteLength(
+          JSON.stringify(
+            tools.map((tool) => ({
+              name: tool.name,
+              description: tool.description,
+              input_schema: tool.inputSchema,
+            })),
+          ),
+        )
+        entry.catalogue = { tools: tools.length, bytes, tokens: bytes / 4, modelTokens: modelBytes / 4 }
       }
     }
   }
@@ -316,6 +329,11 @@ export async function compareServers(title, given, options = {}) {
       '  ≈ tokens a tool',
       ({ catalogue: c }) => String(Math.round(c.tokens / c.tools)),
       (entry) => entry.catalogue.tokens / entry.catalogue.tools,
+    ],
+    [
+      '  ≈ tokens a tool, as a model sees it',
+      ({ catalogue: c }) => String(Math.round(c.modelTokens / c.tools)),
+      (entry) => entry.catalogue.modelTokens / entry.catalogue.tools,
     ],
     [
       `warm call p50 (${calls} calls × ${rounds})`,
