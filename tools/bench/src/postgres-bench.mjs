@@ -212,6 +212,96 @@ function backendCpu(role, database) {
 }
 
 /**
+ * BENCH_PG_STEADY_EXTRA=label=path/to/dist/index.js,… adds other builds of the Keel bin to the
+ * steady-state and one-at-a-time tables (a copy must stay inside servers/postgres, where its lazy
+ * dependencies resolve).
+ */
+function extraBuilds(url) {
+  return (process.env.BENCH_PG_STEADY_EXTRA ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((entry) => {
+      const [label, bin] = entry.split('=')
+      return [label, { ...ours(url), args: [resolve(process.env.INIT_CWD ?? process.cwd(), bin)] }]
+    })
+}
+
+/**
+ * A query as a model writes one (a join, an aggregate, a few operators and functions) against
+ * `SELECT 1`, one call at a time on a warm process (300 calls first, then 300 measured a round,
+ * 5 alternated rounds): the p50 and the CPU a call of the server and of its backends. Keel judges
+ * every function, operator and relation such a statement names against the catalog before it runs
+ * (function-policy.ts); `SELECT 1` names none. The reference judges nothing.
+ */
+async function realisticCall(url, cluster) {
+  const CALLS = 300
+  const ROUNDS = 5
+  const queries = [
+    ['SELECT 1', () => 'SELECT 1 AS one'],
+    [
+      'join, aggregate, operators',
+      (index) =>
+        `SELECT n.nspname, count(*) AS relations FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname NOT LIKE 'pg_%' GROUP BY n.nspname ORDER BY 2 DESC LIMIT ${(index % 50) + 1}`,
+    ],
+  ]
+  const contenders = [
+    ['keel postgres', ours(url)],
+    ...extraBuilds(url),
+    ['reference postgres', reference(url)],
+  ]
+  const rows = []
+  for (const [what, sqlOf] of queries) {
+    const samples = contenders.map(() => ({ p50: [], server: [], backends: [] }))
+    const clients = contenders.map(([, spec]) => start(spec))
+    try {
+      for (const client of clients) {
+        await client.initialize()
+        for (let call = 0; call < CALLS; call++) await client.callTool('query', { sql: sqlOf(call) })
+      }
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const [index, client] of clients.entries()) {
+          const times = []
+          const serverBefore = cpuMs(client.pid)
+          const backendsBefore = backendCpu(cluster.appRole, cluster.database)
+          for (let call = 0; call < CALLS; call++) {
+            const { message, ms } = await client.callTool('query', { sql: sqlOf(round * CALLS + call) })
+            if (!message.result || message.result.isError)
+              throw new Error(`${what}: ${JSON.stringify(message).slice(0, 300)}`)
+            times.push(ms)
+          }
+          const backendsAfter = backendCpu(cluster.appRole, cluster.database)
+          let backends = 0
+          for (const [pid, after] of backendsAfter) backends += after - (backendsBefore.get(pid) ?? 0)
+          samples[index].p50.push(median(times))
+          samples[index].server.push((cpuMs(client.pid) - serverBefore) / CALLS)
+          samples[index].backends.push(backendsAfter.size > 0 ? backends / CALLS : Number.NaN)
+        }
+      }
+    } finally {
+      await Promise.all(clients.map((client) => client.close()))
+    }
+    const medians = samples.map((sample) => ({
+      p50: median(sample.p50),
+      cpu: median(sample.server) + median(sample.backends),
+    }))
+    const ref = medians[medians.length - 1]
+    for (const [index, [label]] of contenders.entries())
+      rows.push([
+        what,
+        label,
+        `${medians[index].p50.toFixed(2)} ms`,
+        ratio(medians[index].p50, ref.p50),
+        Number.isNaN(medians[index].cpu) ? 'not seen' : `${(medians[index].cpu * 1000).toFixed(0)} µs`,
+        ratio(medians[index].cpu, ref.cpu),
+      ])
+  }
+  console.log(
+    `\n#### postgres: one call at a time, SELECT 1 and a query a model would write (${CALLS} calls first, then ${CALLS} a round; median of ${ROUNDS} alternated rounds)\n`,
+  )
+  table(['query', '', 'p50', '÷ reference', 'server + backends CPU a call', '÷ reference'], rows)
+}
+
+/**
  * 8 calls in flight held for long (4,000 calls first, then 8,000 measured; 3 alternated rounds): the
  * calls a second, and where their CPU goes, the server's and its PostgreSQL backends' (from /proc).
  * On a machine of two cores the server, its backends and the client share the CPU, so the sum of
@@ -225,16 +315,11 @@ async function steadyInFlight(url, cluster) {
   const CALLS = Number(process.env.BENCH_PG_STEADY_CALLS ?? 8000)
   const ROUNDS = Number(process.env.BENCH_PG_STEADY_ROUNDS ?? 3)
   const INFLIGHT = 8
-  // BENCH_PG_STEADY_EXTRA=label=path/to/dist/index.js,… adds other builds of the Keel bin (a copy
-  // must stay inside servers/postgres, where its lazy dependencies resolve).
-  const extra = (process.env.BENCH_PG_STEADY_EXTRA ?? '')
-    .split(',')
-    .filter(Boolean)
-    .map((entry) => {
-      const [label, bin] = entry.split('=')
-      return [label, { ...ours(url), args: [resolve(process.env.INIT_CWD ?? process.cwd(), bin)] }]
-    })
-  const contenders = [['keel postgres', ours(url)], ...extra, ['reference postgres', reference(url)]]
+  const contenders = [
+    ['keel postgres', ours(url)],
+    ...extraBuilds(url),
+    ['reference postgres', reference(url)],
+  ]
   const samples = contenders.map(() => ({ perSecond: [], server: [], backends: [] }))
   const args = { sql: 'SELECT 1 AS one' }
   const burst = async (client, total) => {
@@ -318,6 +403,7 @@ export async function run() {
       { label: 'reference postgres', ...reference(url), call, reference: true },
     ])
     await steadyInFlight(url, cluster)
+    await realisticCall(url, cluster)
     if (process.env.BENCH_DOMAIN === '0') return
     console.log('\n#### postgres: domain figures\n')
 

@@ -10,7 +10,8 @@
  *   gate assumes (`standard_conforming_strings = on`, set in the startup packet so that no database
  *   or role default can change them) and the configured role;
  * - every function, operator, cast and view a statement reaches is judged by the catalog before it
- *   runs (function-policy.ts);
+ *   runs (function-policy.ts), on connections that never run a caller's statement (or, where the
+ *   role allows none beside the pool, on the call's own, in its transaction);
  * - after every call the session is returned to its setup: a call that succeeded proves its
  *   statement ran in, and did not end, the read-only transaction the call opened, resets what
  *   outlives a rollback (advisory locks, prepared statements, hypopg, dblink) and rolls back, which
@@ -89,6 +90,15 @@ export class Database {
   #poolSize: number
   readonly #schemas: string[] | null
   #pool: Promise<PoolHandle> | undefined
+  /**
+   * Connections that run the function policy's catalog queries and nothing else (see
+   * {@link Database.#judgeApart}), opened on the first statement that needs them.
+   */
+  #policyPool: Promise<PoolHandle> | undefined
+  /** Until when the policy runs on the call's own connection, after the policy pool failed to connect. */
+  #policyPoolRetryAt = 0
+  /** Whether the role may open the policy's connections beyond the pool's (set when the pool is sized). */
+  #policyPoolAllowed = false
   #closed = false
   readonly #typeNames = new Map<number, string>()
   /** Clients that emitted an error while checked out: destroyed on release, never reused. */
@@ -145,7 +155,10 @@ export class Database {
     }
     this.#pool ??= createPool(settings)
       .then(async (handle) => {
-        this.#poolSize = await capPoolSize(handle.pool, this.#poolSize)
+        const { size, spare } = await capPoolSize(handle.pool, this.#poolSize)
+        this.#poolSize = size
+        // The policy's own connections only where the role may open them beyond the pool's.
+        this.#policyPoolAllowed = spare >= policyPoolSize
         return handle
       })
       .catch((error: unknown) => {
@@ -153,6 +166,81 @@ export class Database {
         throw error
       })
     return this.#pool
+  }
+
+  #getPolicyPool(): Promise<PoolHandle> {
+    if (this.#closed) return Promise.reject(new Error('The database connection pool is closed.'))
+    this.#policyPool ??= createPool({
+      options: this.#options,
+      poolSize: policyPoolSize,
+      // The same session as the calls' (role, read-only default, timeouts), and plans kept: the
+      // policy's queries are prepared once on this connection and planned once.
+      sessionSetup: `${this.#sessionSetup}; SET plan_cache_mode = force_generic_plan`,
+      broken: this.#broken,
+    }).catch((error: unknown) => {
+      this.#policyPool = undefined
+      throw error
+    })
+    return this.#policyPool
+  }
+
+  /**
+   * Judges a caller's statement by the function policy (function-policy.ts) on connections of its
+   * own, before the call's transaction opens. Those run the policy's two catalog queries and never
+   * a caller's SQL, so the queries are prepared there once (named statements) and planned once:
+   * on the call's connection, where every call ends by deallocating what was prepared, each call
+   * parsed and planned them again, about 3 ms of the database's time for any statement that names
+   * a table, a function or an operator. The policy reads the catalog as committed when it runs, as
+   * it did at the start of the call's transaction. False when the role may open no more connections
+   * than the pool's, or one cannot be opened or breaks before answering: the caller then judges on
+   * its own connection, inside its transaction.
+   */
+  async #judgeApart(references: SqlReferences, limits: QueryLimits, signal?: AbortSignal): Promise<boolean> {
+    // The pool first: it is sized by the connections the role and the server allow, and the
+    // policy's connections open only where more fit (else the calls' own could be refused).
+    await this.#getPool()
+    if (!this.#policyPoolAllowed || Date.now() < this.#policyPoolRetryAt) return false
+    let connecting: Promise<PoolClient>
+    try {
+      connecting = (await this.#getPolicyPool()).pool.connect()
+    } catch (error) {
+      if (this.#closed) throw error
+      this.#policyPoolRetryAt = Date.now() + policyPoolRetryMs
+      return false
+    }
+    let client: PoolClient
+    try {
+      client = await settleOrStop(connecting, limits.timeoutMs, signal)
+    } catch (error) {
+      // Stopped while waiting: a connection handed out later goes straight back.
+      connecting.then(
+        (late) => late.release(),
+        () => undefined,
+      )
+      if (error instanceof QueryCancelledError || error instanceof QueryTimeoutError) throw error
+      if (this.#closed) throw error
+      this.#policyPoolRetryAt = Date.now() + policyPoolRetryMs
+      return false
+    }
+    let destroy = false
+    try {
+      await settleOrStop(
+        assertReferencesAllowed(preparedQueries(client), references),
+        limits.timeoutMs,
+        signal,
+      )
+      return true
+    } catch (error) {
+      // A refusal leaves the connection as it was; anything else (a stop, a broken connection, an
+      // error of the catalog query) and it is not reused.
+      if (error instanceof SqlRefusedError) throw error
+      destroy = true
+      if (isConnectionError(error) && !signal?.aborted) return false
+      throw error
+    } finally {
+      if (this.#broken.has(client)) destroy = true
+      client.release(destroy ? true : undefined)
+    }
   }
 
   /** Connections the pool opens at most: the configured size, capped by the server's headroom. */
@@ -411,10 +499,11 @@ export class Database {
   }
 
   /**
-   * The executor; with `references`, the function policy judges them first, in the same
-   * transaction. When there is nothing for the policy to look up, the transaction is opened in the
-   * statement's own round trip (statement.ts); otherwise BEGIN goes first and the policy's catalog
-   * queries run inside it.
+   * The executor; with `references`, the function policy judges them first: on its own
+   * connections ({@link Database.#judgeApart}), and the transaction is then opened in the
+   * statement's own round trip (statement.ts), as it is when there is nothing to look up; where
+   * those connections cannot be had, BEGIN goes first and the policy's catalog queries run inside
+   * the call's transaction.
    */
   async #execute(
     sql: string,
@@ -423,7 +512,10 @@ export class Database {
     references: SqlReferences | undefined,
   ): Promise<QueryResult> {
     const limits = resolveLimits(this.#limits, options)
-    const judged = references !== undefined && needsPolicyLookup(references)
+    const judged =
+      references !== undefined &&
+      needsPolicyLookup(references) &&
+      !(await this.#judgeApart(references, limits, options.signal))
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.#inReadOnlyTransaction(
@@ -526,11 +618,15 @@ export class Database {
   /** Closes every connection. Calls made afterwards fail. Safe to call more than once. */
   async close(): Promise<void> {
     this.#closed = true
-    const pending = this.#pool
+    const pending = [this.#pool, this.#policyPool]
     this.#pool = undefined
-    if (pending === undefined) return
-    const created = await pending.catch(() => undefined)
-    await created?.pool.end()
+    this.#policyPool = undefined
+    await Promise.all(
+      pending.map(async (pool) => {
+        const created = await pool?.catch(() => undefined)
+        await created?.pool.end()
+      }),
+    )
   }
 }
 
@@ -640,6 +736,63 @@ const warmUpQuery = `SELECT NULL::int4 AS a, NULL::int8 AS b, NULL::int2 AS c, N
   NULL::uuid AS q, NULL::bytea AS r, NULL::name AS s, NULL::oid AS t`
 
 /** Whether the function policy has anything to look up in the catalog for these references. */
+/** Connections the policy's own pool opens at most (a judgement takes about a millisecond). */
+const policyPoolSize = 2
+
+/** How long the policy runs on the calls' connections after its own connection could not be opened. */
+const policyPoolRetryMs = 30_000
+
+/** Names of the policy's statements on its connection, by text: the same name for the same text. */
+const policyStatementNames = new Map<string, string>()
+
+/** A connection's `query` for the policy's catalog queries, each as a named (prepared) statement. */
+function preparedQueries(client: PoolClient): Pick<PoolClient, 'query'> {
+  return {
+    query: ((text: string, values?: unknown[]) => {
+      let name = policyStatementNames.get(text)
+      if (name === undefined) {
+        name = `keel_policy_${policyStatementNames.size + 1}`
+        policyStatementNames.set(text, name)
+      }
+      return client.query({ name, text, values })
+    }) as PoolClient['query'],
+  }
+}
+
+/**
+ * Settles as `running` does, unless the call's time limit passes first (QueryTimeoutError) or its
+ * signal fires (QueryCancelledError).
+ */
+function settleOrStop<T>(running: Promise<T>, timeoutMs: number, signal?: AbortSignal): Promise<T> {
+  if (signal?.aborted) {
+    running.catch(() => undefined)
+    return Promise.reject(new QueryCancelledError({ cause: signal.reason }))
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => stop(new QueryCancelledError({ cause: signal?.reason }))
+    const timer = setTimeout(() => stop(new QueryTimeoutError(timeoutMs)), timeoutMs)
+    const stop = (error: Error) => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+      running.catch(() => undefined)
+      reject(error)
+    }
+    signal?.addEventListener('abort', onAbort, { once: true })
+    running.then(
+      (value) => {
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
+}
+
 function needsPolicyLookup(references: SqlReferences): boolean {
   return (
     references.relations.size > 0 ||

@@ -36,9 +36,10 @@ export const defaultPoolSize = 10
  * The pool size this server may take: `wanted`, but at most half the connections still free on
  * the server (max_connections less the superuser reserve and the connections open now, and the
  * role's own connection limit), and at least 2 so that a cancel can always reach the server.
- * Sets the pool's maximum and returns it. A failed probe leaves `wanted`.
+ * Sets the pool's maximum and returns it, with how many connections the role may still open
+ * beyond it (Infinity without a role limit; 0 after a failed probe, which leaves `wanted`).
  */
-export async function capPoolSize(pool: Pool, wanted: number): Promise<number> {
+export async function capPoolSize(pool: Pool, wanted: number): Promise<{ size: number; spare: number }> {
   const client = await pool.connect()
   try {
     const result = await client.query<{ free: number; role_limit: number }>(
@@ -56,9 +57,15 @@ export async function capPoolSize(pool: Pool, wanted: number): Promise<number> {
     }
     size = Math.max(Math.min(2, wanted), size)
     ;(pool as unknown as { options: { max: number } }).options.max = size
-    return size
+    const spare =
+      row === undefined
+        ? 0
+        : row.role_limit > 0
+          ? Math.max(0, row.role_limit - size)
+          : Number.POSITIVE_INFINITY
+    return { size, spare }
   } catch {
-    return wanted
+    return { size: wanted, spare: 0 }
   } finally {
     client.release()
   }

@@ -158,3 +158,88 @@ describe.each([
     expect(result.rowCount).toBeGreaterThan(0)
   })
 })
+
+/**
+ * Where the policy's catalog queries run: on connections of their own, prepared there once, which
+ * never run a caller's statement; and on the call's own connection, inside its transaction, where
+ * the role's connection limit leaves no room for those.
+ */
+describe('the function policy’s own connections', () => {
+  const backendsOf = (applicationName: string) =>
+    adminQuery<{ pid: number; query: string }>(
+      shared.superuserUrl,
+      'SELECT pid, query FROM pg_catalog.pg_stat_activity WHERE application_name = $1',
+      [applicationName],
+    )
+
+  it('judge on backends that never run a caller’s statement', async () => {
+    const applicationName = `keel-policy-test-${process.pid}`
+    const database = new Database({ connectionString: shared.url, poolSize: 4, applicationName })
+    opened.push(database)
+    const callers = new Set<number>()
+    // Each names a function and an operator, so each is judged; 4 at a time, so the pool spreads.
+    for (let round = 0; round < 10; round++) {
+      const results = await Promise.all(
+        Array.from({ length: 4 }, (_, index) =>
+          database.query('SELECT pg_catalog.pg_backend_pid() AS pid, $1::int4 + 1 AS next', [
+            round * 4 + index,
+          ]),
+        ),
+      )
+      for (const result of results) callers.add(Number(result.rows[0]?.[0]))
+    }
+    const backends = await backendsOf(applicationName)
+    const judges = backends.filter((backend) => backend.query.includes('WITH reached AS'))
+    expect(judges.length).toBeGreaterThan(0)
+    expect(judges.length).toBeLessThanOrEqual(2)
+    for (const judge of judges) expect(callers.has(judge.pid)).toBe(false)
+    // The calls ran on the pool's backends, which never ran the policy's queries.
+    expect(callers.size).toBeGreaterThan(0)
+    for (const backend of backends)
+      if (callers.has(backend.pid)) expect(backend.query).not.toContain('WITH reached AS')
+    // Still judged there: a volatile function is refused, and so is one behind an operator.
+    await expect(database.query('SELECT pg_catalog.pg_advisory_lock(1)')).rejects.toBeInstanceOf(
+      SqlRefusedError,
+    )
+    await expect(
+      database.query("SELECT 'x' = 'y', pg_catalog.nextval('no_such_sequence')"),
+    ).rejects.toBeInstanceOf(SqlRefusedError)
+  })
+
+  it('judge on the call’s own connection when the role may open no more than the pool', async () => {
+    const role = `keel_policy_limit_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
+    await adminQuery(
+      shared.superuserUrl,
+      `CREATE ROLE ${role} LOGIN PASSWORD 'keel_policy_limit' CONNECTION LIMIT 2; GRANT pg_read_all_data TO ${role}`,
+    )
+    const url = new URL(shared.url)
+    url.username = role
+    url.password = 'keel_policy_limit'
+    const database = new Database({ connectionString: url.toString(), poolSize: 2 })
+    try {
+      const allowed = await database.query(
+        'SELECT count(*)::int4 AS n FROM pg_catalog.pg_class WHERE relkind = $1',
+        ['r'],
+      )
+      expect(Number(allowed.rows[0]?.[0])).toBeGreaterThan(10)
+      await expect(database.query('SELECT pg_catalog.pg_advisory_lock(1)')).rejects.toBeInstanceOf(
+        SqlRefusedError,
+      )
+      // Both calls at once, each judged: the role's two connections are the pool's, none a judge's.
+      const both = await Promise.all([
+        database.query('SELECT pg_catalog.pg_backend_pid() AS pid'),
+        database.query("SELECT pg_catalog.length('abc') AS n"),
+      ])
+      expect(both.map((result) => result.rowCount)).toEqual([1, 1])
+      const sessions = await adminQuery<{ n: number }>(
+        shared.superuserUrl,
+        'SELECT count(*)::int4 AS n FROM pg_catalog.pg_stat_activity WHERE usename = $1',
+        [role],
+      )
+      expect(sessions[0]?.n).toBeLessThanOrEqual(2)
+    } finally {
+      await database.close()
+      await adminQuery(shared.superuserUrl, `DROP ROLE IF EXISTS ${role}`)
+    }
+  })
+})
