@@ -735,7 +735,6 @@ const warmUpQuery = `SELECT NULL::int4 AS a, NULL::int8 AS b, NULL::int2 AS c, N
   NULL::timestamp AS l, NULL::timestamptz AS m, NULL::interval AS n, NULL::json AS o, NULL::jsonb AS p,
   NULL::uuid AS q, NULL::bytea AS r, NULL::name AS s, NULL::oid AS t`
 
-/** Whether the function policy has anything to look up in the catalog for these references. */
 /** Connections the policy's own pool opens at most (a judgement takes about a millisecond). */
 const policyPoolSize = 2
 
@@ -793,6 +792,7 @@ function settleOrStop<T>(running: Promise<T>, timeoutMs: number, signal?: AbortS
   })
 }
 
+/** Whether the function policy has anything to look up in the catalog for these references. */
 function needsPolicyLookup(references: SqlReferences): boolean {
   return (
     references.relations.size > 0 ||
