@@ -436,11 +436,13 @@ export async function run() {
     // 1b. The first call: initialize, tools/list, a pause for the model's first turn (1 s, short
     // for a model), then `query`; then the same call 21 times back to back (their median: the warm
     // call), and once more after the same 1 s pause (a warm call that also wakes an idle process
-    // and database backend, which the first call pays too). Keel connects and loads its parser
-    // after initialize; the reference connects on the first call.
+    // and database backend, which the first call pays too), then after another pause with a text
+    // the process has not seen (the first call's text is new to it too: Keel's parser gate keeps
+    // the verdicts of texts it has judged). Keel connects and loads its parser after initialize;
+    // the reference connects on the first call.
     const pause = () => new Promise((resolve) => setTimeout(resolve, 1000))
     const firstCallSamples = new Map(
-      [ours(url), reference(url)].map((spec) => [spec, { first: [], warm: [], paused: [] }]),
+      [ours(url), reference(url)].map((spec) => [spec, { first: [], warm: [], paused: [], pausedNew: [] }]),
     )
     for (let run = 0; run < 5; run++) {
       for (const [spec, into] of firstCallSamples) {
@@ -459,6 +461,10 @@ export async function run() {
         into.warm.push(median(warm))
         await pause()
         into.paused.push((await client.callTool('query', { sql: 'SELECT 1 AS one' })).ms)
+        // And one with a text the process has not seen, as a model's next call is: the first call
+        // carries one (the warm-up's is another), the paused call above repeats a known one.
+        await pause()
+        into.pausedNew.push((await client.callTool('query', { sql: `SELECT 1 AS other_${run}` })).ms)
         await client.close()
       }
     }
@@ -466,19 +472,31 @@ export async function run() {
       first: median(into.first),
       warm: median(into.warm),
       paused: median(into.paused),
+      pausedNew: median(into.pausedNew),
     }))
     const fine = (value) => `${value.toFixed(value < 10 ? 2 : 0)} ms`
     console.log(
-      '\nFirst call (initialize → tools/list → 1 s → query) against warm calls on the same process: 21 back to back (median), and one after the same 1 s pause; median of 5 processes\n',
+      '\nFirst call (initialize → tools/list → 1 s → query) against warm calls on the same process: 21 back to back (median), one after the same 1 s pause repeating their text, and one after another pause with a text not seen before; median of 5 processes\n',
     )
     table(
-      ['', 'first call', 'vs reference', 'warm, after 1 s', 'first ÷ that', 'warm, back to back'],
+      [
+        '',
+        'first call',
+        'vs reference',
+        'warm, after 1 s',
+        'first ÷ that',
+        'warm, after 1 s, a new text',
+        'first ÷ that',
+        'warm, back to back',
+      ],
       [oursCalls, referenceCalls].map((calls, index) => [
         index === 0 ? 'keel' : 'reference 0.6.2',
         fine(calls.first),
         ratio(calls.first, referenceCalls.first),
         fine(calls.paused),
         ratio(calls.first, calls.paused),
+        fine(calls.pausedNew),
+        ratio(calls.first, calls.pausedNew),
         fine(calls.warm),
       ]),
     )
