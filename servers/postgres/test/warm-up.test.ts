@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { Database } from '../src/lib/database.js'
+import { Database, parserWarmUps } from '../src/lib/database.js'
+import { cachedVerdicts, checkReadOnlySql } from '../src/lib/sql-guard.js'
 import { adminQuery, sharedPostgres, waitFor } from './harness/index.js'
 import { closeAll, connect, withApplicationName } from './helpers.js'
 
@@ -33,6 +34,26 @@ describe('warm-up after initialize', () => {
     await waitFor(async () =>
       (await backends(first)) > 0 && (await backends(second)) > 0 ? true : undefined,
     )
+  })
+})
+
+describe('the warm-up judges statements of the shapes models write', () => {
+  it('through the parser gate, which accepts each, and the function policy on its own connection', async () => {
+    const applicationName = 'keel-mcp-test-warm-shapes'
+    const database = new Database({ connectionString: withApplicationName(shared.url, applicationName) })
+    opened.push(database)
+    const before = cachedVerdicts()
+    await database.warmUp()
+    // Judged by the gate: the warm-up's own query and each of these (their verdicts are kept).
+    expect(cachedVerdicts() - before).toBeGreaterThanOrEqual(parserWarmUps.length + 1)
+    for (const sql of parserWarmUps) expect((await checkReadOnlySql(sql)).ok, sql).toBe(true)
+    // The policy's connection has judged them: its last query is the function lookup.
+    const judges = await adminQuery<{ query: string }>(
+      shared.superuserUrl,
+      'SELECT query FROM pg_stat_activity WHERE application_name = $1',
+      [applicationName],
+    )
+    expect(judges.some((row) => row.query.includes('WITH reached AS'))).toBe(true)
   })
 })
 
