@@ -227,6 +227,19 @@ function extraBuilds(url) {
 }
 
 /**
+ * The CPU the backends serving `role` on `database` have used since `before` (a backendCpu() map),
+ * in ms; NaN where /proc shows none of them. A backend born since counts whole; one that ended is
+ * not seen.
+ */
+function backendCpuSince(before, role, database) {
+  const after = backendCpu(role, database)
+  if (after.size === 0) return Number.NaN
+  let used = 0
+  for (const [pid, cpu] of after) used += cpu - (before.get(pid) ?? 0)
+  return used
+}
+
+/**
  * A query as a model writes one (a join, an aggregate, a few operators and functions) against
  * `SELECT 1`, one call at a time on a warm process (300 calls first, then 300 measured a round,
  * 5 alternated rounds): the p50 and the CPU a call of the server and of its backends. Keel judges
@@ -269,12 +282,10 @@ async function realisticCall(url, cluster) {
               throw new Error(`${what}: ${JSON.stringify(message).slice(0, 300)}`)
             times.push(ms)
           }
-          const backendsAfter = backendCpu(cluster.appRole, cluster.database)
-          let backends = 0
-          for (const [pid, after] of backendsAfter) backends += after - (backendsBefore.get(pid) ?? 0)
+          const backends = backendCpuSince(backendsBefore, cluster.appRole, cluster.database)
           samples[index].p50.push(median(times))
           samples[index].server.push((cpuMs(client.pid) - serverBefore) / CALLS)
-          samples[index].backends.push(backendsAfter.size > 0 ? backends / CALLS : Number.NaN)
+          samples[index].backends.push(backends / CALLS)
         }
       }
     } finally {
@@ -346,13 +357,10 @@ async function steadyInFlight(url, cluster) {
         await burst(client, CALLS)
         const wall = performance.now() - began
         const server = cpuMs(client.pid) - serverBefore
-        const backendsAfter = backendCpu(cluster.appRole, cluster.database)
-        // A backend born inside the window counts whole; one that ended inside it is not seen.
-        let backends = 0
-        for (const [pid, after] of backendsAfter) backends += after - (backendsBefore.get(pid) ?? 0)
+        const backends = backendCpuSince(backendsBefore, cluster.appRole, cluster.database)
         samples[index].perSecond.push((CALLS * 1000) / wall)
         samples[index].server.push(server / CALLS)
-        samples[index].backends.push(backendsAfter.size > 0 ? backends / CALLS : Number.NaN)
+        samples[index].backends.push(backends / CALLS)
       } finally {
         await client.close()
       }

@@ -791,37 +791,22 @@ function preparedQueries(client: PoolClient): Pick<PoolClient, 'query'> {
 }
 
 /**
- * Settles as `running` does, unless the call's time limit passes first (QueryTimeoutError) or its
- * signal fires (QueryCancelledError).
+ * Settles as `running` does, unless the call's time limit (with the grace the transaction path
+ * gives the server's own timeout) passes first (QueryTimeoutError) or its signal fires
+ * (QueryCancelledError): the transaction's guard and shared deadline timers.
  */
-function settleOrStop<T>(running: Promise<T>, timeoutMs: number, signal?: AbortSignal): Promise<T> {
-  if (signal?.aborted) {
-    running.catch(() => undefined)
-    return Promise.reject(new QueryCancelledError({ cause: signal.reason }))
+async function settleOrStop<T>(running: Promise<T>, timeoutMs: number, signal?: AbortSignal): Promise<T> {
+  const guard = new TransactionGuard(signal, timeoutMs)
+  const deadlineMs = timeoutMs + clientDeadlineGraceMs
+  setDeadline(guard, deadlineMs)
+  if (signal?.aborted) guard.handleEvent()
+  else signal?.addEventListener('abort', guard, { once: true })
+  try {
+    return await guard.race(running)
+  } finally {
+    cancelDeadline(guard, deadlineMs)
+    signal?.removeEventListener('abort', guard)
   }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => stop(new QueryCancelledError({ cause: signal?.reason }))
-    const timer = setTimeout(() => stop(new QueryTimeoutError(timeoutMs)), timeoutMs)
-    const stop = (error: Error) => {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', onAbort)
-      running.catch(() => undefined)
-      reject(error)
-    }
-    signal?.addEventListener('abort', onAbort, { once: true })
-    running.then(
-      (value) => {
-        clearTimeout(timer)
-        signal?.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (error: unknown) => {
-        clearTimeout(timer)
-        signal?.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
-  })
 }
 
 /** Whether the function policy has anything to look up in the catalog for these references. */
