@@ -332,6 +332,16 @@ export function cachedVerdicts(): number {
   return verdicts.size
 }
 
+/** Whether the verdict of `sql` is kept (for tests). */
+export function verdictKept(sql: string): boolean {
+  return verdicts.has(sql)
+}
+
+/** Forgets every kept verdict (for tests: the cache only saves work, so nothing else changes). */
+export function forgetVerdicts(): void {
+  verdicts.clear()
+}
+
 async function judge(sql: string): Promise<SqlGuardResult> {
   if (sql.trim() === '') return refuse('empty', 'The SQL is empty. Send one SELECT statement.')
   const { parseSync } = await loadSqlParser()
