@@ -186,7 +186,7 @@ export class Database {
 
   /**
    * Judges a caller's statement by the function policy (function-policy.ts) on connections of its
-   * own, before the call's transaction opens. Those run the policy's two catalog queries and never
+   * own, before the call's transaction opens. Those run the policy's catalog queries and never
    * a caller's SQL, so the queries are prepared there once (named statements) and planned once:
    * on the call's connection, where every call ends by deallocating what was prepared, each call
    * parsed and planned them again, about 3 ms of the database's time for any statement that names

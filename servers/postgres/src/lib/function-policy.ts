@@ -86,107 +86,201 @@ function merge(into: Collected, references: SqlReferences): void {
 const refusal = (message: string, position?: number) =>
   new SqlRefusedError('not_read_only', message, position)
 
+interface RelationRow {
+  schema: string
+  name: string
+  kind: string
+  system: boolean
+  public_readable: boolean
+  definition: string | null
+}
+
+interface DeniedRow {
+  oid: string
+  name: string
+  schema: string
+  privileged: boolean
+}
+
+/** The policy's lookups of functions, operators and types: $1, $2 and $3 of its queries. */
+type Lookup = [functions: string[], operators: string[], types: string[]]
+
+function lookupOf(collected: Collected): Lookup | undefined {
+  if (collected.functions.size === 0 && collected.operators.size === 0 && collected.types.size === 0)
+    return undefined
+  const names = [...collected.functions.keys()]
+  // Quoted names keep their case and resolve only to that spelling; the lower-cased spelling is
+  // checked too, so a quirk of either side can only refuse more.
+  return [
+    [...new Set([...names, ...names.map((name) => name.toLowerCase())])],
+    [...collected.operators],
+    [...collected.types],
+  ]
+}
+
 /**
- * Follows the relations the statement names: refuses system relations PUBLIC may not read, and
- * adds what user-defined views call to `collected`.
+ * Judges the relations of one round: refuses system relations PUBLIC may not read, and adds what
+ * user-defined views call to `collected`. Returns the relations those views read, not yet seen.
  */
-async function followRelations(
-  client: Queryable,
-  relations: ReadonlySet<string>,
+async function judgeRelations(
+  rows: readonly RelationRow[],
+  seen: Set<string>,
   collected: Collected,
-): Promise<void> {
-  const seen = new Set<string>()
-  let pending = [...relations]
-  for (let depth = 0; pending.length > 0; depth++) {
-    if (depth >= maxViewDepth)
+): Promise<string[]> {
+  const next = new Set<string>()
+  for (const row of rows) {
+    if (row.system && !row.public_readable) {
       throw refusal(
-        `Views nested more than ${maxViewDepth} deep cannot be checked; query the tables instead.`,
+        `${row.schema}.${row.name} is not allowed: PostgreSQL lets only privileged roles read it (it exposes server files, settings or secrets).`,
       )
-    for (const name of pending) seen.add(name)
-    const result = await client.query<{
-      schema: string
-      name: string
-      kind: string
-      system: boolean
-      public_readable: boolean
-      definition: string | null
-    }>(
-      `SELECT n.nspname AS schema, c.relname AS name, c.relkind::text AS kind,
+    }
+    if (row.definition === null) continue
+    const references = await collectSqlReferences(row.definition)
+    if (references === undefined)
+      throw refusal(`The view ${row.schema}.${row.name} cannot be checked; query its tables instead.`)
+    for (const [name] of references.functions) {
+      const reason = deniedFunctionReason(name)
+      if (reason !== undefined)
+        throw refusal(
+          `The view ${row.schema}.${row.name} calls ${name}(), which is not allowed: it ${reason}.`,
+        )
+    }
+    merge(collected, {
+      ...references,
+      functions: new Map([...references.functions].map(([k]) => [k, undefined])),
+    })
+    for (const name of references.relations) if (!seen.has(name)) next.add(name)
+  }
+  for (const name of next) seen.add(name)
+  return [...next]
+}
+
+/** The refusal of a function the lookup reached, saying how it was reached. */
+async function functionRefusal(
+  client: Queryable,
+  lookup: Lookup,
+  denied: DeniedRow,
+  positions: ReadonlyMap<string, number | undefined>,
+): Promise<SqlRefusedError> {
+  // Which reference reached it, for the message: asked only when something is refused.
+  const reached = await client.query<{ via: string }>(reachedThroughQuery, [...lookup, denied.oid])
+  const via = reached.rows[0]?.via ?? 'call'
+  const reason = denied.privileged
+    ? 'PostgreSQL reserves it for privileged roles (server files, settings, other sessions)'
+    : `it is volatile (it can change state), and of the volatile functions only ${volatileAllowList.slice(0, 4).join(', ')} and a few size functions are allowed`
+  const through = via === 'call' ? '' : ` (reached through the ${via})`
+  return refusal(
+    `Function ${denied.schema}.${denied.name}()${through} is not allowed: ${reason}.`,
+    via === 'call' ? (positions.get(denied.name) ?? undefined) : undefined,
+  )
+}
+
+/**
+ * Throws {@link SqlRefusedError} when the statement with these references could run a function
+ * PostgreSQL reserves for privileged roles, a volatile function outside {@link volatileAllowList},
+ * or read a privileged system relation.
+ *
+ * One statement judges the relations the statement names and the functions, operators and types
+ * it names, in one round trip; only views add more: the relations they read, round by round, and
+ * then what they call that the statement did not name.
+ */
+export async function assertReferencesAllowed(client: Queryable, references: SqlReferences): Promise<void> {
+  const own: Collected = { functions: new Map(), operators: new Set(), types: new Set() }
+  merge(own, references)
+  const ownLookup = lookupOf(own)
+  const fromViews: Collected = { functions: new Map(), operators: new Set(), types: new Set() }
+  if (references.relations.size > 0) {
+    const seen = new Set(references.relations)
+    const first = await client.query<{ relations: RelationRow[]; denied: DeniedRow | null }>(
+      relationsAndFunctionsQuery,
+      [...(ownLookup ?? [[], [], []]), volatileAllowList, monitoringAllowKeys, [...references.relations]],
+    )
+    const { relations, denied } = first.rows[0] ?? { relations: [], denied: null }
+    let pending = await judgeRelations(relations, seen, fromViews)
+    if (denied !== null && ownLookup !== undefined)
+      throw await functionRefusal(client, ownLookup, denied, own.functions)
+    for (let depth = 1; pending.length > 0; depth++) {
+      if (depth >= maxViewDepth)
+        throw refusal(
+          `Views nested more than ${maxViewDepth} deep cannot be checked; query the tables instead.`,
+        )
+      const result = await client.query<RelationRow>(viewRelationsQuery, [pending])
+      pending = await judgeRelations(result.rows, seen, fromViews)
+    }
+  } else if (ownLookup !== undefined) {
+    const result = await client.query<DeniedRow>(deniedFunctionQuery, [
+      ...ownLookup,
+      volatileAllowList,
+      monitoringAllowKeys,
+    ])
+    const denied = result.rows[0]
+    if (denied !== undefined) throw await functionRefusal(client, ownLookup, denied, own.functions)
+  }
+  // What the views call that the statement did not name itself (already judged above).
+  for (const name of own.functions.keys()) fromViews.functions.delete(name)
+  for (const name of own.operators) fromViews.operators.delete(name)
+  for (const name of own.types) fromViews.types.delete(name)
+  const viewLookup = lookupOf(fromViews)
+  if (viewLookup === undefined) return
+  const result = await client.query<DeniedRow>(deniedFunctionQuery, [
+    ...viewLookup,
+    volatileAllowList,
+    monitoringAllowKeys,
+  ])
+  const denied = result.rows[0]
+  if (denied !== undefined) throw await functionRefusal(client, viewLookup, denied, fromViews.functions)
+}
+
+/** The relations named by the array parameter `param`, with what the policy needs of each. */
+function relationsQuery(param: string): string {
+  return `SELECT n.nspname AS schema, c.relname AS name, c.relkind::text AS kind,
               n.nspname IN ('pg_catalog', 'information_schema') AS system,
               pg_catalog.has_table_privilege('public', c.oid, 'SELECT') AS public_readable,
               CASE WHEN c.relkind = 'v' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
                    THEN pg_catalog.pg_get_viewdef(c.oid) END AS definition
          FROM pg_catalog.pg_class c
          JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-        WHERE c.relname = ANY($1::text[]) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`,
-      [pending],
-    )
-    const next = new Set<string>()
-    for (const row of result.rows) {
-      if (row.system && !row.public_readable) {
-        throw refusal(
-          `${row.schema}.${row.name} is not allowed: PostgreSQL lets only privileged roles read it (it exposes server files, settings or secrets).`,
-        )
-      }
-      if (row.definition === null) continue
-      const references = await collectSqlReferences(row.definition)
-      if (references === undefined)
-        throw refusal(`The view ${row.schema}.${row.name} cannot be checked; query its tables instead.`)
-      for (const [name] of references.functions) {
-        const reason = deniedFunctionReason(name)
-        if (reason !== undefined)
-          throw refusal(
-            `The view ${row.schema}.${row.name} calls ${name}(), which is not allowed: it ${reason}.`,
-          )
-      }
-      merge(collected, {
-        ...references,
-        functions: new Map([...references.functions].map(([k]) => [k, undefined])),
-      })
-      for (const name of references.relations) if (!seen.has(name)) next.add(name)
-    }
-    pending = [...next]
-  }
+        WHERE c.relname = ANY(${param}::text[]) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`
 }
 
+/** The relations views read, round by round. */
+const viewRelationsQuery = relationsQuery('$1')
+
 /**
- * Throws {@link SqlRefusedError} when the statement with these references could run a function
- * PostgreSQL reserves for privileged roles, a volatile function outside {@link volatileAllowList},
- * or read a privileged system relation. Runs on the call's connection, inside its transaction.
+ * The first function the references reach that the policy refuses (privileged first), or none.
+ * $1 function names, $2 operator names, $3 type names, $4 {@link volatileAllowList}, $5
+ * {@link monitoringAllowKeys}.
+ *
+ * Planned once and run for every statement that names something, so it is written for cost: each
+ * kind of reference is looked up only when there is one (a one-time filter on the array's length),
+ * and the reached functions are collected as bare OIDs, without duplicates, before each is looked
+ * up in pg_proc (the 67 operators named `=` share a handful of estimator functions). How a function
+ * was reached is asked afterwards, only for the one refused ({@link reachedThroughQuery}). A
+ * function whose ACL is null has the built-in default, EXECUTE for PUBLIC: only the others are
+ * asked for the privilege.
  */
-export async function assertReferencesAllowed(client: Queryable, references: SqlReferences): Promise<void> {
-  const collected: Collected = { functions: new Map(), operators: new Set(), types: new Set() }
-  merge(collected, references)
-  await followRelations(client, references.relations, collected)
-  if (collected.functions.size === 0 && collected.operators.size === 0 && collected.types.size === 0) return
-  const names = [...collected.functions.keys()]
-  // Quoted names keep their case and resolve only to that spelling; the lower-cased spelling is
-  // checked too, so a quirk of either side can only refuse more.
-  const lookup = [...new Set([...names, ...names.map((name) => name.toLowerCase())])]
-  const result = await client.query<{ name: string; schema: string; privileged: boolean; via: string }>(
-    // A function whose ACL is null has the built-in default, EXECUTE for PUBLIC: only the others
-    // are asked (most of the hundreds of functions behind `=` and its estimators have none).
-    `WITH reached AS (
-       SELECT p.oid, 'call' AS via FROM pg_catalog.pg_proc p WHERE p.proname = ANY($1::text[])
-       UNION ALL
-       SELECT f.fn, 'aggregate ' || p.proname FROM pg_catalog.pg_aggregate a
+const deniedFunctionQuery = `WITH reached AS (
+       SELECT p.oid FROM pg_catalog.pg_proc p
+        WHERE cardinality($1::text[]) > 0 AND p.proname = ANY($1::text[])
+       UNION
+       SELECT f.fn FROM pg_catalog.pg_aggregate a
          JOIN pg_catalog.pg_proc p ON p.oid = a.aggfnoid
-        CROSS JOIN LATERAL unnest(ARRAY[a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggserialfn,
-              a.aggdeserialfn, a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn]::oid[]) AS f(fn)
-        WHERE p.proname = ANY($1::text[]) AND f.fn <> 0
-       UNION ALL
-       SELECT f.fn, 'operator ' || o.oprname FROM pg_catalog.pg_operator o
-        CROSS JOIN LATERAL unnest(ARRAY[o.oprcode, o.oprrest, o.oprjoin]::oid[]) AS f(fn)
-        WHERE o.oprname = ANY($2::text[]) AND f.fn <> 0
-       UNION ALL
-       SELECT c.castfunc, 'cast to ' || t.typname FROM pg_catalog.pg_cast c
+        CROSS JOIN LATERAL (VALUES (a.aggtransfn), (a.aggfinalfn), (a.aggcombinefn), (a.aggserialfn),
+              (a.aggdeserialfn), (a.aggmtransfn), (a.aggminvtransfn), (a.aggmfinalfn)) AS f(fn)
+        WHERE cardinality($1::text[]) > 0 AND p.proname = ANY($1::text[])
+       UNION
+       SELECT f.fn FROM pg_catalog.pg_operator o
+        CROSS JOIN LATERAL (VALUES (o.oprcode), (o.oprrest), (o.oprjoin)) AS f(fn)
+        WHERE cardinality($2::text[]) > 0 AND o.oprname = ANY($2::text[])
+       UNION
+       SELECT c.castfunc FROM pg_catalog.pg_cast c
          JOIN pg_catalog.pg_type t ON t.oid = c.casttarget
-        WHERE t.typname = ANY($3::text[]) AND c.castfunc <> 0
-       UNION ALL
-       SELECT t.typinput, 'input of type ' || t.typname FROM pg_catalog.pg_type t
-        WHERE t.typname = ANY($3::text[])
+        WHERE cardinality($3::text[]) > 0 AND t.typname = ANY($3::text[])
+       UNION
+       SELECT t.typinput FROM pg_catalog.pg_type t
+        WHERE cardinality($3::text[]) > 0 AND t.typname = ANY($3::text[])
      )
-     SELECT p.proname AS name, n.nspname AS schema, r.via,
+     SELECT p.oid::text AS oid, p.proname AS name, n.nspname AS schema,
             NOT pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE') AS privileged
        FROM reached r
        JOIN pg_catalog.pg_proc p ON p.oid = r.oid
@@ -201,18 +295,41 @@ export async function assertReferencesAllowed(client: Queryable, references: Sql
                   AND e.extnamespace = p.pronamespace
                   AND e.extname || ' ' || e.extversion || ' ' || p.proname || '('
                       || pg_catalog.oidvectortypes(p.proargtypes) || ')' = ANY($5::text[])))
-      ORDER BY 4 DESC, 1
-      LIMIT 1`,
-    [lookup, [...collected.operators], [...collected.types], volatileAllowList, monitoringAllowKeys],
-  )
-  const denied = result.rows[0]
-  if (denied === undefined) return
-  const reason = denied.privileged
-    ? 'PostgreSQL reserves it for privileged roles (server files, settings, other sessions)'
-    : `it is volatile (it can change state), and of the volatile functions only ${volatileAllowList.slice(0, 4).join(', ')} and a few size functions are allowed`
-  const through = denied.via === 'call' ? '' : ` (reached through the ${denied.via})`
-  throw refusal(
-    `Function ${denied.schema}.${denied.name}()${through} is not allowed: ${reason}.`,
-    denied.via === 'call' ? (collected.functions.get(denied.name) ?? undefined) : undefined,
-  )
-}
+      ORDER BY 4 DESC, 2
+      LIMIT 1`
+
+/**
+ * How the references ($1 functions, $2 operators, $3 types, as in {@link deniedFunctionQuery})
+ * reached the function $4: called by name first, then through an aggregate, an operator, a cast or
+ * a type's input.
+ */
+const reachedThroughQuery = `SELECT via FROM (
+       SELECT 1 AS rank, 'call' AS via FROM pg_catalog.pg_proc p
+        WHERE p.oid = $4::oid AND p.proname = ANY($1::text[])
+       UNION ALL
+       SELECT 2, 'aggregate ' || p.proname FROM pg_catalog.pg_aggregate a
+         JOIN pg_catalog.pg_proc p ON p.oid = a.aggfnoid
+        WHERE p.proname = ANY($1::text[]) AND $4::oid IN (a.aggtransfn, a.aggfinalfn, a.aggcombinefn,
+              a.aggserialfn, a.aggdeserialfn, a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn)
+       UNION ALL
+       SELECT 3, 'operator ' || o.oprname FROM pg_catalog.pg_operator o
+        WHERE o.oprname = ANY($2::text[]) AND $4::oid IN (o.oprcode, o.oprrest, o.oprjoin)
+       UNION ALL
+       SELECT 4, 'cast to ' || t.typname FROM pg_catalog.pg_cast c
+         JOIN pg_catalog.pg_type t ON t.oid = c.casttarget
+        WHERE t.typname = ANY($3::text[]) AND c.castfunc = $4::oid
+       UNION ALL
+       SELECT 5, 'input of type ' || t.typname FROM pg_catalog.pg_type t
+        WHERE t.typname = ANY($3::text[]) AND t.typinput = $4::oid
+     ) AS ways
+     ORDER BY rank, via
+     LIMIT 1`
+
+/**
+ * The statement's own relations ($6, as {@link relationsQuery} returns them) and the first function
+ * its own references reach that the policy refuses ($1–$5, {@link deniedFunctionQuery}): one round
+ * trip where there were two, for the statements that name a table and a function or an operator.
+ */
+const relationsAndFunctionsQuery = `SELECT
+       (SELECT coalesce(pg_catalog.json_agg(r), '[]') FROM (${relationsQuery('$6')}) AS r) AS relations,
+       (SELECT pg_catalog.row_to_json(d) FROM (${deniedFunctionQuery}) AS d) AS denied`

@@ -1,8 +1,13 @@
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Database } from '../../src/lib/database.js'
 import { SqlRefusedError } from '../../src/lib/errors.js'
-import { monitoringAllowKeys, volatileAllowList } from '../../src/lib/function-policy.js'
-import { deniedFunctionReason } from '../../src/lib/sql-guard.js'
+import {
+  assertReferencesAllowed,
+  monitoringAllowKeys,
+  volatileAllowList,
+} from '../../src/lib/function-policy.js'
+import { checkReadOnlySql, deniedFunctionReason } from '../../src/lib/sql-guard.js'
 import { adminQuery, createScratchDatabase, sharedPostgres } from '../harness/index.js'
 
 /**
@@ -240,6 +245,145 @@ describe('the function policy’s own connections', () => {
     } finally {
       await database.close()
       await adminQuery(shared.superuserUrl, `DROP ROLE IF EXISTS ${role}`)
+    }
+  })
+})
+
+/**
+ * What a refusal says: the function, and how the statement reached it (called by name, with its
+ * position; or through an aggregate, an operator or a cast), where the policy judges on its own
+ * connections and where it judges inside the call's transaction (`judgeApart` off by a pool the
+ * size of the role's limit is tested above; here the same statements go through both ways by
+ * two Database objects, one allowed the extra connections and one not).
+ */
+describe('the function policy’s refusals', () => {
+  beforeAll(async () => {
+    await adminQuery(
+      scratch.superuserUrl,
+      `CREATE FUNCTION public.keel_policy_step(s bigint, k bigint) RETURNS bigint LANGUAGE sql VOLATILE
+         AS 'SELECT coalesce(s, 0) + k';
+       CREATE AGGREGATE public.keel_policy_agg(bigint) (SFUNC = public.keel_policy_step, STYPE = bigint);
+       CREATE FUNCTION public.keel_policy_twice(k bigint) RETURNS bigint LANGUAGE sql VOLATILE AS 'SELECT k * 2';
+       CREATE OPERATOR public.%%% (RIGHTARG = bigint, FUNCTION = public.keel_policy_twice);
+       CREATE TYPE public.keel_policy_pair AS (a bigint, b bigint);
+       CREATE FUNCTION public.keel_policy_pair_of(k bigint) RETURNS public.keel_policy_pair LANGUAGE sql
+         VOLATILE AS 'SELECT ROW(k, k)::public.keel_policy_pair';
+       CREATE CAST (bigint AS public.keel_policy_pair) WITH FUNCTION public.keel_policy_pair_of(bigint);`,
+    )
+  })
+
+  const refusal = async (database: Database, sql: string) => {
+    const error = await database.query(sql).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    )
+    expect(error).toBeInstanceOf(SqlRefusedError)
+    return error as SqlRefusedError
+  }
+
+  it.each([
+    ['on its own connections', 4],
+    ['inside the call’s transaction', 1],
+  ])('say how the statement reached the function, judged %s', async (_where, poolSize) => {
+    const role = `keel_policy_msg_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
+    // A role whose connection limit is the pool's leaves no room for the policy's own connections.
+    await adminQuery(
+      scratch.superuserUrl,
+      `CREATE ROLE ${role} LOGIN PASSWORD 'keel_policy_msg' CONNECTION LIMIT ${poolSize === 1 ? 1 : -1};
+       GRANT pg_read_all_data TO ${role}`,
+    )
+    const url = new URL(scratch.url)
+    url.username = role
+    url.password = 'keel_policy_msg'
+    const database = new Database({ connectionString: url.toString(), poolSize })
+    try {
+      const called = await refusal(database, 'SELECT 1, public.keel_policy_twice(2)')
+      expect(called.message).toContain('Function public.keel_policy_twice() is not allowed: it is volatile')
+      expect(called.message).not.toContain('reached through')
+      expect(called.position).toBe('SELECT 1, '.length + 1)
+      const aggregate = await refusal(
+        database,
+        'SELECT public.keel_policy_agg(x) FROM generate_series(1, 3) AS x',
+      )
+      expect(aggregate.message).toContain(
+        'Function public.keel_policy_step() (reached through the aggregate keel_policy_agg) is not allowed',
+      )
+      const operator = await refusal(database, 'SELECT %%% 2::bigint')
+      expect(operator.message).toContain(
+        'Function public.keel_policy_twice() (reached through the operator %%%) is not allowed',
+      )
+      const cast = await refusal(database, 'SELECT 2::bigint::public.keel_policy_pair')
+      expect(cast.message).toContain(
+        'Function public.keel_policy_pair_of() (reached through the cast to keel_policy_pair) is not allowed',
+      )
+      const privileged = await refusal(
+        database,
+        "SELECT 'a' = 'b', pg_catalog.pg_stat_have_stats('relation', 0, 0)",
+      )
+      expect(privileged.message).toContain(
+        'Function pg_catalog.pg_stat_have_stats() is not allowed: PostgreSQL reserves it for privileged roles',
+      )
+      // Refused first where both kinds are reached: the privileged one.
+      const both = await refusal(
+        database,
+        "SELECT public.keel_policy_twice(1), pg_catalog.pg_stat_have_stats('relation', 0, 0)",
+      )
+      expect(both.message).toContain('pg_catalog.pg_stat_have_stats()')
+      // And what is allowed still runs, through the same path.
+      const allowed = await database.query('SELECT sum(x) FROM generate_series(1, 3) AS x WHERE x >= 1')
+      expect(allowed.rows).toEqual([['6']])
+    } finally {
+      await database.close()
+      await adminQuery(scratch.superuserUrl, `DROP OWNED BY ${role}; DROP ROLE IF EXISTS ${role}`)
+    }
+  })
+})
+
+/**
+ * What the policy sends for a statement: one statement judges the relations it names together with
+ * the functions, operators and types it names; views add one round per level of nesting and one for
+ * what they call. The verdicts are those of the separate queries (the walks above and the attack
+ * suite hold them).
+ */
+describe('the function policy’s round trips', () => {
+  it.each([
+    [
+      'a table, a function and an operator',
+      "SELECT count(*) FROM public.keel_policy_rows WHERE status = 'paid'",
+      1,
+    ],
+    ['a function only', 'SELECT pg_catalog.length($1)', 1],
+    ['a table only', 'SELECT id FROM public.keel_policy_rows', 1],
+    [
+      'a view of a view that calls a function (views, then the table, then the function)',
+      'SELECT * FROM public.keel_policy_outer',
+      4,
+    ],
+  ])('%s', async (_what, sql, expected) => {
+    await adminQuery(
+      scratch.superuserUrl,
+      `CREATE TABLE IF NOT EXISTS public.keel_policy_rows (id int, status text);
+       CREATE OR REPLACE VIEW public.keel_policy_inner AS SELECT pg_catalog.upper(status) AS s FROM public.keel_policy_rows;
+       CREATE OR REPLACE VIEW public.keel_policy_outer AS SELECT s FROM public.keel_policy_inner;`,
+    )
+    const verdict = await checkReadOnlySql(sql)
+    if (!verdict.ok) throw new Error(verdict.message)
+    const client = new pg.Client({ connectionString: scratch.url })
+    await client.connect()
+    try {
+      const sent: string[] = []
+      await assertReferencesAllowed(
+        {
+          query: ((text: string, values: unknown[]) => {
+            sent.push(text)
+            return client.query(text, values)
+          }) as never,
+        },
+        verdict.references,
+      )
+      expect(sent).toHaveLength(expected)
+    } finally {
+      await client.end()
     }
   })
 })
