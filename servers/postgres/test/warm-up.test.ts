@@ -38,7 +38,7 @@ describe('warm-up after initialize', () => {
 })
 
 describe('the warm-up judges statements of the shapes models write', () => {
-  it('through the parser gate, which accepts each, and the function policy on its own connection', async () => {
+  it('through the parser gate, which accepts each, and prepares the function policy on both its connections', async () => {
     const applicationName = 'keel-mcp-test-warm-shapes'
     const database = new Database({ connectionString: withApplicationName(shared.url, applicationName) })
     opened.push(database)
@@ -50,13 +50,15 @@ describe('the warm-up judges statements of the shapes models write', () => {
       expect(verdictKept(sql), sql).toBe(true)
       expect((await checkReadOnlySql(sql)).ok, sql).toBe(true)
     }
-    // The policy's connection has judged them: its last query is the function lookup.
-    const judges = await adminQuery<{ query: string }>(
+    // Both of the policy's connections are open, and each has run every query the policy may
+    // send (so each is prepared there): the last of them is the one a refusal's message asks.
+    const backendsNow = await adminQuery<{ query: string }>(
       shared.superuserUrl,
       'SELECT query FROM pg_stat_activity WHERE application_name = $1',
       [applicationName],
     )
-    expect(judges.some((row) => row.query.includes('WITH reached AS'))).toBe(true)
+    const policy = backendsNow.filter((row) => row.query.startsWith('SELECT via FROM ('))
+    expect(policy).toHaveLength(2)
   })
 })
 
@@ -71,7 +73,8 @@ describe('the pool size', () => {
               - (SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend') AS free`,
     )
     expect(database.poolSize).toBeLessThan(100)
-    expect(database.poolSize).toBeLessThanOrEqual(Math.ceil(((row?.free ?? 0) + 2) / 2))
+    // The policy's two connections opened after the pool was sized: free then was two more.
+    expect(database.poolSize).toBeLessThanOrEqual(Math.ceil(((row?.free ?? 0) + 2 + 2) / 2))
     expect(database.poolSize).toBeGreaterThanOrEqual(2)
   })
 

@@ -37,7 +37,7 @@ import {
 } from './errors.js'
 import { type ExplainOptions, explain } from './explain.js'
 import type { ResultField } from './format.js'
-import { assertReferencesAllowed } from './function-policy.js'
+import { assertReferencesAllowed, preparePolicyQueries } from './function-policy.js'
 import {
   clientDeadlineGraceMs,
   defaultLimits,
@@ -195,7 +195,21 @@ export class Database {
    * than the pool's, or one cannot be opened or breaks before answering: the caller then judges on
    * its own connection, inside its transaction.
    */
-  async #judgeApart(references: SqlReferences, limits: QueryLimits, signal?: AbortSignal): Promise<boolean> {
+  #judgeApart(references: SqlReferences, limits: QueryLimits, signal?: AbortSignal): Promise<boolean> {
+    return this.#onPolicyConnection((client) => assertReferencesAllowed(client, references), limits, signal)
+  }
+
+  /**
+   * Runs `work` on one of the policy's own connections, its queries as named statements there.
+   * False when the role may open no more connections than the pool's, or one cannot be opened or
+   * breaks before answering. A refusal leaves the connection as it was; anything else thrown (a
+   * stop, a broken connection, an error of a catalog query) and it is not reused.
+   */
+  async #onPolicyConnection(
+    work: (client: Pick<PoolClient, 'query'>) => Promise<void>,
+    limits: QueryLimits,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
     // The pool first: it is sized by the connections the role and the server allow, and the
     // policy's connections open only where more fit (else the calls' own could be refused).
     await this.#getPool()
@@ -224,11 +238,7 @@ export class Database {
     }
     let destroy = false
     try {
-      await settleOrStop(
-        assertReferencesAllowed(preparedQueries(client), references),
-        limits.timeoutMs,
-        signal,
-      )
+      await settleOrStop(work(preparedQueries(client)), limits.timeoutMs, signal)
       return true
     } catch (error) {
       // A refusal leaves the connection as it was; anything else (a stop, a broken connection, an
@@ -282,6 +292,15 @@ export class Database {
       if (verdict.ok && needsPolicyLookup(verdict.references))
         await this.#judgeApart(verdict.references, this.#limits, options.signal).catch(() => false)
     }
+    // Both of the policy's connections, with every query it may send prepared (above, only the
+    // one for statements that name a table was): opening the second, and preparing a query the
+    // first time (about 3 ms of planning), is then not paid by a caller's statement.
+    if (this.#closed || options.signal?.aborted) return
+    await Promise.all(
+      Array.from({ length: policyPoolSize }, () =>
+        this.#onPolicyConnection(preparePolicyQueries, this.#limits, options.signal).catch(() => false),
+      ),
+    )
   }
 
   /**

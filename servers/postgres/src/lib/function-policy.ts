@@ -231,6 +231,19 @@ export async function assertReferencesAllowed(client: Queryable, references: Sql
   if (denied !== undefined) throw await functionRefusal(client, viewLookup, denied, fromViews.functions)
 }
 
+/**
+ * Runs each of the policy's queries once with nothing to look up, so that a connection that keeps
+ * them prepared has parsed and planned them all before a caller's statement needs one: the query a
+ * statement without tables takes, the one for views, and the one a refusal's message asks.
+ */
+export async function preparePolicyQueries(client: Queryable): Promise<void> {
+  const nothing: Lookup = [[], [], []]
+  await client.query(relationsAndFunctionsQuery, [...nothing, volatileAllowList, monitoringAllowKeys, []])
+  await client.query(deniedFunctionQuery, [...nothing, volatileAllowList, monitoringAllowKeys])
+  await client.query(viewRelationsQuery, [[]])
+  await client.query(reachedThroughQuery, [...nothing, '0'])
+}
+
 /** The relations named by the array parameter `param`, with what the policy needs of each. */
 function relationsQuery(param: string): string {
   return `SELECT n.nspname AS schema, c.relname AS name, c.relkind::text AS kind,
