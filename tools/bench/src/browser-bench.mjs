@@ -144,6 +144,98 @@ async function closeTree(client) {
 const ms = (value) => `${value.toFixed(1)} ms`
 const textOf = (message) => (message.result?.content ?? []).map((block) => block.text ?? '').join('\n')
 
+/**
+ * Clicks a second with 8 in flight: Keel with one tab each (8 tabs on the counter page, each click
+ * naming its tab and the button's ref there), the reference on its one page (it has no tabs), three
+ * alternated rounds of `calls` clicks after 16 of warm-up; and Keel with all 8 on one tab, as in the
+ * table above, in the same rounds.
+ */
+async function clicksAcrossTabs(oursSpec, referenceSpec, counter, spawnClient) {
+  const ROUNDS = 3
+  const calls = Number(process.env.BENCH_INFLIGHT_CALLS ?? 80) * 2
+  const INFLIGHT = 8
+  const keel = spawnClient(oursSpec)
+  const reference = spawnClient(referenceSpec)
+  try {
+    await keel.initialize()
+    await reference.initialize()
+    const tabs = []
+    for (let index = 0; index < INFLIGHT; index++) {
+      if (index > 0) await keel.callTool('new_tab', {}, 60_000)
+      const { message } = await keel.callTool('navigate', { url: counter }, 60_000)
+      const tab = message.result?.structuredContent?.tab
+      const ref = /button "Increment" #(e\d+)/.exec(textOf(message))?.[1]
+      if (!tab || !ref)
+        throw new Error(`navigate in a new tab gave no tab or ref: ${textOf(message).slice(0, 300)}`)
+      tabs.push({ tab, ref })
+    }
+    const { message: opened } = await reference.callTool('puppeteer_navigate', { url: counter }, 60_000)
+    if (opened.result?.isError) throw new Error(`puppeteer_navigate failed: ${textOf(opened).slice(0, 300)}`)
+    const contenders = [
+      [
+        'keel, 8 tabs, one click in flight on each',
+        keel,
+        (worker) => ({ name: 'click', arguments: tabs[worker] }),
+      ],
+      ['keel, one tab, 8 clicks in flight on it', keel, () => ({ name: 'click', arguments: tabs[0] })],
+      [
+        'reference, its one page',
+        reference,
+        () => ({ name: 'puppeteer_click', arguments: { selector: '#inc' } }),
+      ],
+    ]
+    const rates = contenders.map(() => [])
+    const cpus = contenders.map(() => [])
+    const errors = contenders.map(() => 0)
+    const burst = async (client, callOf, total) => {
+      let next = 0
+      let failed = 0
+      const cpuBefore = client.cpuMs()
+      const started = performance.now()
+      await Promise.all(
+        Array.from({ length: INFLIGHT }, async (_, worker) => {
+          while (next < total) {
+            next++
+            const { name, arguments: args } = callOf(worker)
+            const { message } = await client.callTool(name, args, 60_000)
+            if (message.error || message.result?.isError) failed++
+          }
+        }),
+      )
+      const seconds = (performance.now() - started) / 1000
+      return { rate: total / seconds, cpu: (client.cpuMs() - cpuBefore) / total, failed }
+    }
+    for (const [, client, callOf] of contenders) await burst(client, callOf, 16)
+    for (let round = 0; round < ROUNDS; round++)
+      for (const [index, [, client, callOf]] of contenders.entries()) {
+        const { rate, cpu, failed } = await burst(client, callOf, calls)
+        rates[index].push(rate)
+        cpus[index].push(cpu)
+        errors[index] += failed
+      }
+    const referenceRate = median(rates[2])
+    const referenceCpu = median(cpus[2])
+    console.log(
+      `\n#### browser: 8 clicks in flight, on 8 tabs and on one (${calls} clicks a round, median of ${ROUNDS} alternated rounds)\n`,
+    )
+    table(
+      ['', 'clicks/s', 'spread', '÷ reference', 'CPU a click (server + Chromium)', '÷ reference', 'errors'],
+      contenders.map(([label], index) => [
+        label,
+        median(rates[index]).toFixed(0),
+        `${Math.min(...rates[index]).toFixed(0)}–${Math.max(...rates[index]).toFixed(0)}`,
+        ratio(median(rates[index]), referenceRate),
+        ms(median(cpus[index])),
+        ratio(median(cpus[index]), referenceCpu),
+        String(errors[index]),
+      ]),
+    )
+  } finally {
+    await closeTree(keel)
+    await closeTree(reference)
+  }
+}
+
 export async function run() {
   if (!existsSync(OURS))
     throw new Error(`${OURS} is missing: run pnpm --filter @keel-mcp/server-browser build`)
@@ -209,6 +301,11 @@ export async function run() {
       `\nWarm click: CPU (server + Chromium) ${ratio(oursFigures.cpu, referenceFigures.cpu)}, p50 ${ratio(oursFigures.p50, referenceFigures.p50)} of the reference.`,
     )
     if (process.env.BENCH_DOMAIN === '0') return
+
+    // 1b. 8 clicks in flight where Keel runs them in parallel: on 8 tabs, one each. The table's
+    // figure has all 8 on one tab, where Keel runs one action at a time (each answers with what it
+    // changed) and the reference fires them at its one page at once; the reference has no tabs.
+    await clicksAcrossTabs(ours(), reference, counter, spawnClient)
 
     // 2. Catalogue with the optional capabilities on (the default is in the table above).
     const caps = spawnClient(ours(['--caps', 'evaluate,pdf', '--upload-dir', '.']))
