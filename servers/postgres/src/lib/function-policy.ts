@@ -76,6 +76,8 @@ interface Collected {
   types: Set<string>
 }
 
+const emptyCollected = (): Collected => ({ functions: new Map(), operators: new Set(), types: new Set() })
+
 function merge(into: Collected, references: SqlReferences): void {
   for (const [name, position] of references.functions)
     if (!into.functions.has(name)) into.functions.set(name, position)
@@ -104,6 +106,9 @@ interface DeniedRow {
 
 /** The policy's lookups of functions, operators and types: $1, $2 and $3 of its queries. */
 type Lookup = [functions: string[], operators: string[], types: string[]]
+
+/** Nothing to look up. */
+const noLookup: Lookup = [[], [], []]
 
 function lookupOf(collected: Collected): Lookup | undefined {
   if (collected.functions.size === 0 && collected.operators.size === 0 && collected.types.size === 0)
@@ -185,15 +190,15 @@ async function functionRefusal(
  * then what they call that the statement did not name.
  */
 export async function assertReferencesAllowed(client: Queryable, references: SqlReferences): Promise<void> {
-  const own: Collected = { functions: new Map(), operators: new Set(), types: new Set() }
+  const own = emptyCollected()
   merge(own, references)
   const ownLookup = lookupOf(own)
-  const fromViews: Collected = { functions: new Map(), operators: new Set(), types: new Set() }
+  const fromViews = emptyCollected()
   if (references.relations.size > 0) {
     const seen = new Set(references.relations)
     const first = await client.query<{ relations: RelationRow[]; denied: DeniedRow | null }>(
       relationsAndFunctionsQuery,
-      [...(ownLookup ?? [[], [], []]), volatileAllowList, monitoringAllowKeys, [...references.relations]],
+      [...(ownLookup ?? noLookup), volatileAllowList, monitoringAllowKeys, [...references.relations]],
     )
     const { relations, denied } = first.rows[0] ?? { relations: [], denied: null }
     let pending = await judgeRelations(relations, seen, fromViews)
@@ -208,27 +213,29 @@ export async function assertReferencesAllowed(client: Queryable, references: Sql
       pending = await judgeRelations(result.rows, seen, fromViews)
     }
   } else if (ownLookup !== undefined) {
-    const result = await client.query<DeniedRow>(deniedFunctionQuery, [
-      ...ownLookup,
-      volatileAllowList,
-      monitoringAllowKeys,
-    ])
-    const denied = result.rows[0]
-    if (denied !== undefined) throw await functionRefusal(client, ownLookup, denied, own.functions)
+    await assertNoneDenied(client, ownLookup, own.functions)
   }
   // What the views call that the statement did not name itself (already judged above).
   for (const name of own.functions.keys()) fromViews.functions.delete(name)
   for (const name of own.operators) fromViews.operators.delete(name)
   for (const name of own.types) fromViews.types.delete(name)
   const viewLookup = lookupOf(fromViews)
-  if (viewLookup === undefined) return
+  if (viewLookup !== undefined) await assertNoneDenied(client, viewLookup, fromViews.functions)
+}
+
+/** Throws the refusal of the first function the lookup reaches that the policy refuses, if any. */
+async function assertNoneDenied(
+  client: Queryable,
+  lookup: Lookup,
+  positions: ReadonlyMap<string, number | undefined>,
+): Promise<void> {
   const result = await client.query<DeniedRow>(deniedFunctionQuery, [
-    ...viewLookup,
+    ...lookup,
     volatileAllowList,
     monitoringAllowKeys,
   ])
   const denied = result.rows[0]
-  if (denied !== undefined) throw await functionRefusal(client, viewLookup, denied, fromViews.functions)
+  if (denied !== undefined) throw await functionRefusal(client, lookup, denied, positions)
 }
 
 /**
@@ -237,11 +244,10 @@ export async function assertReferencesAllowed(client: Queryable, references: Sql
  * statement without tables takes, the one for views, and the one a refusal's message asks.
  */
 export async function preparePolicyQueries(client: Queryable): Promise<void> {
-  const nothing: Lookup = [[], [], []]
-  await client.query(relationsAndFunctionsQuery, [...nothing, volatileAllowList, monitoringAllowKeys, []])
-  await client.query(deniedFunctionQuery, [...nothing, volatileAllowList, monitoringAllowKeys])
+  await client.query(relationsAndFunctionsQuery, [...noLookup, volatileAllowList, monitoringAllowKeys, []])
+  await client.query(deniedFunctionQuery, [...noLookup, volatileAllowList, monitoringAllowKeys])
   await client.query(viewRelationsQuery, [[]])
-  await client.query(reachedThroughQuery, [...nothing, '0'])
+  await client.query(reachedThroughQuery, [...noLookup, '0'])
 }
 
 /** The relations named by the array parameter `param`, with what the policy needs of each. */
