@@ -249,13 +249,15 @@ function backendCpuSince(before, role, database) {
 async function realisticCall(url, cluster) {
   const CALLS = 300
   const ROUNDS = 5
+  const joinOf = (index) =>
+    `SELECT n.nspname, count(*) AS relations FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname NOT LIKE 'pg_%' GROUP BY n.nspname ORDER BY 2 DESC LIMIT ${(index % 50) + 1}`
+  // The third: the same statements while another session commits a row every millisecond or so,
+  // as on a database in use. Keel's function policy keeps a verdict only while no transaction
+  // completes (function-policy.ts), so there it judges every statement.
   const queries = [
     ['SELECT 1', () => 'SELECT 1 AS one'],
-    [
-      'join, aggregate, operators',
-      (index) =>
-        `SELECT n.nspname, count(*) AS relations FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname NOT LIKE 'pg_%' GROUP BY n.nspname ORDER BY 2 DESC LIMIT ${(index % 50) + 1}`,
-    ],
+    ['join, aggregate, operators', joinOf],
+    ['the same, while another session commits', joinOf, { writes: true }],
   ]
   const contenders = [
     ['keel postgres', ours(url)],
@@ -263,9 +265,10 @@ async function realisticCall(url, cluster) {
     ['reference postgres', reference(url)],
   ]
   const rows = []
-  for (const [what, sqlOf] of queries) {
+  for (const [what, sqlOf, { writes = false } = {}] of queries) {
     const samples = contenders.map(() => ({ p50: [], server: [], backends: [] }))
     const clients = contenders.map(([, spec]) => start(spec))
+    const writer = writes ? await startWriter(cluster.superuserUrl) : undefined
     try {
       for (const client of clients) {
         await client.initialize()
@@ -289,8 +292,10 @@ async function realisticCall(url, cluster) {
         }
       }
     } finally {
+      await writer?.stop()
       await Promise.all(clients.map((client) => client.close()))
     }
+    if (writer) console.log(`\n${what}: ${writer.commits()} commits by the other session.`)
     const medians = samples.map((sample) => ({
       p50: median(sample.p50),
       cpu: median(sample.server) + median(sample.backends),
@@ -310,6 +315,34 @@ async function realisticCall(url, cluster) {
     `\n#### postgres: one call at a time, SELECT 1 and a query a model would write (${CALLS} calls first, then ${CALLS} a round; median of ${ROUNDS} alternated rounds)\n`,
   )
   table(['query', '', 'p50', '÷ reference', 'server + backends CPU a call', '÷ reference'], rows)
+}
+
+/**
+ * Another session committing one-row inserts into a table of its own, one after another with a
+ * millisecond between them, until stopped.
+ */
+async function startWriter(superuserUrl) {
+  const pg = createRequire(join(repo, 'servers/postgres/package.json'))('pg')
+  const client = new pg.Client({ connectionString: superuserUrl })
+  await client.connect()
+  await client.query('CREATE TABLE IF NOT EXISTS public.bench_writes (n int)')
+  let stopped = false
+  let commits = 0
+  const loop = (async () => {
+    while (!stopped) {
+      await client.query('INSERT INTO public.bench_writes VALUES ($1)', [commits])
+      commits++
+      await new Promise((resolve) => setTimeout(resolve, 1))
+    }
+  })()
+  return {
+    commits: () => commits,
+    stop: async () => {
+      stopped = true
+      await loop
+      await client.end()
+    },
+  }
 }
 
 /**

@@ -37,7 +37,7 @@ import {
 } from './errors.js'
 import { type ExplainOptions, explain } from './explain.js'
 import type { ResultField } from './format.js'
-import { assertReferencesAllowed, preparePolicyQueries } from './function-policy.js'
+import { assertReferencesAllowed, type KeptVerdicts, preparePolicyQueries } from './function-policy.js'
 import {
   clientDeadlineGraceMs,
   defaultLimits,
@@ -196,7 +196,11 @@ export class Database {
    * its own connection, inside its transaction.
    */
   #judgeApart(references: SqlReferences, limits: QueryLimits, signal?: AbortSignal): Promise<boolean> {
-    return this.#onPolicyConnection((client) => assertReferencesAllowed(client, references), limits, signal)
+    return this.#onPolicyConnection(
+      (queries, client) => assertReferencesAllowed(queries, references, keptVerdictsOf(client)),
+      limits,
+      signal,
+    )
   }
 
   /**
@@ -206,7 +210,7 @@ export class Database {
    * stop, a broken connection, an error of a catalog query) and it is not reused.
    */
   async #onPolicyConnection(
-    work: (client: Pick<PoolClient, 'query'>) => Promise<void>,
+    work: (queries: Pick<PoolClient, 'query'>, client: PoolClient) => Promise<void>,
     limits: QueryLimits,
     signal?: AbortSignal,
   ): Promise<boolean> {
@@ -238,7 +242,7 @@ export class Database {
     }
     let destroy = false
     try {
-      await settleOrStop(work(preparedQueries(client)), limits.timeoutMs, signal)
+      await settleOrStop(work(preparedQueries(client), client), limits.timeoutMs, signal)
       return true
     } catch (error) {
       // A refusal leaves the connection as it was; anything else (a stop, a broken connection, an
@@ -794,6 +798,22 @@ const policyPoolRetryMs = 30_000
 
 /** Names of the policy's statements on its connection, by text: the same name for the same text. */
 const policyStatementNames = new Map<string, string>()
+
+/**
+ * The verdicts each of the policy's connections keeps (function-policy.ts, `KeptVerdicts`): its
+ * own, so that a connection opened later, perhaps to another server behind the same address,
+ * starts with none.
+ */
+const keptVerdicts = new WeakMap<PoolClient, KeptVerdicts>()
+
+function keptVerdictsOf(client: PoolClient): KeptVerdicts {
+  let kept = keptVerdicts.get(client)
+  if (kept === undefined) {
+    kept = new WeakMap()
+    keptVerdicts.set(client, kept)
+  }
+  return kept
+}
 
 /** A connection's `query` for the policy's catalog queries, each as a named (prepared) statement. */
 function preparedQueries(client: PoolClient): Pick<PoolClient, 'query'> {

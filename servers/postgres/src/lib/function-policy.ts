@@ -181,6 +181,13 @@ async function functionRefusal(
 }
 
 /**
+ * Verdicts a connection of the policy's own keeps: for the references of a statement it allowed,
+ * the snapshot it judged them under. Keyed by the parser gate's references object, which is the
+ * same for the same text while the gate keeps its verdict.
+ */
+export type KeptVerdicts = WeakMap<SqlReferences, string>
+
+/**
  * Throws {@link SqlRefusedError} when the statement with these references could run a function
  * PostgreSQL reserves for privileged roles, a volatile function outside {@link volatileAllowList},
  * or read a privileged system relation.
@@ -188,32 +195,49 @@ async function functionRefusal(
  * One statement judges the relations the statement names and the functions, operators and types
  * it names, in one round trip; only views add more: the relations they read, round by round, and
  * then what they call that the statement did not name.
+ *
+ * With `kept` (a connection's own, never shared): a statement allowed before is allowed again
+ * without its lookups when no transaction has completed since, anywhere in the cluster. A change
+ * to the catalog (a function made volatile, a grant revoked, a view redefined) is a transaction
+ * that completes, and changes the snapshot; an unchanged snapshot sees the catalog the verdict
+ * was made from. On a database that is written to between calls, the snapshot moves and every
+ * statement is judged, at the cost of one comparison.
  */
-export async function assertReferencesAllowed(client: Queryable, references: SqlReferences): Promise<void> {
+export async function assertReferencesAllowed(
+  client: Queryable,
+  references: SqlReferences,
+  kept?: KeptVerdicts,
+): Promise<void> {
   const own = emptyCollected()
   merge(own, references)
   const ownLookup = lookupOf(own)
   const fromViews = emptyCollected()
-  if (references.relations.size > 0) {
-    const seen = new Set(references.relations)
-    const first = await client.query<{ relations: RelationRow[]; denied: DeniedRow | null }>(
-      relationsAndFunctionsQuery,
-      [...(ownLookup ?? noLookup), volatileAllowList, monitoringAllowKeys, [...references.relations]],
-    )
-    const { relations, denied } = first.rows[0] ?? { relations: [], denied: null }
-    let pending = await judgeRelations(relations, seen, fromViews)
-    if (denied !== null && ownLookup !== undefined)
-      throw await functionRefusal(client, ownLookup, denied, own.functions)
-    for (let depth = 1; pending.length > 0; depth++) {
-      if (depth >= maxViewDepth)
-        throw refusal(
-          `Views nested more than ${maxViewDepth} deep cannot be checked; query the tables instead.`,
-        )
-      const result = await client.query<RelationRow>(viewRelationsQuery, [pending])
-      pending = await judgeRelations(result.rows, seen, fromViews)
-    }
-  } else if (ownLookup !== undefined) {
-    await assertNoneDenied(client, ownLookup, own.functions)
+  const first = await client.query<{
+    snapshot: string
+    relations: RelationRow[] | null
+    denied: DeniedRow | null
+  }>(relationsAndFunctionsQuery, [
+    ...(ownLookup ?? noLookup),
+    volatileAllowList,
+    monitoringAllowKeys,
+    [...references.relations],
+    kept?.get(references) ?? null,
+  ])
+  const row = first.rows[0]
+  if (row === undefined) throw new Error('The function policy’s query returned no row.')
+  // Judged under this very snapshot before, and allowed.
+  if (row.relations === null) return
+  const seen = new Set(references.relations)
+  let pending = await judgeRelations(row.relations, seen, fromViews)
+  if (row.denied !== null && ownLookup !== undefined)
+    throw await functionRefusal(client, ownLookup, row.denied, own.functions)
+  for (let depth = 1; pending.length > 0; depth++) {
+    if (depth >= maxViewDepth)
+      throw refusal(
+        `Views nested more than ${maxViewDepth} deep cannot be checked; query the tables instead.`,
+      )
+    const result = await client.query<RelationRow>(viewRelationsQuery, [pending])
+    pending = await judgeRelations(result.rows, seen, fromViews)
   }
   // What the views call that the statement did not name itself (already judged above).
   for (const name of own.functions.keys()) fromViews.functions.delete(name)
@@ -221,6 +245,9 @@ export async function assertReferencesAllowed(client: Queryable, references: Sql
   for (const name of own.types) fromViews.types.delete(name)
   const viewLookup = lookupOf(fromViews)
   if (viewLookup !== undefined) await assertNoneDenied(client, viewLookup, fromViews.functions)
+  // Allowed. Kept with the snapshot of the first lookup: a transaction that completed during the
+  // later ones (views) changed the snapshot, and the next statement is judged again.
+  kept?.set(references, row.snapshot)
 }
 
 /** Throws the refusal of the first function the lookup reaches that the policy refuses, if any. */
@@ -240,11 +267,17 @@ async function assertNoneDenied(
 
 /**
  * Runs each of the policy's queries once with nothing to look up, so that a connection that keeps
- * them prepared has parsed and planned them all before a caller's statement needs one: the query a
- * statement without tables takes, the one for views, and the one a refusal's message asks.
+ * them prepared has parsed and planned them all before a caller's statement needs one: the first
+ * lookup, the ones for views and what they call, and the one a refusal's message asks.
  */
 export async function preparePolicyQueries(client: Queryable): Promise<void> {
-  await client.query(relationsAndFunctionsQuery, [...noLookup, volatileAllowList, monitoringAllowKeys, []])
+  await client.query(relationsAndFunctionsQuery, [
+    ...noLookup,
+    volatileAllowList,
+    monitoringAllowKeys,
+    [],
+    null,
+  ])
   await client.query(deniedFunctionQuery, [...noLookup, volatileAllowList, monitoringAllowKeys])
   await client.query(viewRelationsQuery, [[]])
   await client.query(reachedThroughQuery, [...noLookup, '0'])
@@ -259,7 +292,8 @@ function relationsQuery(param: string): string {
                    THEN pg_catalog.pg_get_viewdef(c.oid) END AS definition
          FROM pg_catalog.pg_class c
          JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-        WHERE c.relname = ANY(${param}::text[]) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`
+        WHERE cardinality(${param}::text[]) > 0 AND c.relname = ANY(${param}::text[])
+          AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`
 }
 
 /** The relations views read, round by round. */
@@ -347,8 +381,15 @@ const reachedThroughQuery = `SELECT via FROM (
 /**
  * The statement's own relations ($6, as {@link relationsQuery} returns them) and the first function
  * its own references reach that the policy refuses ($1–$5, {@link deniedFunctionQuery}): one round
- * trip where there were two, for the statements that name a table and a function or an operator.
+ * trip where there were two. With it, the snapshot the lookups ran under (`txid_current_snapshot`:
+ * the transactions completed and still running); where that is still $7, the snapshot a verdict
+ * of this connection was made under, nothing has committed since and the lookups are not run (both
+ * results are null).
  */
-const relationsAndFunctionsQuery = `SELECT
-       (SELECT coalesce(pg_catalog.json_agg(r), '[]') FROM (${relationsQuery('$6')}) AS r) AS relations,
-       (SELECT pg_catalog.row_to_json(d) FROM (${deniedFunctionQuery}) AS d) AS denied`
+const relationsAndFunctionsQuery = `WITH now AS (SELECT pg_catalog.txid_current_snapshot()::text AS snapshot)
+     SELECT now.snapshot,
+       CASE WHEN now.snapshot = $7::text THEN NULL ELSE
+         (SELECT coalesce(pg_catalog.json_agg(r), '[]') FROM (${relationsQuery('$6')}) AS r) END AS relations,
+       CASE WHEN now.snapshot = $7::text THEN NULL ELSE
+         (SELECT pg_catalog.row_to_json(d) FROM (${deniedFunctionQuery}) AS d) END AS denied
+       FROM now`

@@ -387,3 +387,122 @@ describe('the function policy’s round trips', () => {
     }
   })
 })
+
+/**
+ * Verdicts a connection of the policy keeps with the snapshot they were made under: allowed again
+ * without the lookups only while no transaction has completed since; any change to the catalog
+ * completes one, and the statement is judged again.
+ */
+describe('the function policy’s kept verdicts', () => {
+  beforeAll(async () => {
+    await adminQuery(
+      scratch.superuserUrl,
+      `CREATE TABLE public.keel_kept_rows (id int);
+       CREATE FUNCTION public.keel_kept_fn(k int) RETURNS int LANGUAGE sql STABLE AS 'SELECT k';
+       CREATE FUNCTION public.keel_kept_volatile(k int) RETURNS int LANGUAGE sql VOLATILE AS 'SELECT k';
+       CREATE VIEW public.keel_kept_view AS SELECT id FROM public.keel_kept_rows;`,
+    )
+  })
+
+  /** A client whose first query's answers are recorded: `relations` is null where the verdict was kept. */
+  const recording = async () => {
+    const client = new pg.Client({ connectionString: scratch.url })
+    await client.connect()
+    const firsts: Array<{ relations: unknown }> = []
+    const queries = {
+      query: (async (text: string, values: unknown[]) => {
+        const result = await client.query(text, values)
+        if (text.includes('txid_current_snapshot')) firsts.push(result.rows[0])
+        return result
+      }) as never,
+    }
+    return { client, queries, firsts }
+  }
+
+  const references = async (sql: string) => {
+    const verdict = await checkReadOnlySql(sql)
+    if (!verdict.ok) throw new Error(verdict.message)
+    return verdict.references
+  }
+
+  it('allows again without the lookups while nothing completes, and judges again after a change', async () => {
+    const { client, queries, firsts } = await recording()
+    const kept = new WeakMap()
+    try {
+      const refs = await references('SELECT public.keel_kept_fn(id) + 1 FROM public.keel_kept_rows')
+      await assertReferencesAllowed(queries, refs, kept)
+      await assertReferencesAllowed(queries, refs, kept)
+      expect(firsts.map((row) => row.relations === null)).toEqual([false, true])
+      // The function made volatile: a completed transaction, so judged again, and refused.
+      await adminQuery(scratch.superuserUrl, 'ALTER FUNCTION public.keel_kept_fn(int) VOLATILE')
+      await expect(assertReferencesAllowed(queries, refs, kept)).rejects.toBeInstanceOf(SqlRefusedError)
+      await adminQuery(scratch.superuserUrl, 'ALTER FUNCTION public.keel_kept_fn(int) STABLE')
+      await assertReferencesAllowed(queries, refs, kept)
+      await assertReferencesAllowed(queries, refs, kept)
+      expect(firsts.slice(-2).map((row) => row.relations === null)).toEqual([false, true])
+      // EXECUTE revoked from PUBLIC.
+      await adminQuery(
+        scratch.superuserUrl,
+        'REVOKE EXECUTE ON FUNCTION public.keel_kept_fn(int) FROM PUBLIC',
+      )
+      await expect(assertReferencesAllowed(queries, refs, kept)).rejects.toBeInstanceOf(SqlRefusedError)
+      await adminQuery(scratch.superuserUrl, 'GRANT EXECUTE ON FUNCTION public.keel_kept_fn(int) TO PUBLIC')
+      // A view redefined to call a volatile function.
+      const view = await references('SELECT * FROM public.keel_kept_view')
+      await assertReferencesAllowed(queries, view, kept)
+      await assertReferencesAllowed(queries, view, kept)
+      expect(firsts.at(-1)?.relations).toBeNull()
+      await adminQuery(
+        scratch.superuserUrl,
+        'CREATE OR REPLACE VIEW public.keel_kept_view AS SELECT id, public.keel_kept_volatile(id) AS v FROM public.keel_kept_rows',
+      )
+      await expect(assertReferencesAllowed(queries, view, kept)).rejects.toBeInstanceOf(SqlRefusedError)
+    } finally {
+      await adminQuery(
+        scratch.superuserUrl,
+        `CREATE OR REPLACE VIEW public.keel_kept_view AS SELECT id, 0 AS v FROM public.keel_kept_rows;
+         ALTER FUNCTION public.keel_kept_fn(int) STABLE;
+         GRANT EXECUTE ON FUNCTION public.keel_kept_fn(int) TO PUBLIC`,
+      )
+      await client.end()
+    }
+  })
+
+  it('judges every statement where another session writes between them, and keeps no refusal', async () => {
+    const { client, queries, firsts } = await recording()
+    const kept = new WeakMap()
+    try {
+      const refs = await references('SELECT count(*) FROM public.keel_kept_rows WHERE id > 0')
+      for (let round = 0; round < 3; round++) {
+        await assertReferencesAllowed(queries, refs, kept)
+        await adminQuery(scratch.superuserUrl, 'INSERT INTO public.keel_kept_rows VALUES (1)')
+      }
+      expect(firsts.map((row) => row.relations === null)).toEqual([false, false, false])
+      const refused = await references('SELECT public.keel_kept_volatile(1)')
+      for (let round = 0; round < 2; round++)
+        await expect(assertReferencesAllowed(queries, refused, kept)).rejects.toBeInstanceOf(SqlRefusedError)
+      expect(firsts.slice(-2).map((row) => row.relations === null)).toEqual([false, false])
+    } finally {
+      await client.end()
+    }
+  })
+
+  it('refuses through a Database once a function it allowed is made volatile', async () => {
+    const database = new Database({ connectionString: scratch.url, poolSize: 2 })
+    opened.push(database)
+    const sql = 'SELECT public.keel_kept_fn(2) AS n'
+    // Several at once, so that both of the policy's connections judge it and keep it.
+    for (let round = 0; round < 3; round++)
+      await Promise.all(Array.from({ length: 4 }, () => database.query(sql)))
+    await adminQuery(scratch.superuserUrl, 'ALTER FUNCTION public.keel_kept_fn(int) VOLATILE')
+    try {
+      const results = await Promise.allSettled(Array.from({ length: 4 }, () => database.query(sql)))
+      for (const result of results) {
+        expect(result.status).toBe('rejected')
+        if (result.status === 'rejected') expect(result.reason).toBeInstanceOf(SqlRefusedError)
+      }
+    } finally {
+      await adminQuery(scratch.superuserUrl, 'ALTER FUNCTION public.keel_kept_fn(int) STABLE')
+    }
+  })
+})
