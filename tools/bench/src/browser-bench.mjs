@@ -19,7 +19,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runPeers } from './browser-peers-bench.mjs'
 import { floorRow } from './floor.mjs'
-import { compareServers } from './harness.mjs'
+import { compareServers, concurrent } from './harness.mjs'
 import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
@@ -188,22 +188,13 @@ async function clicksAcrossTabs(oursSpec, referenceSpec, counter, spawnClient) {
     const cpus = contenders.map(() => [])
     const errors = contenders.map(() => 0)
     const burst = async (client, callOf, total) => {
-      let next = 0
-      let failed = 0
       const cpuBefore = client.cpuMs()
-      const started = performance.now()
-      await Promise.all(
-        Array.from({ length: INFLIGHT }, async (_, worker) => {
-          while (next < total) {
-            next++
-            const { name, arguments: args } = callOf(worker)
-            const { message } = await client.callTool(name, args, 60_000)
-            if (message.error || message.result?.isError) failed++
-          }
-        }),
-      )
-      const seconds = (performance.now() - started) / 1000
-      return { rate: total / seconds, cpu: (client.cpuMs() - cpuBefore) / total, failed }
+      const { perSecond, errorRate } = await concurrent(client, callOf, total, INFLIGHT)
+      return {
+        rate: perSecond,
+        cpu: (client.cpuMs() - cpuBefore) / total,
+        failed: Math.round(errorRate * total),
+      }
     }
     for (const [, client, callOf] of contenders) await burst(client, callOf, 16)
     for (let round = 0; round < ROUNDS; round++)

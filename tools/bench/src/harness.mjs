@@ -128,16 +128,20 @@ async function sequential(client, call, count) {
   return samples
 }
 
-/** `total` calls with `inflight` outstanding at all times: calls/s and the share that failed. */
-async function concurrent(client, call, total, inflight) {
+/**
+ * `total` calls with `inflight` outstanding at all times: calls/s and the share that failed.
+ * `call` is one call, or a function from the worker's index (0 to inflight - 1) to its call.
+ */
+export async function concurrent(client, call, total, inflight) {
   let next = 0
   let errors = 0
   const started = performance.now()
-  const worker = async () => {
+  const worker = async (_, index) => {
+    const { name, arguments: args } = typeof call === 'function' ? call(index) : call
     while (next < total) {
       next++
       try {
-        const { message } = await client.callTool(call.name, call.arguments, 60_000)
+        const { message } = await client.callTool(name, args, 60_000)
         if (failed(message)) errors++
       } catch {
         errors++
