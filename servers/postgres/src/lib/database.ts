@@ -37,7 +37,12 @@ import {
 } from './errors.js'
 import { type ExplainOptions, explain } from './explain.js'
 import type { ResultField } from './format.js'
-import { assertReferencesAllowed, type KeptVerdicts, preparePolicyQueries } from './function-policy.js'
+import {
+  assertReferencesAllowed,
+  KeptVerdicts,
+  preparePolicyQueries,
+  verdictGuardSql,
+} from './function-policy.js'
 import {
   clientDeadlineGraceMs,
   defaultLimits,
@@ -101,6 +106,8 @@ export class Database {
   #policyPoolAllowed = false
   #closed = false
   readonly #typeNames = new Map<number, string>()
+  /** The function policy's verdicts, kept with the snapshot each was made under (function-policy.ts). */
+  readonly #kept = new KeptVerdicts()
   /** Clients that emitted an error while checked out: destroyed on release, never reused. */
   readonly #broken = new WeakSet<object>()
   readonly #maxResultBytes: number
@@ -197,7 +204,7 @@ export class Database {
    */
   #judgeApart(references: SqlReferences, limits: QueryLimits, signal?: AbortSignal): Promise<boolean> {
     return this.#onPolicyConnection(
-      (queries, client) => assertReferencesAllowed(queries, references, keptVerdictsOf(client)),
+      (queries) => assertReferencesAllowed(queries, references, this.#kept),
       limits,
       signal,
     )
@@ -540,6 +547,13 @@ export class Database {
    * statement's own round trip (statement.ts), as it is when there is nothing to look up; where
    * those connections cannot be had, BEGIN goes first and the policy's catalog queries run inside
    * the call's transaction.
+   *
+   * Where the policy allowed the same references before and its kept verdicts have mostly been
+   * current lately (a database not written to between calls), the call does not ask the policy:
+   * its transaction's first statement is the verdict's guard ({@link verdictGuardSql}), which
+   * fails unless no transaction has completed in the cluster since the verdict was made, and the
+   * caller's statement follows in the same round trip, under that very snapshot. When it fails,
+   * the transaction is rolled back and the policy judges as above.
    */
   async #execute(
     sql: string,
@@ -548,23 +562,62 @@ export class Database {
     references: SqlReferences | undefined,
   ): Promise<QueryResult> {
     const limits = resolveLimits(this.#limits, options)
-    const judged =
-      references !== undefined &&
-      needsPolicyLookup(references) &&
-      !(await this.#judgeApart(references, limits, options.signal))
+    const lookup = references !== undefined && needsPolicyLookup(references)
+    const kept = lookup ? this.#kept.likelyCurrent(references) : undefined
+    if (kept !== undefined && references !== undefined) {
+      const result = await this.#run(sql, params, options, limits, { mode: 'guarded', snapshot: kept })
+      if (result !== staleVerdict) {
+        this.#kept.record(true)
+        return result
+      }
+      this.#kept.record(false)
+      this.#kept.forget(references)
+    }
+    const judged = lookup && !(await this.#judgeApart(references, limits, options.signal))
+    const result = await this.#run(
+      sql,
+      params,
+      options,
+      limits,
+      judged ? { mode: 'inside', references } : { mode: 'judged' },
+    )
+    if (result === staleVerdict) throw new Error('A call without a guard reported a stale verdict.')
+    return result
+  }
+
+  /**
+   * Runs the statement in one transaction: `judged` (by the policy, or nothing to judge) opens it
+   * in the statement's round trip; `guarded` too, with the verdict's guard first (and returns
+   * {@link staleVerdict} when the guard fails); `inside` opens it first and judges `references`
+   * in it. A connection found dead before the statement ran is replaced once.
+   */
+  async #run(
+    sql: string,
+    params: readonly unknown[],
+    options: QueryOptions,
+    limits: QueryLimits,
+    policy:
+      | { mode: 'judged' }
+      | { mode: 'guarded'; snapshot: string }
+      | { mode: 'inside'; references: SqlReferences },
+  ): Promise<QueryResult | typeof staleVerdict> {
+    const inside = policy.mode === 'inside'
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.#inReadOnlyTransaction(
           limits,
           options.signal,
           async (client, session) => {
-            if (judged) await assertReferencesAllowed(client, references)
+            if (inside) await assertReferencesAllowed(client, policy.references)
             // Extended protocol (Parse/Bind/Execute): PostgreSQL itself refuses a second statement
             // here. Only maxRows + 1 rows are asked for, and the session reset follows in the same
             // round trip.
             const statement = new BoundedStatement(sql, params, limits.maxRows + 1, {
-              preamble: judged ? [] : beginStatements(limits, this.#limits),
+              preamble: inside ? [] : beginStatements(limits, this.#limits),
               tail: callEndStatements,
+              ...(policy.mode === 'guarded'
+                ? { guard: { text: verdictGuardSql, values: [policy.snapshot] } }
+                : {}),
             })
             client.query(statement as never)
             let result: StatementResult
@@ -573,6 +626,13 @@ export class Database {
             } catch (error) {
               // Nothing of the statement ran: a dead idle connection may be retried on a fresh one.
               if (!statement.begun && isConnectionError(error)) throw new NotStartedError(error)
+              if (statement.guardFailed && (error as { code?: unknown }).code === '22012') {
+                // A transaction completed since the verdict was made. Only the transaction's
+                // opening statements ran: its ROLLBACK is the whole reset.
+                await client.query('ROLLBACK')
+                session.reset = true
+                return staleVerdict
+              }
               throw error
             }
             const ended = this.#checkCallEnd(client, result, session)
@@ -588,7 +648,7 @@ export class Database {
               truncated,
             }
           },
-          !judged,
+          !inside,
         )
       } catch (error) {
         if (!(error instanceof NotStartedError)) throw error
@@ -799,22 +859,6 @@ const policyPoolRetryMs = 30_000
 /** Names of the policy's statements on its connection, by text: the same name for the same text. */
 const policyStatementNames = new Map<string, string>()
 
-/**
- * The verdicts each of the policy's connections keeps (function-policy.ts, `KeptVerdicts`): its
- * own, so that a connection opened later, perhaps to another server behind the same address,
- * starts with none.
- */
-const keptVerdicts = new WeakMap<PoolClient, KeptVerdicts>()
-
-function keptVerdictsOf(client: PoolClient): KeptVerdicts {
-  let kept = keptVerdicts.get(client)
-  if (kept === undefined) {
-    kept = new WeakMap()
-    keptVerdicts.set(client, kept)
-  }
-  return kept
-}
-
 /** A connection's `query` for the policy's catalog queries, each as a named (prepared) statement. */
 function preparedQueries(client: PoolClient): Pick<PoolClient, 'query'> {
   return {
@@ -859,6 +903,9 @@ function needsPolicyLookup(references: SqlReferences): boolean {
 }
 
 /** A connection error before the call's transaction was open: safe to retry once. */
+/** What a guarded call returns when its verdict's guard failed (see Database.#execute). */
+const staleVerdict: unique symbol = Symbol('stale verdict')
+
 class NotStartedError extends Error {
   constructor(cause: unknown) {
     super('The connection failed before the statement ran.', { cause })

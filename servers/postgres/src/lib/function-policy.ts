@@ -181,11 +181,93 @@ async function functionRefusal(
 }
 
 /**
- * Verdicts a connection of the policy's own keeps: for the references of a statement it allowed,
- * the snapshot it judged them under. Keyed by the parser gate's references object, which is the
- * same for the same text while the gate keeps its verdict.
+ * The verdicts a Database keeps: for each set of references the policy allowed (a statement's
+ * relations, functions, operators and types, whatever its text), the snapshot it judged them under
+ * (`snapshotSql`: the transactions completed and still running, and the server's start time).
+ *
+ * Why an unchanged snapshot proves an unchanged catalog: a change to the catalog (a function made
+ * volatile, a grant revoked, a view redefined) is a transaction, and when any transaction of the
+ * cluster completes, committed or aborted, the snapshot changes for good (its highest completed
+ * transaction moves, or one leaves the list still running). The verdict depends on nothing else
+ * than the references, the catalog and the role, which is the same on every connection of a
+ * Database. The server's start time makes a snapshot of one server never equal one of another
+ * behind the same address (or the same server restarted).
+ *
+ * Also an estimate of how often a kept verdict is still current when it is next needed: on a
+ * database written to between calls it almost never is, and the call's own transaction then does
+ * not try it first (database.ts, `verdictGuard`).
  */
-export type KeptVerdicts = WeakMap<SqlReferences, string>
+export class KeptVerdicts {
+  readonly #snapshots = new Map<string, string>()
+  /** Moving average of "the kept verdict was still current" (1) against "it was not" (0). */
+  #current = 0
+
+  /** The snapshot the verdict for these references was made under, if one is kept. */
+  get(references: SqlReferences): string | undefined {
+    return this.#snapshots.get(verdictKey(references))
+  }
+
+  set(references: SqlReferences, snapshot: string): void {
+    const key = verdictKey(references)
+    // A bound on memory: a caller that names new objects in every statement only ever fills it.
+    if (!this.#snapshots.has(key) && this.#snapshots.size >= maxKeptVerdicts) this.#snapshots.clear()
+    this.#snapshots.set(key, snapshot)
+  }
+
+  /** Forgets a verdict found stale: its snapshot has changed for good. */
+  forget(references: SqlReferences): void {
+    this.#snapshots.delete(verdictKey(references))
+  }
+
+  /** Records whether a kept verdict was still current when it was next needed. */
+  record(current: boolean): void {
+    this.#current += ((current ? 1 : 0) - this.#current) / 8
+  }
+
+  /**
+   * The kept snapshot for these references, when kept verdicts have mostly been current lately
+   * (from 6 in a row on a quiet database; after 6 stale ones in a row, not until they are again).
+   */
+  likelyCurrent(references: SqlReferences): string | undefined {
+    return this.#current >= 0.5 ? this.get(references) : undefined
+  }
+}
+
+/** How many sets of references a Database keeps verdicts for at most. */
+const maxKeptVerdicts = 1_000
+
+/** The references a verdict depends on, as one string: the same for statements naming the same objects. */
+const verdictKeys = new WeakMap<SqlReferences, string>()
+
+function verdictKey(references: SqlReferences): string {
+  let key = verdictKeys.get(references)
+  if (key === undefined) {
+    // Names cannot hold a NUL: it separates them, and a record separator the four kinds.
+    const sorted = (names: Iterable<string>) => [...names].sort().join('\0')
+    key = [
+      sorted(references.relations),
+      sorted(references.functions.keys()),
+      sorted(references.operators),
+      sorted(references.types),
+    ].join('\x1e')
+    verdictKeys.set(references, key)
+  }
+  return key
+}
+
+/**
+ * The snapshot a verdict is kept with: the transactions completed and still running, in the whole
+ * cluster, and when the server started. Text only digits, `:`, `,`, `.` and `@` make up.
+ */
+export const snapshotSql = `pg_catalog.txid_current_snapshot()::text || '@' || extract(epoch FROM pg_catalog.pg_postmaster_start_time())::text`
+
+/**
+ * A statement that fails with division by zero (SQLSTATE 22012) unless the snapshot it runs under
+ * is $1: the first statement of a call's REPEATABLE READ transaction that relies on a kept verdict
+ * (database.ts). When it succeeds, no transaction has completed since the verdict was made, and
+ * the caller's statement, next in the same round trip, runs under that very snapshot.
+ */
+export const verdictGuardSql = `SELECT 1 / (${snapshotSql} = $1::text)::int`
 
 /**
  * Throws {@link SqlRefusedError} when the statement with these references could run a function
@@ -196,12 +278,10 @@ export type KeptVerdicts = WeakMap<SqlReferences, string>
  * it names, in one round trip; only views add more: the relations they read, round by round, and
  * then what they call that the statement did not name.
  *
- * With `kept` (a connection's own, never shared): a statement allowed before is allowed again
- * without its lookups when no transaction has completed since, anywhere in the cluster. A change
- * to the catalog (a function made volatile, a grant revoked, a view redefined) is a transaction
- * that completes, and changes the snapshot; an unchanged snapshot sees the catalog the verdict
- * was made from. On a database that is written to between calls, the snapshot moves and every
- * statement is judged, at the cost of one comparison.
+ * With `kept` ({@link KeptVerdicts}): references allowed before are allowed again without their
+ * lookups when no transaction has completed since, anywhere in the cluster. On a database that is
+ * written to between calls, the snapshot moves and every statement is judged, at the cost of one
+ * comparison; `kept` records which it was.
  */
 export async function assertReferencesAllowed(
   client: Queryable,
@@ -212,6 +292,7 @@ export async function assertReferencesAllowed(
   merge(own, references)
   const ownLookup = lookupOf(own)
   const fromViews = emptyCollected()
+  const keptSnapshot = kept?.get(references)
   const first = await client.query<{
     snapshot: string
     relations: RelationRow[] | null
@@ -221,10 +302,14 @@ export async function assertReferencesAllowed(
     volatileAllowList,
     monitoringAllowKeys,
     [...references.relations],
-    kept?.get(references) ?? null,
+    keptSnapshot ?? null,
   ])
   const row = first.rows[0]
   if (row === undefined) throw new Error('The function policy’s query returned no row.')
+  if (keptSnapshot !== undefined && kept !== undefined) {
+    kept.record(row.relations === null)
+    if (row.relations !== null) kept.forget(references)
+  }
   // Judged under this very snapshot before, and allowed.
   if (row.relations === null) return
   const seen = new Set(references.relations)
@@ -381,12 +466,11 @@ const reachedThroughQuery = `SELECT via FROM (
 /**
  * The statement's own relations ($6, as {@link relationsQuery} returns them) and the first function
  * its own references reach that the policy refuses ($1–$5, {@link deniedFunctionQuery}): one round
- * trip where there were two. With it, the snapshot the lookups ran under (`txid_current_snapshot`:
- * the transactions completed and still running); where that is still $7, the snapshot a verdict
- * of this connection was made under, nothing has committed since and the lookups are not run (both
- * results are null).
+ * trip where there were two. With it, the snapshot the lookups ran under ({@link snapshotSql});
+ * where that is still $7, the snapshot a kept verdict was made under, nothing has completed since
+ * and the lookups are not run (both results are null).
  */
-const relationsAndFunctionsQuery = `WITH now AS (SELECT pg_catalog.txid_current_snapshot()::text AS snapshot)
+const relationsAndFunctionsQuery = `WITH now AS (SELECT ${snapshotSql} AS snapshot)
      SELECT now.snapshot,
        CASE WHEN now.snapshot = $7::text THEN NULL ELSE
          (SELECT coalesce(pg_catalog.json_agg(r), '[]') FROM (${relationsQuery('$6')}) AS r) END AS relations,

@@ -3,6 +3,7 @@
  * that writes, as one buffer, the extended-protocol messages of
  *
  *   [BEGIN … READ ONLY, SET LOCAL timeouts]     the preamble, when the transaction is not open yet
+ *   [a guard, with its values]                   a statement that fails unless the call may go on
  *   Parse/Bind/Describe/Execute(maxRows + 1)    the statement
  *   [proof and reset, DEALLOCATE ALL, ROLLBACK]  the tail: how a call ends (session.ts)
  *   Sync
@@ -110,6 +111,11 @@ export interface BatchOptions {
   preamble?: readonly string[]
   /** Statements that reset the session, sent after it. */
   tail?: readonly string[]
+  /**
+   * A statement sent after the preamble, with values of its own (its rows are not the statement's):
+   * when it fails, nothing after it runs, and {@link BoundedStatement.guardFailed} says so.
+   */
+  guard?: { readonly text: string; readonly values: readonly unknown[] }
 }
 
 /**
@@ -123,11 +129,15 @@ export class BoundedStatement {
   readonly _result: ResultLike
   readonly #preamble: readonly string[]
   readonly #tail: readonly string[]
+  readonly #guard: BatchOptions['guard']
+  /** Statements before the caller's: the preamble's and the guard. */
+  readonly #before: number
   readonly #rowLimit: number
   readonly #rows: unknown[][] = []
   #completed = 0
   #statementDone = false
   #settled = false
+  #guardFailed = false
   #resolve!: (result: StatementResult) => void
   #reject!: (error: Error) => void
   readonly promise: Promise<StatementResult>
@@ -138,6 +148,8 @@ export class BoundedStatement {
     this._result = new (dependencies().pg.Result)('array')
     this.#preamble = options.preamble ?? []
     this.#tail = options.tail ?? []
+    this.#guard = options.guard
+    this.#before = this.#preamble.length + (this.#guard === undefined ? 0 : 1)
     this.#rowLimit = rowLimit
     this.promise = new Promise((resolve, reject) => {
       this.#resolve = resolve
@@ -150,7 +162,12 @@ export class BoundedStatement {
    * caller's statement has run (a dead connection may then be retried on a fresh one).
    */
   get begun(): boolean {
-    return this.#completed >= this.#preamble.length
+    return this.#completed >= this.#before
+  }
+
+  /** Whether the guard failed: the batch stopped there, and the caller's statement did not run. */
+  get guardFailed(): boolean {
+    return this.#guardFailed
   }
 
   /**
@@ -162,6 +179,13 @@ export class BoundedStatement {
     describePortal ??= serialize.describe({ type: 'P', name: '' })
     const batch = Buffer.concat([
       simpleStatements(serialize, this.#preamble),
+      ...(this.#guard === undefined
+        ? []
+        : [
+            serialize.parse({ text: this.#guard.text }),
+            serialize.bind({ values: [...this.#guard.values], valueMapper: pg.utils.prepareValue }),
+            executeMessage(serialize, 0),
+          ]),
       serialize.parse({ text: this.text }),
       // Values converted as pg's own queries convert them (Date, Buffer, arrays, objects as JSON).
       serialize.bind({ values: [...this.values], valueMapper: pg.utils.prepareValue }),
@@ -179,13 +203,14 @@ export class BoundedStatement {
   }
 
   handleDataRow(message: { fields: unknown[] }): void {
-    // Rows of the tail (its proof and reset's) are not the statement's.
-    if (!this.#statementDone) this.#rows.push(this._result.parseRow(message.fields))
+    // Rows of the guard and of the tail (its proof and reset's) are not the statement's.
+    if (this.#completed >= this.#before && !this.#statementDone)
+      this.#rows.push(this._result.parseRow(message.fields))
   }
 
   handleCommandComplete(): void {
     this.#completed++
-    if (this.#completed > this.#preamble.length) this.#statementDone = true
+    if (this.#completed > this.#before) this.#statementDone = true
   }
 
   handlePortalSuspended(): void {
@@ -202,6 +227,8 @@ export class BoundedStatement {
   }
 
   handleError(error: Error): void {
+    // The guard is the statement that runs once the preamble's have completed.
+    if (this.#guard !== undefined && this.#completed === this.#preamble.length) this.#guardFailed = true
     if (this.#statementDone) this.#settle(false, error)
     else if (!this.#settled) {
       this.#settled = true
