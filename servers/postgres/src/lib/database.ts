@@ -579,7 +579,7 @@ export class Database {
       params,
       options,
       limits,
-      judged ? { mode: 'inside', references } : { mode: 'judged' },
+      judged ? { mode: 'inside', references } : judgedApart,
     )
     if (result === staleVerdict) throw new Error('A call without a guard reported a stale verdict.')
     return result
@@ -903,6 +903,9 @@ function needsPolicyLookup(references: SqlReferences): boolean {
 }
 
 /** A connection error before the call's transaction was open: safe to retry once. */
+/** {@link Database.#run}'s policy for a statement judged apart, or with nothing to judge: built once. */
+const judgedApart = { mode: 'judged' } as const
+
 /** What a guarded call returns when its verdict's guard failed (see Database.#execute). */
 const staleVerdict: unique symbol = Symbol('stale verdict')
 

@@ -63,11 +63,11 @@ function counting() {
 
 const sql = 'SELECT public.keel_guard_fn(id) + 1 AS n FROM public.keel_guard_rows WHERE id > 0'
 
-/** A Database that has allowed `sql` often enough, on a quiet cluster, to rely on its guard. */
-async function trusting(): Promise<Database> {
+/** A Database that has allowed `statement` often enough, on a quiet cluster, to rely on its guard. */
+async function trusting(statement = sql): Promise<Database> {
   const database = new Database({ connectionString: cluster.url, poolSize: 2 })
   opened.push(database)
-  for (let call = 0; call < 8; call++) await database.query(sql)
+  for (let call = 0; call < 8; call++) await database.query(statement)
   return database
 }
 
@@ -90,61 +90,46 @@ describe('the guard of a kept verdict', () => {
     expect(counts).toEqual({ policy: 1, staleGuards: 0 })
   })
 
-  it('fails once a function it allowed is made volatile, and the policy refuses the statement', async () => {
-    const database = await trusting()
+  it.each([
+    {
+      change: 'its function made volatile',
+      sql,
+      alter: 'ALTER FUNCTION public.keel_guard_fn(int) VOLATILE',
+      restore: 'ALTER FUNCTION public.keel_guard_fn(int) STABLE',
+      refused: 'keel_guard_fn',
+    },
+    {
+      change: 'EXECUTE revoked from PUBLIC',
+      sql,
+      alter: 'REVOKE EXECUTE ON FUNCTION public.keel_guard_fn(int) FROM PUBLIC',
+      restore: 'GRANT EXECUTE ON FUNCTION public.keel_guard_fn(int) TO PUBLIC',
+      refused: 'keel_guard_fn',
+    },
+    {
+      change: 'its view calls a volatile function',
+      sql: 'SELECT count(*) FROM public.keel_guard_view',
+      alter:
+        'CREATE OR REPLACE VIEW public.keel_guard_view AS SELECT id, public.keel_guard_volatile(id) AS v FROM public.keel_guard_rows',
+      restore:
+        'CREATE OR REPLACE VIEW public.keel_guard_view AS SELECT id, 0 AS v FROM public.keel_guard_rows',
+      refused: 'keel_guard_volatile',
+    },
+  ])('fails once $change, and the policy refuses the statement', async (attack) => {
+    const database = await trusting(attack.sql)
     const counts = counting()
-    await database.query(sql)
+    await database.query(attack.sql)
     expect(counts.policy).toBe(0)
-    await adminQuery(cluster.superuserUrl, 'ALTER FUNCTION public.keel_guard_fn(int) VOLATILE')
+    await adminQuery(cluster.superuserUrl, attack.alter)
     try {
-      await expect(database.query(sql)).rejects.toBeInstanceOf(SqlRefusedError)
+      const refused = await database.query(attack.sql).catch((error: unknown) => error)
+      expect(refused).toBeInstanceOf(SqlRefusedError)
+      expect((refused as Error).message).toContain(attack.refused)
       expect(counts).toEqual({ policy: 1, staleGuards: 1 })
       // Refusals are not kept, and a stale verdict is not relied on again.
-      await expect(database.query(sql)).rejects.toBeInstanceOf(SqlRefusedError)
-      expect(counts.staleGuards).toBe(1)
+      await expect(database.query(attack.sql)).rejects.toBeInstanceOf(SqlRefusedError)
+      expect(counts).toEqual({ policy: 2, staleGuards: 1 })
     } finally {
-      await adminQuery(cluster.superuserUrl, 'ALTER FUNCTION public.keel_guard_fn(int) STABLE')
-    }
-  })
-
-  it('fails once EXECUTE is revoked from PUBLIC, and the policy refuses the statement', async () => {
-    const database = await trusting()
-    const counts = counting()
-    await database.query(sql)
-    expect(counts.policy).toBe(0)
-    await adminQuery(cluster.superuserUrl, 'REVOKE EXECUTE ON FUNCTION public.keel_guard_fn(int) FROM PUBLIC')
-    try {
-      const refused = await database.query(sql).catch((error: unknown) => error)
-      expect(refused).toBeInstanceOf(SqlRefusedError)
-      expect((refused as Error).message).toContain('keel_guard_fn')
-      expect(counts.staleGuards).toBe(1)
-    } finally {
-      await adminQuery(cluster.superuserUrl, 'GRANT EXECUTE ON FUNCTION public.keel_guard_fn(int) TO PUBLIC')
-    }
-  })
-
-  it('fails once a view it read is redefined to call a volatile function', async () => {
-    const database = new Database({ connectionString: cluster.url, poolSize: 2 })
-    opened.push(database)
-    const viewSql = 'SELECT count(*) FROM public.keel_guard_view'
-    for (let call = 0; call < 8; call++) await database.query(viewSql)
-    const counts = counting()
-    expect((await database.query(viewSql)).rows).toEqual([['10']])
-    expect(counts.policy).toBe(0)
-    await adminQuery(
-      cluster.superuserUrl,
-      'CREATE OR REPLACE VIEW public.keel_guard_view AS SELECT id, public.keel_guard_volatile(id) AS v FROM public.keel_guard_rows',
-    )
-    try {
-      const refused = await database.query(viewSql).catch((error: unknown) => error)
-      expect(refused).toBeInstanceOf(SqlRefusedError)
-      expect((refused as Error).message).toContain('keel_guard_volatile')
-      expect(counts.staleGuards).toBe(1)
-    } finally {
-      await adminQuery(
-        cluster.superuserUrl,
-        'CREATE OR REPLACE VIEW public.keel_guard_view AS SELECT id, 0 AS v FROM public.keel_guard_rows',
-      )
+      await adminQuery(cluster.superuserUrl, attack.restore)
     }
   })
 
