@@ -133,6 +133,30 @@ describe('the guard of a kept verdict', () => {
     }
   })
 
+  it('fails for every call in flight once a function it allowed is made volatile', async () => {
+    const database = await trusting()
+    const counts = counting()
+    const inFlight = (statement: string) =>
+      Promise.allSettled(Array.from({ length: 8 }, () => database.query(statement)))
+    // 8 at a time on the pool's connections, each guarded: no policy query.
+    for (const result of await inFlight(sql)) expect(result.status).toBe('fulfilled')
+    expect(counts.policy).toBe(0)
+    await adminQuery(cluster.superuserUrl, 'ALTER FUNCTION public.keel_guard_fn(int) VOLATILE')
+    try {
+      const results = await inFlight(sql)
+      for (const result of results) {
+        expect(result.status).toBe('rejected')
+        if (result.status === 'rejected') expect(result.reason).toBeInstanceOf(SqlRefusedError)
+      }
+      // Each call that tried the guard found it stale, and every call was judged.
+      expect(counts.staleGuards).toBeGreaterThan(0)
+      expect(counts.staleGuards).toBeLessThanOrEqual(8)
+      expect(counts.policy).toBe(8)
+    } finally {
+      await adminQuery(cluster.superuserUrl, 'ALTER FUNCTION public.keel_guard_fn(int) STABLE')
+    }
+  })
+
   it('is tried no more where another session commits between calls, and again once it stops', async () => {
     const database = await trusting()
     const writer = new pg.Client({ connectionString: cluster.superuserUrl })
