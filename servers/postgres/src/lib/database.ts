@@ -902,13 +902,13 @@ function needsPolicyLookup(references: SqlReferences): boolean {
   )
 }
 
-/** A connection error before the call's transaction was open: safe to retry once. */
 /** {@link Database.#run}'s policy for a statement judged apart, or with nothing to judge: built once. */
 const judgedApart = { mode: 'judged' } as const
 
 /** What a guarded call returns when its verdict's guard failed (see Database.#execute). */
 const staleVerdict: unique symbol = Symbol('stale verdict')
 
+/** A connection error before the call's transaction was open: safe to retry once. */
 class NotStartedError extends Error {
   constructor(cause: unknown) {
     super('The connection failed before the statement ran.', { cause })

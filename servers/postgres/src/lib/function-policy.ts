@@ -195,7 +195,7 @@ async function functionRefusal(
  *
  * Also an estimate of how often a kept verdict is still current when it is next needed: on a
  * database written to between calls it almost never is, and the call's own transaction then does
- * not try it first (database.ts, `verdictGuard`).
+ * not try it first (database.ts, `#execute`, with {@link verdictGuardSql}).
  */
 export class KeptVerdicts {
   readonly #snapshots = new Map<string, string>()
@@ -226,7 +226,8 @@ export class KeptVerdicts {
 
   /**
    * The kept snapshot for these references, when kept verdicts have mostly been current lately
-   * (from 6 in a row on a quiet database; after 6 stale ones in a row, not until they are again).
+   * (from 6 in a row on a quiet database; after at most 6 stale ones in a row, not until they are
+   * again).
    */
   likelyCurrent(references: SqlReferences): string | undefined {
     return this.#current >= 0.5 ? this.get(references) : undefined
