@@ -281,7 +281,12 @@ export async function compareServers(title, given, options = {}) {
         data[index].p50.push(quantile(samples[index], 0.5))
         data[index].p99.push(quantile(samples[index], 0.99))
       }
-      for (const index of contenders.keys()) {
+      // 8 in flight, one contender after the other: the first of a round meets what the slices left
+      // behind (a burst of background work, a pool still opening its connections elsewhere), so
+      // the order is reversed every other round, as the slices' is every other turn.
+      const inflightOrder = [...contenders.keys()]
+      if (round % 2 === 1) inflightOrder.reverse()
+      for (const index of inflightOrder) {
         const cpuBefore = clients[index].cpuMs()
         const { perSecond, errorRate } = await concurrent(
           clients[index],
