@@ -11,6 +11,7 @@ export interface PostgresOptions {
   sslMode: SslMode | undefined
   sslCa: string | undefined
   poolSize: number
+  idleConnections: number
   maxRows: number
   statementTimeoutMs: number
   role: string | undefined
@@ -128,6 +129,15 @@ export const options: OptionSpecs<PostgresOptions> = {
     placeholder: 'n',
     description: 'Connections per database at most (default 10, capped at half the free max_connections).',
     schema: integer(1, 100, 10),
+  },
+  idleConnections: {
+    flag: 'idle-connections',
+    env: 'POSTGRES_IDLE_CONNECTIONS',
+    type: 'string',
+    placeholder: 'n',
+    description:
+      "Connections kept open while idle, and one of the function policy's (default 1; 0: all close after 10 s idle).",
+    schema: integer(0, 100, 1),
   },
   maxRows: {
     flag: 'max-rows',

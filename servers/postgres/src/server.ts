@@ -157,6 +157,7 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
         ...(target.url === undefined ? {} : { connectionString: target.url }),
         ...(ssl === undefined ? {} : { ssl }),
         poolSize: config.options.poolSize,
+        idleConnections: config.options.idleConnections,
         ...(config.options.role === undefined ? {} : { role: config.options.role }),
         ...(config.options.schemas === undefined ? {} : { schemas: config.options.schemas }),
         limits: { maxRows: config.options.maxRows, timeoutMs: config.options.statementTimeoutMs },

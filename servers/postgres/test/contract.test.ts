@@ -749,6 +749,18 @@ describe('configuration', () => {
       'Invalid --pool-size (env POSTGRES_POOL_SIZE): must be at least 1',
     ],
     [
+      'a negative number of idle connections',
+      ['--idle-connections=-1'],
+      {},
+      'Invalid --idle-connections (env POSTGRES_IDLE_CONNECTIONS): must be at least 0',
+    ],
+    [
+      'idle connections that are not a number',
+      [],
+      { POSTGRES_IDLE_CONNECTIONS: 'some' },
+      'Invalid env POSTGRES_IDLE_CONNECTIONS: must be a number',
+    ],
+    [
       'a named database without a name',
       ['--database', 'postgres://root:hunter22@db/x'],
       {},

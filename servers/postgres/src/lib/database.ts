@@ -93,6 +93,8 @@ export class Database {
   readonly #limits: QueryLimits
   /** The configured pool size; after the first connection, capped by the server's headroom. */
   #poolSize: number
+  /** Call connections kept open while idle (DatabaseOptions.idleConnections). */
+  readonly #idleConnections: number
   readonly #schemas: string[] | null
   #pool: Promise<PoolHandle> | undefined
   /**
@@ -134,6 +136,11 @@ export class Database {
     positiveInteger('limits.lockTimeoutMs', limits.lockTimeoutMs)
     positiveInteger('limits.idleInTransactionTimeoutMs', limits.idleInTransactionTimeoutMs)
     this.#poolSize = positiveInteger('poolSize', options.poolSize ?? defaultPoolSize)
+    this.#idleConnections = positiveInteger(
+      'idleConnections',
+      options.idleConnections ?? defaultIdleConnections,
+      { allowZero: true },
+    )
     this.#maxResultBytes = positiveInteger('maxResultBytes', options.maxResultBytes ?? defaultMaxResultBytes)
     this.#sessionSetup = sessionSetupSql(options.role, limits)
     this.#sessionResetSql = sessionResetStatements(options.role, limits).join('; ')
@@ -157,6 +164,7 @@ export class Database {
     const settings = {
       options: this.#options,
       poolSize: this.#poolSize,
+      keepIdle: this.#idleConnections,
       sessionSetup: this.#sessionSetup,
       broken: this.#broken,
     }
@@ -180,6 +188,9 @@ export class Database {
     this.#policyPool ??= createPool({
       options: this.#options,
       poolSize: policyPoolSize,
+      // One kept while the calls' pool keeps any: its prepared queries are planned once per
+      // connection, so a connection opened after a pause would plan them again (about 1 ms).
+      keepIdle: Math.min(1, this.#idleConnections),
       // The same session as the calls' (role, read-only default, timeouts), and plans kept: the
       // policy's queries are prepared once on this connection and planned once.
       sessionSetup: `${this.#sessionSetup}; SET plan_cache_mode = force_generic_plan`,
@@ -852,6 +863,9 @@ export const parserWarmUps: readonly string[] = [
 
 /** Connections the policy's own pool opens at most (a judgement takes about a millisecond). */
 const policyPoolSize = 2
+
+/** Call connections kept open while idle unless configured (DatabaseOptions.idleConnections). */
+const defaultIdleConnections = 1
 
 /** How long the policy runs on the calls' connections after its own connection could not be opened. */
 const policyPoolRetryMs = 30_000

@@ -21,6 +21,8 @@ export interface PoolHandle {
 export interface PoolSettings {
   readonly options: DatabaseOptions
   readonly poolSize: number
+  /** Connections kept open while idle (pg-pool's `min`; at most poolSize). */
+  readonly keepIdle: number
   /** From {@link sessionSetupSql}. */
   readonly sessionSetup: string
   /** Clients that emit an error are added here, to be destroyed rather than reused. */
@@ -56,7 +58,9 @@ export async function capPoolSize(pool: Pool, wanted: number): Promise<{ size: n
       if (row.role_limit > 0) size = Math.min(size, row.role_limit)
     }
     size = Math.max(Math.min(2, wanted), size)
-    ;(pool as unknown as { options: { max: number } }).options.max = size
+    const options = (pool as unknown as { options: { max: number; min: number } }).options
+    options.max = size
+    options.min = Math.min(options.min, size)
     const spare =
       row === undefined
         ? 0
@@ -161,7 +165,7 @@ export function tlsOptions(ssl: SslOptions): false | ConnectionOptions {
  * a connection without the session setup.
  */
 export async function createPool(settings: PoolSettings): Promise<PoolHandle> {
-  const { options: databaseOptions, poolSize, sessionSetup, broken } = settings
+  const { options: databaseOptions, poolSize, keepIdle, sessionSetup, broken } = settings
   const pg = loadDependency<PgModule>('pg')
   // Dates and timestamps stay PostgreSQL's text: a JS Date would shift `timestamp without time
   // zone` into the process time zone and drop microseconds. Intervals stay text too.
@@ -188,6 +192,9 @@ export async function createPool(settings: PoolSettings): Promise<PoolHandle> {
   const config: PoolConfig = {
     options,
     max: poolSize,
+    // pg-pool closes an idle connection only while it has more than these: a call after a long
+    // pause finds one open. None is opened ahead of a first call.
+    min: Math.min(keepIdle, poolSize),
     application_name: databaseOptions.applicationName ?? 'keel-mcp-postgres',
     connectionTimeoutMillis: databaseOptions.connectionTimeoutMs ?? 10_000,
     idleTimeoutMillis: databaseOptions.idleTimeoutMs ?? 10_000,

@@ -45,6 +45,12 @@ export interface DatabaseOptions {
   readonly connectionTimeoutMs?: number
   /** Idle connections are closed after this many ms. Default 10,000. */
   readonly idleTimeoutMs?: number
+  /**
+   * Connections of the pool kept open while idle, past idleTimeoutMs (and, when above 0, one of the
+   * function policy's). Default 1: a call after a pause longer than the idle timeout, the usual
+   * pace of a model between calls, does not connect (and authenticate, and negotiate TLS) first.
+   */
+  readonly idleConnections?: number
   /** Defaults for every call; each call may pass its own maxRows and timeoutMs. */
   readonly limits?: Partial<QueryLimits>
   /**

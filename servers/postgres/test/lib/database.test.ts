@@ -328,6 +328,8 @@ describe('configuration', () => {
 
   it.each<[string, DatabaseOptions]>([
     ['zero pool size', { poolSize: 0 }],
+    ['negative idle connections', { idleConnections: -1 }],
+    ['fractional idle connections', { idleConnections: 0.5 }],
     ['zero timeout (would disable statement_timeout)', { limits: { timeoutMs: 0 } }],
     ['fractional row cap', { limits: { maxRows: 1.5 } }],
     ['empty schema name', { schemas: [''] }],
@@ -362,6 +364,58 @@ describe('configuration', () => {
     expect(await count()).toBe('0')
     await database.query('SELECT 1')
     expect(await count()).toBe('1')
+  })
+})
+
+describe('idle connections', () => {
+  /** This Database's connections (its calls' and its function policy's), by backend pid. */
+  const backends = async (applicationName: string) =>
+    (
+      await adminQuery<{ pid: number }>(
+        shared.superuserUrl,
+        'SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid',
+        [applicationName],
+      )
+    ).map((row) => row.pid)
+  // Names a function and takes a while: judged by the function policy on its own connections, and
+  // four at once hold four of the calls' connections.
+  const busy = (index: number) => `SELECT count(*) + ${index} FROM generate_series(1, 400000)`
+
+  it('keeps one call connection and one of the policy open past the idle timeout, and the next call uses them', async () => {
+    const applicationName = 'keel-test-keep-idle'
+    const database = open({ applicationName, poolSize: 4, idleTimeoutMs: 150 })
+    await Promise.all([0, 1, 2, 3].map((index) => database.query(busy(index))))
+    expect((await backends(applicationName)).length).toBeGreaterThanOrEqual(4)
+    const kept = await waitFor(async () => {
+      const pids = await backends(applicationName)
+      return pids.length === 2 ? pids : undefined
+    })
+    // Well past the idle timeout: still the same two.
+    await new Promise((resolve) => setTimeout(resolve, 600))
+    expect(await backends(applicationName)).toEqual(kept)
+    // The next call, and a judged one, connect nowhere.
+    const result = await database.query('SELECT pg_catalog.pg_backend_pid() AS pid')
+    expect(kept).toContain(result.rows[0]?.[0])
+    await database.query(busy(4))
+    expect(await backends(applicationName)).toEqual(kept)
+  })
+
+  it('closes them all after the idle timeout when told to keep none', async () => {
+    const applicationName = 'keel-test-keep-none'
+    const database = open({ applicationName, poolSize: 4, idleTimeoutMs: 150, idleConnections: 0 })
+    await Promise.all([0, 1, 2, 3].map((index) => database.query(busy(index))))
+    expect((await backends(applicationName)).length).toBeGreaterThanOrEqual(4)
+    await waitFor(async () => ((await backends(applicationName)).length === 0 ? true : undefined))
+  })
+
+  it('keeps no more than the pool may hold', async () => {
+    const applicationName = 'keel-test-keep-capped'
+    const database = open({ applicationName, poolSize: 2, idleTimeoutMs: 150, idleConnections: 5 })
+    await Promise.all([0, 1, 2, 3].map((index) => database.query(busy(index))))
+    // Two call connections (the pool's size) and one of the policy's.
+    await waitFor(async () => ((await backends(applicationName)).length === 3 ? true : undefined))
+    await new Promise((resolve) => setTimeout(resolve, 600))
+    expect((await backends(applicationName)).length).toBe(3)
   })
 })
 
