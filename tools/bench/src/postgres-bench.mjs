@@ -239,6 +239,64 @@ function backendCpuSince(before, role, database) {
   return used
 }
 
+/** A statement as a model writes one: a join, an aggregate, a few operators (`index` varies its text). */
+const joinOf = (index) =>
+  `SELECT n.nspname, count(*) AS relations FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname NOT LIKE 'pg_%' GROUP BY n.nspname ORDER BY 2 DESC LIMIT ${(index % 50) + 1}`
+
+/**
+ * A call after a pause longer than the pool's idle timeout (10 s in both servers), the pace of a
+ * model that thinks between calls, against one after a 1 s pause, on the same process: 30 calls
+ * first, then the two pauses, each followed by a statement as a model writes one (a text not seen
+ * before). Where the pool has closed its idle connections, the call connects (and, on a real
+ * network, negotiates TLS and authenticates) before it runs. 3 processes each, alternated.
+ */
+async function afterIdle(url) {
+  const IDLE_MS = 12_000
+  const contenders = [
+    ['keel postgres', ours(url)],
+    ...extraBuilds(url),
+    ['reference postgres', reference(url)],
+  ]
+  const samples = contenders.map(() => ({ paused: [], idle: [] }))
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+  let text = 0
+  const call = async (client) => {
+    const answer = await client.callTool('query', { sql: joinOf(text++) })
+    if (answer.message.result?.isError || !answer.message.result) {
+      throw new Error(`after idle: ${JSON.stringify(answer.message).slice(0, 500)}`)
+    }
+    return answer.ms
+  }
+  for (let round = 0; round < 3; round++) {
+    const order = [...contenders.keys()]
+    if (round % 2 === 1) order.reverse()
+    for (const index of order) {
+      const client = start(contenders[index][1])
+      await client.initialize()
+      await client.request('tools/list')
+      for (let warm = 0; warm < 30; warm++) await call(client)
+      await sleep(1000)
+      samples[index].paused.push(await call(client))
+      await sleep(IDLE_MS)
+      samples[index].idle.push(await call(client))
+      await client.close()
+    }
+  }
+  const referenceIdle = median(samples[samples.length - 1].idle)
+  const fine = (value) => `${value.toFixed(value < 10 ? 2 : 0)} ms`
+  console.log(
+    `\n#### postgres: a call after ${IDLE_MS / 1000} s idle (past the pools' idle timeout) against one after 1 s (a statement as a model writes one, a new text each; 30 calls first; median of 3 processes)\n`,
+  )
+  table(
+    ['', 'after 1 s', `after ${IDLE_MS / 1000} s`, 'idle ÷ 1 s', `after ${IDLE_MS / 1000} s ÷ reference`],
+    contenders.map(([label], index) => {
+      const paused = median(samples[index].paused)
+      const idle = median(samples[index].idle)
+      return [label, fine(paused), fine(idle), ratio(idle, paused), ratio(idle, referenceIdle)]
+    }),
+  )
+}
+
 /**
  * A query as a model writes one (a join, an aggregate, a few operators and functions) against
  * `SELECT 1`, one call at a time on a warm process (300 calls first, then 300 measured a round,
@@ -249,8 +307,6 @@ function backendCpuSince(before, role, database) {
 async function realisticCall(url, cluster) {
   const CALLS = 300
   const ROUNDS = 5
-  const joinOf = (index) =>
-    `SELECT n.nspname, count(*) AS relations FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname NOT LIKE 'pg_%' GROUP BY n.nspname ORDER BY 2 DESC LIMIT ${(index % 50) + 1}`
   // The third: the same statements while another session commits a row every millisecond or so,
   // as on a database in use. Keel's function policy keeps a verdict only while no transaction
   // completes (function-policy.ts), so there it judges every statement.
@@ -445,6 +501,7 @@ export async function run() {
     ])
     await steadyInFlight(url, cluster)
     await realisticCall(url, cluster)
+    await afterIdle(url)
     if (process.env.BENCH_DOMAIN === '0') return
     console.log('\n#### postgres: domain figures\n')
 
