@@ -239,6 +239,10 @@ function backendCpuSince(before, role, database) {
   return used
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+/** A latency in ms, to two decimals below 10 ms. */
+const fine = (value) => `${value.toFixed(value < 10 ? 2 : 0)} ms`
+
 /** A statement as a model writes one: a join, an aggregate, a few operators (`index` varies its text). */
 const joinOf = (index) =>
   `SELECT n.nspname, count(*) AS relations FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname NOT LIKE 'pg_%' GROUP BY n.nspname ORDER BY 2 DESC LIMIT ${(index % 50) + 1}`
@@ -258,7 +262,6 @@ async function afterIdle(url) {
     ['reference postgres', reference(url)],
   ]
   const samples = contenders.map(() => ({ paused: [], idle: [] }))
-  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
   let text = 0
   const call = async (client) => {
     const answer = await client.callTool('query', { sql: joinOf(text++) })
@@ -283,7 +286,6 @@ async function afterIdle(url) {
     }
   }
   const referenceIdle = median(samples[samples.length - 1].idle)
-  const fine = (value) => `${value.toFixed(value < 10 ? 2 : 0)} ms`
   console.log(
     `\n#### postgres: a call after ${IDLE_MS / 1000} s idle (past the pools' idle timeout) against one after 1 s (a statement as a model writes one, a new text each; 30 calls first; median of 3 processes)\n`,
   )
@@ -538,7 +540,7 @@ export async function run() {
     // the process has not seen (the first call's text is new to it too: Keel's parser gate keeps
     // the verdicts of texts it has judged). Keel connects and loads its parser after initialize;
     // the reference connects on the first call.
-    const pause = () => new Promise((resolve) => setTimeout(resolve, 1000))
+    const pause = () => sleep(1000)
     const firstCallSamples = new Map(
       [ours(url), reference(url)].map((spec) => [spec, { first: [], warm: [], paused: [], pausedNew: [] }]),
     )
@@ -572,7 +574,6 @@ export async function run() {
       paused: median(into.paused),
       pausedNew: median(into.pausedNew),
     }))
-    const fine = (value) => `${value.toFixed(value < 10 ? 2 : 0)} ms`
     console.log(
       '\nFirst call (initialize → tools/list → 1 s → query) against warm calls on the same process: 21 back to back (median), one after the same 1 s pause repeating their text, and one after another pause with a text not seen before; median of 5 processes\n',
     )
@@ -612,7 +613,7 @@ export async function run() {
       await client.request('tools/list')
       // Idle once the server's start work is done (Keel connects, loads the parser and judges its
       // warm-up statements in the background after initialize): the figure is the query's memory.
-      await new Promise((resolve) => setTimeout(resolve, 1000))
+      await sleep(1000)
       const idle = client.rss().now
       const answer = await client.callTool('query', { sql: everything })
       if (answer.message.result?.isError || !answer.message.result) {
