@@ -181,6 +181,13 @@ function loadModules(): Modules {
 export interface HttpFetchOptions {
   /** How long an idle connection is kept for the next request, ms (default 4 s, undici's). */
   keepAliveMs?: number
+  /**
+   * How long an idle connection is kept for the next GET or HEAD, ms (default: keepAliveMs). Those
+   * then go over agents of their own, while other methods keep keepAliveMs. (With or without it, a
+   * GET or HEAD sent on a kept connection that the server closed meanwhile is sent again once, and
+   * a write never is: see {@link fetchWith}.)
+   */
+  readKeepAliveMs?: number
 }
 
 /** A `fetch` with its own keep-alive agents (made on its first request). */
@@ -188,15 +195,22 @@ export type HttpFetch = (input: string | URL, init?: FetchInit) => Promise<Fetch
 
 /** A {@link HttpFetch} with its own connection pool; see the top of this file for what it keeps of fetch. */
 export function createHttpFetch(options: HttpFetchOptions = {}): HttpFetch {
-  let agents: Agents | undefined
-  const pool = (): Agents => {
-    if (agents) return agents
-    const { http, https } = loadModules()
-    const agent = agentOptions(process.env, process.execArgv, options.keepAliveMs)
-    agents = { httpAgent: new http.Agent(agent), httpsAgent: new https.Agent(agent) }
-    return agents
+  const agentsFor = (keepAliveMs: number | undefined): (() => Agents) => {
+    let agents: Agents | undefined
+    return () => {
+      if (agents) return agents
+      const { http, https } = loadModules()
+      const agent = agentOptions(process.env, process.execArgv, keepAliveMs)
+      agents = { httpAgent: new http.Agent(agent), httpsAgent: new https.Agent(agent) }
+      return agents
+    }
   }
-  return (input, init) => fetchWith(pool, input, init)
+  const pool = agentsFor(options.keepAliveMs)
+  const readPool =
+    options.readKeepAliveMs === undefined || options.readKeepAliveMs === options.keepAliveMs
+      ? pool
+      : agentsFor(options.readKeepAliveMs)
+  return (input, init) => fetchWith(pool, input, init, readPool)
 }
 
 /**
@@ -238,6 +252,7 @@ async function fetchWith(
   pool: () => Agents,
   input: string | URL,
   init: FetchInit = {},
+  readPool: () => Agents = pool,
 ): Promise<FetchResponse> {
   const signal = init.signal ?? undefined
   if (signal?.aborted) throw abortReason(signal)
@@ -254,7 +269,19 @@ async function fetchWith(
   const redirect = init.redirect ?? 'follow'
   headers['accept-encoding'] ??= 'gzip, deflate, br'
   for (let redirects = 0; ; redirects++) {
-    const response = await exchange(pool(), url, method, headers, body, signal, redirects)
+    const reading = method === 'GET' || method === 'HEAD'
+    const agents = (reading ? readPool : pool)()
+    let response: FetchResponse
+    try {
+      response = await exchange(agents, url, method, headers, body, signal, redirects)
+    } catch (error) {
+      // A kept connection the server closed while this request was on its way: the request never
+      // got an answer. A GET or HEAD (nothing written) is sent again once: the closed connection
+      // has left the pool, so it goes on another kept one or a new one. A write is not sent again:
+      // the server may have acted on it.
+      if (!reading || !staleFailures.has(error as object) || signal?.aborted) throw error
+      response = await exchange(agents, url, method, headers, body, signal, redirects)
+    }
     const location = response.headers.get('location')
     if (location === null || !isRedirect(response.status) || redirect === 'manual') return response
     // Not read: the connection goes back to the pool (or closes) once the body is drained.
@@ -294,6 +321,15 @@ function bodyBytes(body: FetchInit['body']): Buffer | string | undefined {
   if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength)
   throw new TypeError('httpFetch sends a string or bytes as a body')
 }
+
+/**
+ * Failures of requests sent on a kept connection that closed before any of the answer came: the
+ * server had closed it while idle, and the request met the close.
+ */
+const staleFailures = new WeakSet<object>()
+
+/** Socket errors of a connection closed under a request (the peer's FIN or RST). */
+const CLOSED_UNDER_REQUEST = new Set(['ECONNRESET', 'EPIPE'])
 
 /** One request and its answer's head; the body is read on in the background (ResponseBody). */
 function exchange(
@@ -359,7 +395,13 @@ function exchange(
       socket.once('close', () => clearTimeout(timer))
     })
     request.on('error', (error) => {
-      fail(settled ? error : failed(error))
+      if (settled) fail(error)
+      else {
+        const failure = failed(error)
+        if (request.reusedSocket && CLOSED_UNDER_REQUEST.has((error as NodeJS.ErrnoException).code ?? ''))
+          staleFailures.add(failure)
+        fail(failure)
+      }
       cleanup()
     })
     request.on('response', (answer) => {

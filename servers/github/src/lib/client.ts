@@ -1,4 +1,4 @@
-import { arrayBufferOf, httpFetch, nodeCrypto, ResponseBody, textOf } from '@keel-mcp/core'
+import { arrayBufferOf, createHttpFetch, nodeCrypto, ResponseBody, textOf } from '@keel-mcp/core'
 import type { Octokit } from '@octokit/rest'
 import { type BottleneckLike, lightBottleneck, withLightUnlimited } from './scheduler.js'
 
@@ -202,9 +202,21 @@ function deniedBy(error: unknown, report: (permissions: string) => void): void {
 }
 
 /**
+ * How long an idle connection is kept for the next GET (a read): a model's next call often comes
+ * 5–30 s after its last, and without a kept connection it first waits for TCP and TLS handshakes
+ * with the API, two round trips or more. GitHub is reported to close idle connections after 60 s;
+ * a GET that meets such a close anyway is sent again once (core's http-fetch.ts). Writes keep
+ * undici's 4 s.
+ */
+export const READ_KEEP_ALIVE_MS = 30_000
+
+/** The transport of every Octokit client here: core's node:http fetch (http-fetch.ts). */
+const githubFetch = createHttpFetch({ readKeepAliveMs: READ_KEEP_ALIVE_MS })
+
+/**
  * Octokit clients, one per token, created on first use. Each client sends its token only to the
  * configured API origin: a `Link` header or any other URL that points elsewhere is refused before
- * a request leaves. (Redirects are followed by httpFetch, which drops `Authorization` across origins,
+ * a request leaves. (Redirects are followed by githubFetch, which drops `Authorization` across origins,
  * as fetch does: that is how job logs reach their storage host without the token.)
  */
 export class GitHubClients {
@@ -282,7 +294,7 @@ export class GitHubClients {
       baseUrl: options.baseUrl,
       userAgent: options.userAgent,
       // Requests go through node:http (core's http-fetch.ts), success bodies are read by readBody, below.
-      request: { fetch: httpFetch, parseSuccessResponseBody: false },
+      request: { fetch: githubFetch, parseSuccessResponseBody: false },
       log: {
         debug: quiet,
         info: quiet,

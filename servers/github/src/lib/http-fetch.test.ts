@@ -6,9 +6,9 @@ import type { AddressInfo, Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
-import { agentOptions, httpFetch } from '@keel-mcp/core'
+import { agentOptions, createHttpFetch, httpFetch } from '@keel-mcp/core'
 import { afterEach, describe, expect, it } from 'vitest'
-import { GitHubClients, MalformedResponseError } from './client.js'
+import { GitHubClients, MalformedResponseError, READ_KEEP_ALIVE_MS } from './client.js'
 import { classifyGitHubError } from './errors.js'
 
 interface Seen {
@@ -98,6 +98,49 @@ describe('httpFetch', () => {
     for (let index = 0; index < 3; index++) await (await httpFetch(`${api.url}/x`)).text()
     expect(api.seen).toHaveLength(3)
     expect(new Set(api.seen.map((request) => request.socket)).size).toBe(1)
+  })
+
+  it('keeps a connection for reads longer than for writes when asked to', async () => {
+    const api = await serve((_request, response) => json(response, 200, {}))
+    const send = createHttpFetch({ keepAliveMs: 100, readKeepAliveMs: 10_000 })
+    const pause = () => new Promise((resolve) => setTimeout(resolve, 400))
+    await (await send(`${api.url}/a`)).text()
+    await pause()
+    await (await send(`${api.url}/b`, { method: 'HEAD' })).text()
+    await (await send(`${api.url}/c`, { method: 'POST', body: '{}' })).text()
+    await pause()
+    await (await send(`${api.url}/d`, { method: 'POST', body: '{}' })).text()
+    const [a, b, c, d] = api.seen.map((request) => request.socket)
+    // The reads share one connection across the pause; each write after a pause gets a new one.
+    expect(b).toBe(a)
+    expect(c).not.toBe(a)
+    expect(d).not.toBe(c)
+    expect(d).not.toBe(a)
+  })
+
+  it('sends a GET again once when its kept connection closes under it, and never a write', async () => {
+    // The second request on any connection meets the connection's close: as when the server closes
+    // an idle connection while a request is on its way.
+    const perSocket = new Map<Socket, number>()
+    const api = await serve((_request, response, seen) => {
+      const count = (perSocket.get(seen.socket) ?? 0) + 1
+      perSocket.set(seen.socket, count)
+      if (count === 2) seen.socket.destroy()
+      else json(response, 200, { n: api.seen.length })
+    })
+    await (await httpFetch(`${api.url}/first`)).text()
+    const again = await httpFetch(`${api.url}/read`)
+    expect(again.status).toBe(200)
+    expect(api.seen.map((request) => request.url)).toEqual(['/first', '/read', '/read'])
+    expect(api.seen[2]?.socket).not.toBe(api.seen[1]?.socket)
+    // A write on a kept connection (the one the read was sent again on) that closes under it
+    // fails, sent once.
+    const error = await httpFetch(`${api.url}/write`, { method: 'POST', body: '{}' }).catch(
+      (caught) => caught,
+    )
+    expect(error).toBeInstanceOf(TypeError)
+    expect(error.message).toBe('fetch failed')
+    expect(api.seen.filter((request) => request.url === '/write')).toHaveLength(1)
   })
 
   it('decodes a gzip answer, having asked for one', async () => {
@@ -334,4 +377,22 @@ describe('httpFetch under Octokit', () => {
     controller.abort()
     await expect(pending).rejects.toMatchObject({ name: 'AbortError' })
   })
+
+  it('reads over the connection of the last read after a pause longer than 4 s, and writes over a new one', async () => {
+    const api = await serve((_request, response) => json(response, 200, { login: 'octocat' }))
+    // The server keeps an idle connection longer than the client (GitHub is reported at 60 s).
+    api.server.keepAliveTimeout = 60_000
+    const octokit = await clientsFor(api.url).get('token')
+    await octokit.request('GET /user')
+    await new Promise((resolve) => setTimeout(resolve, 4_500))
+    await octokit.request('GET /user')
+    await octokit.request('POST /user/emails', { emails: ['a@example.com'] })
+    await new Promise((resolve) => setTimeout(resolve, 4_500))
+    await octokit.request('POST /user/emails', { emails: ['b@example.com'] })
+    const [read, readAgain, write, writeAgain] = api.seen.map((request) => request.socket)
+    expect(api.seen.map((request) => request.method)).toEqual(['GET', 'GET', 'POST', 'POST'])
+    expect(READ_KEEP_ALIVE_MS).toBeGreaterThan(4_500)
+    expect(readAgain).toBe(read)
+    expect(writeAgain).not.toBe(write)
+  }, 20_000)
 })
