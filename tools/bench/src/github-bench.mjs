@@ -4,9 +4,11 @@
 //
 //   pnpm --filter @keel-mcp/bench bench:github        (build servers/github first)
 //   BENCH_ROUNDS=3 node src/main.mjs github
+import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { mkdtemp, realpath, rm } from 'node:fs/promises'
 import { createServer } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -40,15 +42,21 @@ function recordedIssue() {
   return JSON.parse(readFileSync(scenario, 'utf8'))[0].response.items[0]
 }
 
-/** The fake answers every request after `latency.ms` (0: at once), as GitHub does across a network. */
-async function startFake(latency = { ms: 0 }) {
+/**
+ * The fake answers every request after `latency.ms` (0: at once), as GitHub does across a network;
+ * over TLS when given a key and certificate.
+ */
+async function startFake(latency = { ms: 0 }, tls = undefined) {
   const issue = JSON.stringify(recordedIssue())
   let requests = 0
-  const server = createServer((req, res) => {
+  const handle = (req, res) => {
     requests++
     if (latency.ms > 0) setTimeout(answer, latency.ms, req, res)
     else answer(req, res)
-  })
+  }
+  const server = tls ? createHttpsServer(tls, handle) : createServer(handle)
+  // GitHub is reported to close a connection after 60 s idle (Node's server default is 5 s).
+  server.keepAliveTimeout = 60_000
   function answer(req, res) {
     if (req.method === 'GET' && /^\/repos\/[^/]+\/[^/]+\/issues\/\d+$/.test(req.url ?? '')) {
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' })
@@ -60,9 +68,108 @@ async function startFake(latency = { ms: 0 }) {
   }
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
   return {
-    url: `http://127.0.0.1:${server.address().port}`,
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${server.address().port}`,
     requests: () => requests,
     close: () => new Promise((resolve) => server.close(resolve)),
+  }
+}
+
+/**
+ * A call after a pause longer than an idle connection is kept for (undici's 4 s, which the
+ * reference's fetch uses), the pace of a model that thinks between calls, against one after 1 s,
+ * on the same process: 30 calls first. Against a fake over TLS (a certificate made for the run,
+ * trusted through NODE_EXTRA_CA_CERTS), as GitHub is reached: a call that finds no kept connection
+ * first connects and negotiates TLS, which on a real network costs round trips this loopback
+ * does not show. 3 processes each, alternated.
+ */
+async function afterIdle(before) {
+  const IDLE_MS = 12_000
+  const dir = await mkdtemp(join(tmpdir(), 'keel-bench-tls-'))
+  let fake
+  try {
+    execFileSync(
+      'openssl',
+      [
+        ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
+        ...[
+          '-addext',
+          'subjectAltName=IP:127.0.0.1',
+          '-keyout',
+          join(dir, 'key.pem'),
+          '-out',
+          join(dir, 'cert.pem'),
+        ],
+      ],
+      { stdio: 'ignore' },
+    )
+    const certificate = join(dir, 'cert.pem')
+    fake = await startFake(
+      { ms: 0 },
+      { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(certificate) },
+    )
+    const trusted = { NODE_EXTRA_CA_CERTS: certificate }
+    const keelCall = { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 1 } }
+    const keel = (bin) => ({
+      command: process.execPath,
+      args: [bin],
+      env: { GITHUB_TOKEN: TOKEN, GITHUB_API_URL: fake.url, LOG_LEVEL: 'silent', ...trusted },
+      call: keelCall,
+    })
+    const contenders = [
+      ['keel github', keel(OURS)],
+      ...(before ? [['keel github (before)', keel(before)]] : []),
+      [
+        'reference github',
+        {
+          command: process.execPath,
+          args: ['--import', REDIRECT, REFERENCE],
+          env: { GITHUB_PERSONAL_ACCESS_TOKEN: TOKEN, GITHUB_BENCH_API: fake.url, ...trusted },
+          call: { name: 'get_issue', arguments: { owner: 'octo', repo: 'demo', issue_number: 1 } },
+        },
+      ],
+    ]
+    const samples = contenders.map(() => ({ paused: [], idle: [] }))
+    const sleep = (ms) => new Promise((done) => setTimeout(done, ms))
+    const timed = async (client, call) => {
+      const { message, ms } = await client.callTool(call.name, call.arguments)
+      if (!message.result || message.result.isError)
+        throw new Error(`after idle: ${JSON.stringify(message).slice(0, 300)}`)
+      return ms
+    }
+    for (let round = 0; round < 3; round++) {
+      const order = [...contenders.keys()]
+      if (round % 2 === 1) order.reverse()
+      for (const index of order) {
+        const spec = contenders[index][1]
+        const client = new RawClient(spec.command, spec.args, { env: spec.env })
+        try {
+          await client.initialize()
+          for (let warm = 0; warm < 30; warm++) await timed(client, spec.call)
+          await sleep(1000)
+          samples[index].paused.push(await timed(client, spec.call))
+          await sleep(IDLE_MS)
+          samples[index].idle.push(await timed(client, spec.call))
+        } finally {
+          await client.close()
+        }
+      }
+    }
+    const referenceIdle = median(samples.at(-1).idle)
+    const fine = (value) => `${value.toFixed(2)} ms`
+    console.log(
+      `\n#### github: a call after ${IDLE_MS / 1000} s idle against one after 1 s (get_issue against the fake over TLS; 30 calls first; median of 3 processes)\n`,
+    )
+    table(
+      ['', 'after 1 s', `after ${IDLE_MS / 1000} s`, 'idle ÷ 1 s', `after ${IDLE_MS / 1000} s ÷ reference`],
+      contenders.map(([label], index) => {
+        const paused = median(samples[index].paused)
+        const idle = median(samples[index].idle)
+        return [label, fine(paused), fine(idle), ratio(idle, paused), ratio(idle, referenceIdle)]
+      }),
+    )
+  } finally {
+    await fake?.close()
+    await rm(dir, { recursive: true, force: true })
   }
 }
 
@@ -214,6 +321,7 @@ export async function run() {
       latency,
     )
     if (!latencyOnly) await operationsCost(ours, keelCall)
+    if (!latencyOnly) await afterIdle(before)
     if (process.env.BENCH_DOMAIN === '0' || latencyOnly) return
 
     // Catalogue by toolset choice: what every conversation pays for the tool list.
