@@ -13,7 +13,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { callsPerSecond, compareServers } from './harness.mjs'
+import { afterPause, callsPerSecond, compareServers } from './harness.mjs'
 import { formatBytes, median, RawClient, ratio, startOtlpSink, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
@@ -128,44 +128,10 @@ async function afterIdle(before) {
         },
       ],
     ]
-    const samples = contenders.map(() => ({ paused: [], idle: [] }))
-    const sleep = (ms) => new Promise((done) => setTimeout(done, ms))
-    const timed = async (client, call) => {
-      const { message, ms } = await client.callTool(call.name, call.arguments)
-      if (!message.result || message.result.isError)
-        throw new Error(`after idle: ${JSON.stringify(message).slice(0, 300)}`)
-      return ms
-    }
-    for (let round = 0; round < 3; round++) {
-      const order = [...contenders.keys()]
-      if (round % 2 === 1) order.reverse()
-      for (const index of order) {
-        const spec = contenders[index][1]
-        const client = new RawClient(spec.command, spec.args, { env: spec.env })
-        try {
-          await client.initialize()
-          for (let warm = 0; warm < 30; warm++) await timed(client, spec.call)
-          await sleep(1000)
-          samples[index].paused.push(await timed(client, spec.call))
-          await sleep(IDLE_MS)
-          samples[index].idle.push(await timed(client, spec.call))
-        } finally {
-          await client.close()
-        }
-      }
-    }
-    const referenceIdle = median(samples.at(-1).idle)
-    const fine = (value) => `${value.toFixed(2)} ms`
-    console.log(
-      `\n#### github: a call after ${IDLE_MS / 1000} s idle against one after 1 s (get_issue against the fake over TLS; 30 calls first; median of 3 processes)\n`,
-    )
-    table(
-      ['', 'after 1 s', `after ${IDLE_MS / 1000} s`, 'idle ÷ 1 s', `after ${IDLE_MS / 1000} s ÷ reference`],
-      contenders.map(([label], index) => {
-        const paused = median(samples[index].paused)
-        const idle = median(samples[index].idle)
-        return [label, fine(paused), fine(idle), ratio(idle, paused), ratio(idle, referenceIdle)]
-      }),
+    await afterPause(
+      `github: a call after ${IDLE_MS / 1000} s idle against one after 1 s (get_issue against the fake over TLS; 30 calls first; median of 3 processes)`,
+      contenders.map(([label, spec]) => ({ label, ...spec })),
+      { idleMs: IDLE_MS },
     )
   } finally {
     await fake?.close()

@@ -25,7 +25,7 @@
 //     { label: 'reference puppeteer', command: process.execPath, args: [ref], call: {...}, reference: true },
 //   ])
 import { readFileSync } from 'node:fs'
-import { median, processTree, quantile, RawClient, table } from './rpc.mjs'
+import { median, processTree, quantile, RawClient, ratio, table } from './rpc.mjs'
 
 /**
  * @typedef {object} Contender
@@ -430,4 +430,57 @@ export async function compareServers(title, given, options = {}) {
   }))
   summary.push({ title, reference: reference.label, rows: result })
   return result
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * A call after `idleMs` of silence (past the idle timeouts of the servers' connections to their
+ * backends, as a model that thinks between calls leaves them) against one after 1 s, on the same
+ * process: `warm` calls first. Each contender is `{ label, command, args, env, call }`, `call` a tool
+ * call or a function from a running count to one (a new text each time); the last is the
+ * reference. `rounds` processes each, alternated. Prints the table under `title`.
+ */
+export async function afterPause(title, contenders, { idleMs = 12_000, warm = 30, rounds = 3 } = {}) {
+  const samples = contenders.map(() => ({ paused: [], idle: [] }))
+  let count = 0
+  const timed = async (client, call) => {
+    const { name, arguments: args } = typeof call === 'function' ? call(count++) : call
+    const { message, ms } = await client.callTool(name, args)
+    if (!message.result || message.result.isError) {
+      throw new Error(`${title}: ${JSON.stringify(message).slice(0, 500)}`)
+    }
+    return ms
+  }
+  for (let round = 0; round < rounds; round++) {
+    const order = [...contenders.keys()]
+    if (round % 2 === 1) order.reverse()
+    for (const index of order) {
+      const { command, args, env, call } = contenders[index]
+      const client = new RawClient(command, args, { env })
+      try {
+        await client.initialize()
+        await client.request('tools/list')
+        for (let done = 0; done < warm; done++) await timed(client, call)
+        await sleep(1000)
+        samples[index].paused.push(await timed(client, call))
+        await sleep(idleMs)
+        samples[index].idle.push(await timed(client, call))
+      } finally {
+        await client.close()
+      }
+    }
+  }
+  const referenceIdle = median(samples[samples.length - 1].idle)
+  const fine = (value) => `${value.toFixed(value < 10 ? 2 : 0)} ms`
+  const seconds = `${idleMs / 1000} s`
+  console.log(`\n#### ${title}\n`)
+  table(
+    ['', 'after 1 s', `after ${seconds}`, `${seconds} ÷ 1 s`, `after ${seconds} ÷ reference`],
+    contenders.map(({ label }, index) => {
+      const paused = median(samples[index].paused)
+      const idle = median(samples[index].idle)
+      return [label, fine(paused), fine(idle), ratio(idle, paused), ratio(idle, referenceIdle)]
+    }),
+  )
 }

@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { compareServers } from './harness.mjs'
+import { afterPause, compareServers } from './harness.mjs'
 import { coldStart, formatBytes, median, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
@@ -249,53 +249,17 @@ const joinOf = (index) =>
 
 /**
  * A call after a pause longer than the pool's idle timeout (10 s in both servers), the pace of a
- * model that thinks between calls, against one after a 1 s pause, on the same process: 30 calls
- * first, then the two pauses, each followed by a statement as a model writes one (a text not seen
- * before). Where the pool has closed its idle connections, the call connects (and, on a real
- * network, negotiates TLS and authenticates) before it runs. 3 processes each, alternated.
+ * model that thinks between calls, against one after a 1 s pause (harness.mjs, afterPause), each a
+ * statement as a model writes one with a text not seen before. Where the pool has closed its idle
+ * connections, the call connects (and, on a real network, negotiates TLS and authenticates) first.
  */
 async function afterIdle(url) {
-  const IDLE_MS = 12_000
-  const contenders = [
-    ['keel postgres', ours(url)],
-    ...extraBuilds(url),
-    ['reference postgres', reference(url)],
-  ]
-  const samples = contenders.map(() => ({ paused: [], idle: [] }))
-  let text = 0
-  const call = async (client) => {
-    const answer = await client.callTool('query', { sql: joinOf(text++) })
-    if (answer.message.result?.isError || !answer.message.result) {
-      throw new Error(`after idle: ${JSON.stringify(answer.message).slice(0, 500)}`)
-    }
-    return answer.ms
-  }
-  for (let round = 0; round < 3; round++) {
-    const order = [...contenders.keys()]
-    if (round % 2 === 1) order.reverse()
-    for (const index of order) {
-      const client = start(contenders[index][1])
-      await client.initialize()
-      await client.request('tools/list')
-      for (let warm = 0; warm < 30; warm++) await call(client)
-      await sleep(1000)
-      samples[index].paused.push(await call(client))
-      await sleep(IDLE_MS)
-      samples[index].idle.push(await call(client))
-      await client.close()
-    }
-  }
-  const referenceIdle = median(samples[samples.length - 1].idle)
-  console.log(
-    `\n#### postgres: a call after ${IDLE_MS / 1000} s idle (past the pools' idle timeout) against one after 1 s (a statement as a model writes one, a new text each; 30 calls first; median of 3 processes)\n`,
-  )
-  table(
-    ['', 'after 1 s', `after ${IDLE_MS / 1000} s`, 'idle ÷ 1 s', `after ${IDLE_MS / 1000} s ÷ reference`],
-    contenders.map(([label], index) => {
-      const paused = median(samples[index].paused)
-      const idle = median(samples[index].idle)
-      return [label, fine(paused), fine(idle), ratio(idle, paused), ratio(idle, referenceIdle)]
-    }),
+  const call = (index) => ({ name: 'query', arguments: { sql: joinOf(index) } })
+  await afterPause(
+    "postgres: a call after 12 s idle (past the pools' idle timeout) against one after 1 s (a statement as a model writes one, a new text each; 30 calls first; median of 3 processes)",
+    [['keel postgres', ours(url)], ...extraBuilds(url), ['reference postgres', reference(url)]].map(
+      ([label, spec]) => ({ label, ...spec, call }),
+    ),
   )
 }
 
