@@ -4,7 +4,6 @@
 //
 //   pnpm --filter @keel-mcp/bench bench:github        (build servers/github first)
 //   BENCH_ROUNDS=3 node src/main.mjs github
-import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { mkdtemp, realpath, rm } from 'node:fs/promises'
 import { createServer } from 'node:http'
@@ -13,6 +12,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { selfSignedCertificate } from '@keel-mcp/core/testing'
 import { afterPause, callsPerSecond, compareServers } from './harness.mjs'
 import { formatBytes, median, RawClient, ratio, startOtlpSink, table } from './rpc.mjs'
 
@@ -84,30 +84,11 @@ async function startFake(latency = { ms: 0 }, tls = undefined) {
  */
 async function afterIdle(before) {
   const IDLE_MS = 12_000
-  const dir = await mkdtemp(join(tmpdir(), 'keel-bench-tls-'))
+  const tls = await selfSignedCertificate()
   let fake
   try {
-    execFileSync(
-      'openssl',
-      [
-        ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
-        ...[
-          '-addext',
-          'subjectAltName=IP:127.0.0.1',
-          '-keyout',
-          join(dir, 'key.pem'),
-          '-out',
-          join(dir, 'cert.pem'),
-        ],
-      ],
-      { stdio: 'ignore' },
-    )
-    const certificate = join(dir, 'cert.pem')
-    fake = await startFake(
-      { ms: 0 },
-      { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(certificate) },
-    )
-    const trusted = { NODE_EXTRA_CA_CERTS: certificate }
+    fake = await startFake({ ms: 0 }, { key: tls.key, cert: tls.cert })
+    const trusted = { NODE_EXTRA_CA_CERTS: tls.certFile }
     const keelCall = { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 1 } }
     const keel = (bin) => ({
       command: process.execPath,
@@ -135,7 +116,7 @@ async function afterIdle(before) {
     )
   } finally {
     await fake?.close()
-    await rm(dir, { recursive: true, force: true })
+    await tls.close()
   }
 }
 

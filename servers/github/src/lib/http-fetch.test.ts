@@ -1,12 +1,9 @@
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { agentOptions, createHttpFetch, httpFetch } from '@keel-mcp/core'
+import { selfSignedCertificate } from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 import { GitHubClients, MalformedResponseError, READ_KEEP_ALIVE_MS } from './client.js'
 import { classifyGitHubError } from './errors.js'
@@ -275,27 +272,10 @@ describe('httpFetch', () => {
   })
 
   it('reaches an https API root (GitHub Enterprise Server) with the CA the process trusts', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'keel-tls-'))
+    const tls = await selfSignedCertificate()
     try {
-      execFileSync(
-        'openssl',
-        [
-          ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
-          ...[
-            '-addext',
-            'subjectAltName=IP:127.0.0.1',
-            '-keyout',
-            join(dir, 'key.pem'),
-            '-out',
-            join(dir, 'cert.pem'),
-          ],
-        ],
-        { stdio: 'ignore' },
-      )
-      const cert = readFileSync(join(dir, 'cert.pem'))
-      const server = createHttpsServer(
-        { key: readFileSync(join(dir, 'key.pem')), cert },
-        (_request, response) => json(response, 200, { enterprise: true }),
+      const server = createHttpsServer({ key: tls.key, cert: tls.cert }, (_request, response) =>
+        json(response, 200, { enterprise: true }),
       )
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
       servers.push(server)
@@ -315,7 +295,7 @@ describe('httpFetch', () => {
         delete process.env.NODE_TLS_REJECT_UNAUTHORIZED
       }
     } finally {
-      rmSync(dir, { recursive: true, force: true })
+      await tls.close()
     }
   })
 })
