@@ -182,12 +182,30 @@ export interface HttpFetchOptions {
   /** How long an idle connection is kept for the next request, ms (default 4 s, undici's). */
   keepAliveMs?: number
   /**
-   * How long an idle connection is kept for the next GET or HEAD, ms (default: keepAliveMs). Those
-   * then go over agents of their own, while other methods keep keepAliveMs. (With or without it, a
-   * GET or HEAD sent on a kept connection that the server closed meanwhile is sent again once, and
-   * a write never is: see {@link fetchWith}.)
+   * How long an idle connection is kept for the next read (a GET or HEAD, or what `isRead` names),
+   * ms (default: keepAliveMs). Reads then go over agents of their own, while writes keep
+   * keepAliveMs. (With or without it, a read sent on a kept connection that the server closed
+   * meanwhile is sent again once, and a write never is: see {@link fetchWith}.)
    */
   readKeepAliveMs?: number
+  /**
+   * Which requests are reads (default: GET and HEAD). A read goes over the read agents
+   * (readKeepAliveMs) and is sent again once when it meets a kept connection's close; any other
+   * request is a write. An API whose reads are POSTs (Slack's Web API) names them here; what it
+   * does not name stays a write.
+   */
+  isRead?: (method: string, url: URL) => boolean
+}
+
+/** fetch's reads: the methods that change nothing on the server. */
+function isSafeMethod(method: string): boolean {
+  return method === 'GET' || method === 'HEAD'
+}
+
+interface Pools {
+  pool: () => Agents
+  readPool: () => Agents
+  isRead: (method: string, url: URL) => boolean
 }
 
 /** A `fetch` with its own keep-alive agents (made on its first request). */
@@ -210,7 +228,8 @@ export function createHttpFetch(options: HttpFetchOptions = {}): HttpFetch {
     options.readKeepAliveMs === undefined || options.readKeepAliveMs === options.keepAliveMs
       ? pool
       : agentsFor(options.readKeepAliveMs)
-  return (input, init) => fetchWith(pool, input, init, readPool)
+  const pools: Pools = { pool, readPool, isRead: options.isRead ?? isSafeMethod }
+  return (input, init) => fetchWith(pools, input, init)
 }
 
 /**
@@ -249,10 +268,9 @@ function failed(cause: unknown): TypeError {
 export const httpFetch: HttpFetch = createHttpFetch()
 
 async function fetchWith(
-  pool: () => Agents,
+  { pool, readPool, isRead }: Pools,
   input: string | URL,
   init: FetchInit = {},
-  readPool: () => Agents = pool,
 ): Promise<FetchResponse> {
   const signal = init.signal ?? undefined
   if (signal?.aborted) throw abortReason(signal)
@@ -269,16 +287,16 @@ async function fetchWith(
   const redirect = init.redirect ?? 'follow'
   headers['accept-encoding'] ??= 'gzip, deflate, br'
   for (let redirects = 0; ; redirects++) {
-    const reading = method === 'GET' || method === 'HEAD'
+    const reading = isRead(method, url)
     const agents = (reading ? readPool : pool)()
     let response: FetchResponse
     try {
       response = await exchange(agents, url, method, headers, body, signal, redirects)
     } catch (error) {
       // A kept connection the server closed while this request was on its way: the request never
-      // got an answer. A GET or HEAD (nothing written) is sent again once: the closed connection
-      // has left the pool, so it goes on another kept one or a new one. A write is not sent again:
-      // the server may have acted on it.
+      // got an answer. A read (it changes nothing) is sent again once: the closed connection has
+      // left the pool, so it goes on another kept one or a new one. A write is not sent again: the
+      // server may have acted on it.
       if (!reading || !staleFailures.has(error as object) || signal?.aborted) throw error
       response = await exchange(agents, url, method, headers, body, signal, redirects)
     }

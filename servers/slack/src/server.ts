@@ -52,6 +52,7 @@ export interface SlackTuning {
   retries?: number
   rateLimit?: RateLimitOptions
   idleMs?: number
+  readIdleMs?: number
 }
 
 /** The Slack server; `tuning` only changes how long retries take. */

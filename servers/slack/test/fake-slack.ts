@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { type FeatureState, featureState, handleFeature, unreadFields } from './fake-features.js'
@@ -25,6 +26,11 @@ export interface Fault {
   body?: string
   /** A `Location` header (with a 3xx `status`: a redirect). */
   location?: string
+  /**
+   * The connection closes without an answer once the request is read, as a kept connection that
+   * Slack closed while the request was on its way (the request is recorded in `calls`).
+   */
+  drop?: boolean
 }
 
 export interface FakeSlack {
@@ -88,6 +94,10 @@ export async function startFakeSlack(
     latencyMs?: number
     /** Answers gzip-compressed to a client that accepts it, as Slack does. */
     gzip?: boolean
+    /** Served over TLS with this key and certificate (the URL is then https). */
+    tls?: { key: string; cert: string }
+    /** How long an idle connection is kept, ms (Node's default: 5 s). */
+    keepAliveMs?: number
   } = {},
 ): Promise<FakeSlack> {
   const workspace = new FakeWorkspace(options.users ?? 30, options.channels ?? 5, options.memberOf)
@@ -275,7 +285,7 @@ export async function startFakeSlack(
 
   let inFlight = 0
   let peakInFlight = 0
-  const server: Server = createServer(async (request, response) => {
+  const listener: RequestListener = async (request, response) => {
     if (await serveFile(request, response)) return
     const method = (request.url ?? '').replace(/^\/api\//, '').split('?')[0] ?? ''
     const args = await readArgs(request)
@@ -290,6 +300,10 @@ export async function startFakeSlack(
     const faultIndex = faults.findIndex((fault) => fault.method === method)
     if (faultIndex >= 0) {
       const fault = faults.splice(faultIndex, 1)[0] as Fault
+      if (fault.drop) {
+        request.socket.destroy()
+        return
+      }
       if (fault.status) {
         response.writeHead(fault.status, {
           'content-type': 'application/json',
@@ -316,9 +330,11 @@ export async function startFakeSlack(
     }
     response.writeHead(200, { 'content-type': 'application/json' })
     response.end(answer)
-  })
+  }
+  const server: Server = options.tls ? createHttpsServer(options.tls, listener) : createServer(listener)
+  if (options.keepAliveMs !== undefined) server.keepAliveTimeout = options.keepAliveMs
   const connections = { opened: 0, open: 0 }
-  server.on('connection', (socket) => {
+  server.on(options.tls ? 'secureConnection' : 'connection', (socket) => {
     connections.opened++
     connections.open++
     socket.once('close', () => connections.open--)
@@ -351,7 +367,7 @@ export async function startFakeSlack(
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
-  const url = `http://127.0.0.1:${port}/api/`
+  const url = `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}/api/`
   features = featureState(url.replace(/api\/$/, ''))
   return {
     url,

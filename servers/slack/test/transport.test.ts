@@ -1,7 +1,11 @@
+import { readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it, vi } from 'vitest'
 import { createSlackApi, SlackError } from '../src/lib/slack.js'
+import { IDLE_MS, READ_IDLE_MS, READ_METHODS } from '../src/lib/transport.js'
 import { BOT_TOKEN } from './fake-slack.js'
 import { fake, useCleanup } from './helpers.js'
 
@@ -88,4 +92,97 @@ describe("the Web API client's transport", () => {
       'message 23 in general',
     ])
   })
+
+  it('keeps the connection of a read across a pause longer than the one of a write', async () => {
+    const slack = await fake()
+    const api = createSlackApi(BOT_TOKEN, { apiUrl: slack.url, idleMs: 100, readIdleMs: 10_000, ...quiet })
+    const read = () => api.apiCall('conversations.history', { channel: 'C0GENERAL', limit: 2 })
+    const write = () => api.apiCall('chat.postMessage', { channel: 'C0GENERAL', text: 'hello' })
+    expect((await read()).ok).toBe(true)
+    await pause(400)
+    expect((await read()).ok).toBe(true)
+    expect(slack.connections.opened).toBe(1)
+    // A write goes over a connection of its own, which closes after its 100 ms.
+    expect((await write()).ok).toBe(true)
+    expect(slack.connections.opened).toBe(2)
+    await pause(400)
+    expect(slack.connections.open).toBe(1)
+    expect((await write()).ok).toBe(true)
+    expect(slack.connections.opened).toBe(3)
+    expect((await read()).ok).toBe(true)
+    expect(slack.connections.opened).toBe(3)
+  })
+
+  it("by default keeps a read's connection past undici's 4 s, and a write's not", async () => {
+    expect(IDLE_MS).toBe(4_000)
+    expect(READ_IDLE_MS).toBeGreaterThan(4_500)
+    // A server's `Keep-Alive: timeout=` hint shortens what the client keeps (Node's own 5 s would
+    // close both at 4 s): this one keeps idle connections for a minute.
+    const slack = await fake({ keepAliveMs: 60_000 })
+    const api = createSlackApi(BOT_TOKEN, { apiUrl: slack.url, ...quiet })
+    expect((await api.apiCall('users.info', { user: 'U00000002' })).ok).toBe(true)
+    expect((await api.apiCall('chat.postMessage', { channel: 'C0GENERAL', text: 'hello' })).ok).toBe(true)
+    expect(slack.connections.opened).toBe(2)
+    await vi.waitFor(() => expect(slack.connections.open).toBe(1), { timeout: 6_000, interval: 50 })
+    await pause(300)
+    expect((await api.apiCall('conversations.info', { channel: 'C0GENERAL' })).ok).toBe(true)
+    expect(slack.connections.opened).toBe(2)
+  }, 15_000)
+
+  it('sends a read again at once when its kept connection closes under it, and a write never', async () => {
+    const slack = await fake()
+    // No retries by the client: what is sent again is sent by the transport.
+    const api = createSlackApi(BOT_TOKEN, { apiUrl: slack.url, retries: 0, ...quiet })
+    const sent = (method: string) => slack.calls.filter((call) => call.method === method).length
+    expect((await api.apiCall('auth.test')).ok).toBe(true)
+    slack.fail({ method: 'conversations.history', drop: true })
+    const history = await api.apiCall('conversations.history', { channel: 'C0GENERAL', limit: 2 })
+    expect(history.messages).toHaveLength(2)
+    expect(sent('conversations.history')).toBe(2)
+    expect(slack.connections.opened).toBe(2)
+
+    expect((await api.apiCall('chat.postMessage', { channel: 'C0GENERAL', text: 'first' })).ok).toBe(true)
+    slack.fail({ method: 'chat.postMessage', drop: true })
+    const failure = await api
+      .apiCall('chat.postMessage', { channel: 'C0GENERAL', text: 'second' })
+      .catch((error: unknown) => error)
+    expect(failure).toBeInstanceOf(SlackError)
+    expect((failure as SlackError).error).toBe('request_error')
+    expect(sent('chat.postMessage')).toBe(2)
+    expect(slack.messages.get('C0GENERAL')?.filter((message) => message.text === 'second')).toEqual([])
+  })
+
+  it('knows every Web API method the server calls as a read or a write', () => {
+    // Slack's methods that change something. A method the server starts calling must be added here
+    // or to READ_METHODS (only if it changes nothing): until then this test fails.
+    const writes = new Set([
+      'canvases.create',
+      'canvases.edit',
+      'chat.delete',
+      'chat.deleteScheduledMessage',
+      'chat.postMessage',
+      'chat.scheduleMessage',
+      'chat.update',
+      'conversations.mark',
+      'files.completeUploadExternal',
+      'files.getUploadURLExternal',
+      'reactions.add',
+    ])
+    const source = fileURLToPath(new URL('../src/', import.meta.url))
+    const called = new Set<string>()
+    for (const file of readdirSync(source, { recursive: true, encoding: 'utf8' })) {
+      if (!file.endsWith('.ts') || file.endsWith('.test.ts')) continue
+      const text = readFileSync(join(source, file), 'utf8')
+      for (const match of text.matchAll(/apiCall\(\s*'([\w.]+)'/g)) called.add(match[1] as string)
+    }
+    expect(called.size).toBeGreaterThan(20)
+    const unknown = [...called].filter((method) => !READ_METHODS.has(method) && !writes.has(method))
+    expect(unknown).toEqual([])
+    expect([...READ_METHODS].filter((method) => writes.has(method))).toEqual([])
+    expect([...READ_METHODS].filter((method) => !called.has(method))).toEqual([])
+  })
 })
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}

@@ -8,8 +8,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { selfSignedCertificate } from '@keel-mcp/core/testing'
 import { floorRow } from './floor.mjs'
-import { callsPerSecond, compareServers } from './harness.mjs'
+import { afterPause, callsPerSecond, compareServers } from './harness.mjs'
 import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
@@ -204,6 +205,38 @@ async function latencyRow(startFakeSlack, contenders) {
   )
 }
 
+/**
+ * A call after a pause longer than undici's 4 s keep-alive (the pace of a model that thinks between
+ * calls) against one after 1 s, on the same process, 30 calls first. Against the fake over TLS (a
+ * certificate made for the run, trusted through NODE_EXTRA_CA_CERTS), as Slack is reached, keeping
+ * idle connections for 60 s: a call that finds no kept connection first connects and negotiates
+ * TLS, which on a real network also costs round trips this loopback does not show. 3 processes
+ * each, alternated.
+ */
+async function afterIdle(startFakeSlack, contenders) {
+  const IDLE_MS = 12_000
+  const tls = await selfSignedCertificate()
+  let fake
+  try {
+    fake = await startFakeSlack({ tls: { key: tls.key, cert: tls.cert }, keepAliveMs: 60_000 })
+    const trusted = { NODE_EXTRA_CA_CERTS: tls.certFile }
+    await afterPause(
+      `slack: a call after ${IDLE_MS / 1000} s idle against one after 1 s (get_channel_history against the fake over TLS; 30 calls first; median of 3 processes)`,
+      contenders.map((contender) => ({
+        label: contender.label,
+        command: contender.command,
+        args: contender.args,
+        env: { ...contender.env(fake), ...trusted },
+        call: contender.call,
+      })),
+      { idleMs: IDLE_MS },
+    )
+  } finally {
+    await fake?.close()
+    await tls.close()
+  }
+}
+
 export async function run() {
   if (!existsSync(OURS)) throw new Error(`${OURS} is missing: run pnpm --filter @keel-mcp/server-slack build`)
   const { startFakeSlack, BOT_TOKEN } = await loadFake()
@@ -249,7 +282,7 @@ export async function run() {
       `\nget_channel_history (10 messages): CPU ${ratio(oursFigures.cpu, referenceFigures.cpu)}, p50 ${ratio(oursFigures.p50, referenceFigures.p50)} of the reference; ${fake.calls.length.toLocaleString('en')} Web API calls served by the fake.`,
     )
     await floorRow('slack', ours, reference)
-    await latencyRow(startFakeSlack, [
+    const againstFake = [
       ...others.map((other) => ({
         label: other.label,
         command: other.command,
@@ -264,7 +297,9 @@ export async function run() {
         env: (slow) => ({ ...reference.env, SLACK_BENCH_API: slow.url.replace(/\/api\/$/, '') }),
         call: { name: 'slack_get_channel_history', arguments: history },
       },
-    ])
+    ]
+    await latencyRow(startFakeSlack, againstFake)
+    if (process.env.BENCH_SLACK_IDLE !== '0') await afterIdle(startFakeSlack, againstFake)
     await workspaceSizeRow(startFakeSlack, BOT_TOKEN)
     if (process.env.BENCH_DOMAIN === '0') return
 

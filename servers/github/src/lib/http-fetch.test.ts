@@ -140,6 +140,37 @@ describe('httpFetch', () => {
     expect(api.seen.filter((request) => request.url === '/write')).toHaveLength(1)
   })
 
+  it('takes what isRead names as a read: kept as long, and sent again once on a closed connection', async () => {
+    let dropNext = false
+    const api = await serve((_request, response, seen) => {
+      if (!dropNext) return json(response, 200, {})
+      dropNext = false
+      seen.socket.destroy()
+    })
+    const send = createHttpFetch({
+      keepAliveMs: 100,
+      readKeepAliveMs: 10_000,
+      isRead: (method, url) => method === 'POST' && url.pathname.startsWith('/read/'),
+    })
+    const post = (path: string) => send(`${api.url}${path}`, { method: 'POST', body: '{}' })
+    await (await post('/read/a')).text()
+    await new Promise((resolve) => setTimeout(resolve, 400))
+    await (await post('/read/b')).text()
+    // A GET is not a read unless named: it goes with the writes.
+    await (await send(`${api.url}/get`)).text()
+    const [a, b, get] = api.seen.map((request) => request.socket)
+    expect(b).toBe(a)
+    expect(get).not.toBe(a)
+    // The read's kept connection closes under the next request.
+    dropNext = true
+    expect((await post('/read/c')).status).toBe(200)
+    expect(api.seen.slice(3).map((request) => request.url)).toEqual(['/read/c', '/read/c'])
+    expect(api.seen[3]?.socket).toBe(a)
+    dropNext = true
+    await expect(post('/write')).rejects.toThrow('fetch failed')
+    expect(api.seen.slice(5).map((request) => request.url)).toEqual(['/write'])
+  })
+
   it('decodes a gzip answer, having asked for one', async () => {
     const api = await serve((_request, response) => {
       response.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' })

@@ -30,8 +30,10 @@ export interface ClientOptions {
   minRetryMs?: number
   /** How 429s are waited out or answered (tests shorten the back-off). */
   rateLimit?: RateLimitOptions
-  /** How long an idle keep-alive connection is kept, ms (tests shorten it; see transport.ts). */
+  /** How long an idle keep-alive connection of a write is kept, ms (tests shorten it; see transport.ts). */
   idleMs?: number
+  /** How long an idle keep-alive connection of a read is kept, ms (tests shorten it; see transport.ts). */
+  readIdleMs?: number
   log(message: string, fields?: Record<string, unknown>): void
 }
 
@@ -76,7 +78,7 @@ export function createSlackApi(token: string, options: ClientOptions): SlackApi 
       // Its own handling would sleep for the whole Retry-After with every request queued behind it.
       rejectRateLimitedCalls: true,
       // Keep-alive node:http instead of fetch: a third of a warm call's CPU (see transport.ts).
-      fetch: createTransport(options.apiUrl, options.idleMs),
+      fetch: createTransport(options.apiUrl, { idleMs: options.idleMs, readIdleMs: options.readIdleMs }),
       retryConfig: {
         retries: options.retries ?? 3,
         factor: 2,

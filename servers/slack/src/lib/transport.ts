@@ -8,26 +8,73 @@
  *
  * What `fetch` did that this does too (core's http-fetch.ts keeps fetch's abort, timeouts,
  * decoding and connection handling): redirects are refused (`redirect: 'error'`: a Web API call is
- * never redirected, and the token never follows one), idle connections are dropped after at most
- * 4 s and never keep the process alive, a 429 without `Retry-After` reads as 1 s. A multipart body
- * (binary arguments) still goes through `fetch`.
+ * never redirected, and the token never follows one), idle connections never keep the process
+ * alive, a 429 without `Retry-After` reads as 1 s. A multipart body (binary arguments) still goes
+ * through `fetch`.
+ *
+ * Every Web API call is a POST, the reads too. The methods in {@link READ_METHODS} change nothing
+ * in Slack, and the transport treats them as fetch treats a GET: their connections are kept for
+ * 30 s while idle (a model's pause between two calls, which undici's 4 s would turn into a new TCP
+ * and TLS handshake with Slack each time), and one that meets a kept connection's close is sent
+ * again at once. Every other method is a write: its connection is kept 4 s (undici's default, far
+ * inside any server's idle limit), and the transport never sends it again.
  */
 import { createHttpFetch, FetchResponse, ResponseBody, ResponseHeaders } from '@keel-mcp/core'
 import type { FetchFunction } from '@slack/web-api'
 
-/** Idle keep-alive connections are closed after this long (undici's default). */
+/** Idle keep-alive connections of writes are closed after this long (undici's default). */
 export const IDLE_MS = 4_000
+
+/** Idle keep-alive connections of reads ({@link READ_METHODS}) are closed after this long. */
+export const READ_IDLE_MS = 30_000
+
+/**
+ * The Web API methods the server calls that only read (Slack documents none of them as changing
+ * anything). A method missing here is a write: test/transport.test.ts requires every method the
+ * server calls to be in this set or in its list of writes.
+ */
+export const READ_METHODS: ReadonlySet<string> = new Set([
+  'auth.test',
+  'chat.scheduledMessages.list',
+  'conversations.history',
+  'conversations.info',
+  'conversations.list',
+  'conversations.replies',
+  'files.info',
+  'files.list',
+  'search.messages',
+  'usergroups.list',
+  'users.conversations',
+  'users.info',
+  'users.list',
+  'users.lookupByEmail',
+  'users.profile.get',
+])
+
+/** Whether a request is a read: a GET or HEAD, or a POST of a method in {@link READ_METHODS}. */
+export function isReadRequest(method: string, url: URL): boolean {
+  if (method === 'GET' || method === 'HEAD') return true
+  return method === 'POST' && READ_METHODS.has(url.pathname.slice(url.pathname.lastIndexOf('/') + 1))
+}
+
+export interface TransportOptions {
+  /** How long an idle connection of a write is kept, ms (tests shorten it). */
+  idleMs?: number | undefined
+  /** How long an idle connection of a read is kept, ms (tests shorten it). */
+  readIdleMs?: number | undefined
+}
 
 type Init = NonNullable<Parameters<FetchFunction>[1]>
 type SlackResponse = Awaited<ReturnType<FetchFunction>>
 
-/**
- * The `fetch` of a client whose Web API root is `apiUrl`; node's modules load on the first call.
- * `idleMs`: how long an idle connection is kept (tests shorten it).
- */
-export function createTransport(apiUrl: string, idleMs = IDLE_MS): FetchFunction {
+/** The `fetch` of a client whose Web API root is `apiUrl`; node's modules load on the first call. */
+export function createTransport(apiUrl: string, options: TransportOptions = {}): FetchFunction {
   const secure = apiUrl.startsWith('https:')
-  const send = createHttpFetch({ keepAliveMs: idleMs })
+  const send = createHttpFetch({
+    keepAliveMs: options.idleMs ?? IDLE_MS,
+    readKeepAliveMs: options.readIdleMs ?? READ_IDLE_MS,
+    isRead: isReadRequest,
+  })
   return async (input, init = {}) => {
     const url = String(input)
     // Multipart bodies, and a URL of the other scheme, are left to fetch (neither is a Web API call here).
