@@ -191,10 +191,10 @@ export interface HttpFetchOptions {
   /**
    * Which requests are reads (default: GET and HEAD). A read goes over the read agents
    * (readKeepAliveMs) and is sent again once when it meets a kept connection's close; any other
-   * request is a write. An API whose reads are POSTs (Slack's Web API) names them here; what it
-   * does not name stays a write.
+   * request is a write. An API whose reads are POSTs (Slack's Web API, GitHub's GraphQL queries)
+   * names them here, by method, URL and body; what it does not name stays a write.
    */
-  isRead?: (method: string, url: URL) => boolean
+  isRead?: (method: string, url: URL, body: string | Buffer | undefined) => boolean
 }
 
 /** fetch's reads: the methods that change nothing on the server. */
@@ -205,7 +205,7 @@ function isSafeMethod(method: string): boolean {
 interface Pools {
   pool: () => Agents
   readPool: () => Agents
-  isRead: (method: string, url: URL) => boolean
+  isRead: (method: string, url: URL, body: string | Buffer | undefined) => boolean
 }
 
 /** A `fetch` with its own keep-alive agents (made on its first request). */
@@ -287,7 +287,7 @@ async function fetchWith(
   const redirect = init.redirect ?? 'follow'
   headers['accept-encoding'] ??= 'gzip, deflate, br'
   for (let redirects = 0; ; redirects++) {
-    const reading = isRead(method, url)
+    const reading = isRead(method, url, body)
     const agents = (reading ? readPool : pool)()
     let response: FetchResponse
     try {

@@ -202,16 +202,35 @@ function deniedBy(error: unknown, report: (permissions: string) => void): void {
 }
 
 /**
- * How long an idle connection is kept for the next GET (a read): a model's next call often comes
- * 5–30 s after its last, and without a kept connection it first waits for TCP and TLS handshakes
- * with the API, two round trips or more. GitHub is reported to close idle connections after 60 s;
- * a GET that meets such a close anyway is sent again once (core's http-fetch.ts). Writes keep
- * undici's 4 s.
+ * How long an idle connection is kept for the next read (a GET, or a GraphQL query: see
+ * {@link isGitHubRead}): a model's next call often comes 5–30 s after its last, and without a kept
+ * connection it first waits for TCP and TLS handshakes with the API, two round trips or more.
+ * GitHub is reported to close idle connections after 60 s; a read that meets such a close anyway
+ * is sent again once (core's http-fetch.ts). Writes keep undici's 4 s.
  */
 export const READ_KEEP_ALIVE_MS = 30_000
 
+/**
+ * Whether a request to the API is a read: a GET or HEAD, or a POST to GraphQL whose document holds
+ * no mutation. A mutation operation is always spelt with the keyword `mutation` (the `{ … }`
+ * shorthand is a query), so a document in which those letters appear nowhere, in any case, not even
+ * in a name, a string or a comment, changes nothing; one in which they do is taken for a write,
+ * whatever it is (subscriptions too). A body that is not JSON with a string `query` is a write.
+ */
+export function isGitHubRead(method: string, url: URL, body: string | Buffer | undefined): boolean {
+  if (method === 'GET' || method === 'HEAD') return true
+  if (method !== 'POST' || body === undefined || !url.pathname.endsWith('/graphql')) return false
+  let document: unknown
+  try {
+    document = (JSON.parse(String(body)) as { query?: unknown } | null)?.query
+  } catch {
+    return false
+  }
+  return typeof document === 'string' && !/mutation|subscription/i.test(document)
+}
+
 /** The transport of every Octokit client here: core's node:http fetch (http-fetch.ts). */
-const githubFetch = createHttpFetch({ readKeepAliveMs: READ_KEEP_ALIVE_MS })
+const githubFetch = createHttpFetch({ readKeepAliveMs: READ_KEEP_ALIVE_MS, isRead: isGitHubRead })
 
 /**
  * Octokit clients, one per token, created on first use. Each client sends its token only to the

@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib'
 import { agentOptions, createHttpFetch, httpFetch } from '@keel-mcp/core'
 import { selfSignedCertificate } from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
-import { GitHubClients, MalformedResponseError, READ_KEEP_ALIVE_MS } from './client.js'
+import { GitHubClients, isGitHubRead, MalformedResponseError, READ_KEEP_ALIVE_MS } from './client.js'
 import { classifyGitHubError } from './errors.js'
 
 interface Seen {
@@ -400,10 +400,52 @@ describe('httpFetch under Octokit', () => {
     await octokit.request('POST /user/emails', { emails: ['a@example.com'] })
     await new Promise((resolve) => setTimeout(resolve, 4_500))
     await octokit.request('POST /user/emails', { emails: ['b@example.com'] })
-    const [read, readAgain, write, writeAgain] = api.seen.map((request) => request.socket)
-    expect(api.seen.map((request) => request.method)).toEqual(['GET', 'GET', 'POST', 'POST'])
+    // GraphQL: a query is a read and goes over the read's connection; a mutation over the write's.
+    await octokit.graphql('query($login: String!) { user(login: $login) { name } }', { login: 'octocat' })
+    await octokit.graphql('mutation { addStar(input: { starrableId: "x" }) { clientMutationId } }')
+    const [read, readAgain, write, writeAgain, query, mutation] = api.seen.map((request) => request.socket)
+    expect(api.seen.map((request) => `${request.method} ${request.url}`)).toEqual([
+      'GET /user',
+      'GET /user',
+      'POST /user/emails',
+      'POST /user/emails',
+      'POST /graphql',
+      'POST /graphql',
+    ])
     expect(READ_KEEP_ALIVE_MS).toBeGreaterThan(4_500)
     expect(readAgain).toBe(read)
     expect(writeAgain).not.toBe(write)
+    expect(query).toBe(read)
+    expect(mutation).toBe(writeAgain)
   }, 20_000)
+
+  it('takes a GraphQL document for a read only when it cannot hold a mutation', () => {
+    const api = new URL('https://api.github.com/graphql')
+    const enterprise = new URL('https://github.example.com/api/graphql')
+    const post = (query: unknown, url = api) => isGitHubRead('POST', url, JSON.stringify({ query }))
+    expect(isGitHubRead('GET', new URL('https://api.github.com/user'), undefined)).toBe(true)
+    expect(isGitHubRead('HEAD', new URL('https://api.github.com/user'), undefined)).toBe(true)
+    expect(post('query { viewer { login } }')).toBe(true)
+    expect(post('{ viewer { login } }')).toBe(true)
+    expect(post('query($n: Int!) { viewer { repositories(first: $n) { totalCount } } }', enterprise)).toBe(
+      true,
+    )
+    expect(isGitHubRead('POST', api, Buffer.from(JSON.stringify({ query: '{ viewer { login } }' })))).toBe(
+      true,
+    )
+    // Writes, or taken for them.
+    expect(post('mutation { addStar(input: {starrableId: "x"}) { clientMutationId } }')).toBe(false)
+    expect(post('query A { viewer { login } } mutation B { x }')).toBe(false)
+    expect(post('query { viewer { login } } # not a mutation')).toBe(false)
+    expect(post('query { search(query: "MUTATION") { issueCount } }')).toBe(false)
+    expect(post('subscription { x }')).toBe(false)
+    expect(post(42)).toBe(false)
+    expect(isGitHubRead('POST', api, '{ not json')).toBe(false)
+    expect(isGitHubRead('POST', api, 'null')).toBe(false)
+    expect(isGitHubRead('POST', api, undefined)).toBe(false)
+    expect(isGitHubRead('POST', new URL('https://api.github.com/user/emails'), '{"query":"{ a }"}')).toBe(
+      false,
+    )
+    expect(isGitHubRead('PATCH', api, JSON.stringify({ query: '{ a }' }))).toBe(false)
+  })
 })
