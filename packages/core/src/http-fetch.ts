@@ -189,23 +189,21 @@ export interface HttpFetchOptions {
    */
   readKeepAliveMs?: number
   /**
-   * Which requests are reads (default: GET and HEAD). A read goes over the read agents
+   * Which other requests are reads: GET and HEAD always are. A read goes over the read agents
    * (readKeepAliveMs) and is sent again once when it meets a kept connection's close; any other
    * request is a write. An API whose reads are POSTs (Slack's Web API, GitHub's GraphQL queries)
    * names them here, by method, URL and body; what it does not name stays a write.
    */
-  isRead?: (method: string, url: URL, body: string | Buffer | undefined) => boolean
+  isRead?: ReadTest
 }
 
-/** fetch's reads: the methods that change nothing on the server. */
-function isSafeMethod(method: string): boolean {
-  return method === 'GET' || method === 'HEAD'
-}
+/** Whether a request with this method, URL and body changes nothing on the server. */
+export type ReadTest = (method: string, url: URL, body: string | Buffer | undefined) => boolean
 
 interface Pools {
   pool: () => Agents
   readPool: () => Agents
-  isRead: (method: string, url: URL, body: string | Buffer | undefined) => boolean
+  isRead: ReadTest | undefined
 }
 
 /** A `fetch` with its own keep-alive agents (made on its first request). */
@@ -228,7 +226,7 @@ export function createHttpFetch(options: HttpFetchOptions = {}): HttpFetch {
     options.readKeepAliveMs === undefined || options.readKeepAliveMs === options.keepAliveMs
       ? pool
       : agentsFor(options.readKeepAliveMs)
-  const pools: Pools = { pool, readPool, isRead: options.isRead ?? isSafeMethod }
+  const pools: Pools = { pool, readPool, isRead: options.isRead }
   return (input, init) => fetchWith(pools, input, init)
 }
 
@@ -287,7 +285,7 @@ async function fetchWith(
   const redirect = init.redirect ?? 'follow'
   headers['accept-encoding'] ??= 'gzip, deflate, br'
   for (let redirects = 0; ; redirects++) {
-    const reading = isRead(method, url, body)
+    const reading = method === 'GET' || method === 'HEAD' || isRead?.(method, url, body) === true
     const agents = (reading ? readPool : pool)()
     let response: FetchResponse
     try {

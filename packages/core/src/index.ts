@@ -104,6 +104,7 @@ export {
   type HttpFetch,
   type HttpFetchOptions,
   httpFetch,
+  type ReadTest,
   ResponseBody,
   ResponseHeaders,
   textOf,

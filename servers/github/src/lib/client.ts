@@ -211,14 +211,13 @@ function deniedBy(error: unknown, report: (permissions: string) => void): void {
 export const READ_KEEP_ALIVE_MS = 30_000
 
 /**
- * Whether a request to the API is a read: a GET or HEAD, or a POST to GraphQL whose document holds
- * no mutation. A mutation operation is always spelt with the keyword `mutation` (the `{ … }`
+ * Whether a request to the API other than a GET or HEAD (reads to the transport anyway) is a read:
+ * a POST to GraphQL whose document holds no mutation. A mutation operation is always spelt with the keyword `mutation` (the `{ … }`
  * shorthand is a query), so a document in which those letters appear nowhere, in any case, not even
  * in a name, a string or a comment, changes nothing; one in which they do is taken for a write,
  * whatever it is (subscriptions too). A body that is not JSON with a string `query` is a write.
  */
 export function isGitHubRead(method: string, url: URL, body: string | Buffer | undefined): boolean {
-  if (method === 'GET' || method === 'HEAD') return true
   if (method !== 'POST' || body === undefined || !url.pathname.endsWith('/graphql')) return false
   let document: unknown
   try {

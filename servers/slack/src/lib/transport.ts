@@ -19,7 +19,7 @@
  * again at once. Every other method is a write: its connection is kept 4 s (undici's default, far
  * inside any server's idle limit), and the transport never sends it again.
  */
-import { createHttpFetch, FetchResponse, ResponseBody, ResponseHeaders } from '@keel-mcp/core'
+import { createHttpFetch, FetchResponse, type ReadTest, ResponseBody, ResponseHeaders } from '@keel-mcp/core'
 import type { FetchFunction } from '@slack/web-api'
 
 /** Idle keep-alive connections of writes are closed after this long (undici's default). */
@@ -51,11 +51,9 @@ export const READ_METHODS: ReadonlySet<string> = new Set([
   'users.profile.get',
 ])
 
-/** Whether a request is a read: a GET or HEAD, or a POST of a method in {@link READ_METHODS}. */
-export function isReadRequest(method: string, url: URL): boolean {
-  if (method === 'GET' || method === 'HEAD') return true
-  return method === 'POST' && READ_METHODS.has(url.pathname.slice(url.pathname.lastIndexOf('/') + 1))
-}
+/** Whether a request other than a GET or HEAD is a read: a POST of a method in {@link READ_METHODS}. */
+export const isReadRequest: ReadTest = (method, url) =>
+  method === 'POST' && READ_METHODS.has(url.pathname.slice(url.pathname.lastIndexOf('/') + 1))
 
 export interface TransportOptions {
   /** How long an idle connection of a write is kept, ms (tests shorten it). */
