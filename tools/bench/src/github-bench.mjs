@@ -12,8 +12,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { selfSignedCertificate } from '@keel-mcp/core/testing'
-import { afterPause, callsPerSecond, compareServers } from './harness.mjs'
+import { afterPauseOverTls, callsPerSecond, compareServers } from './harness.mjs'
 import { formatBytes, median, RawClient, ratio, startOtlpSink, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
@@ -84,40 +83,32 @@ async function startFake(latency = { ms: 0 }, tls = undefined) {
  */
 async function afterIdle(before) {
   const IDLE_MS = 12_000
-  const tls = await selfSignedCertificate()
-  let fake
-  try {
-    fake = await startFake({ ms: 0 }, { key: tls.key, cert: tls.cert })
-    const trusted = { NODE_EXTRA_CA_CERTS: tls.certFile }
-    const keelCall = { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 1 } }
-    const keel = (bin) => ({
-      command: process.execPath,
-      args: [bin],
-      env: { GITHUB_TOKEN: TOKEN, GITHUB_API_URL: fake.url, LOG_LEVEL: 'silent', ...trusted },
-      call: keelCall,
-    })
-    const contenders = [
-      ['keel github', keel(OURS)],
-      ...(before ? [['keel github (before)', keel(before)]] : []),
-      [
-        'reference github',
+  const keelCall = { name: 'get_issue', arguments: { repo: 'octo/demo', issue_number: 1 } }
+  await afterPauseOverTls(
+    `github: a call after ${IDLE_MS / 1000} s idle against one after 1 s (get_issue against the fake over TLS; 30 calls first; median of 3 processes)`,
+    (tls) => startFake({ ms: 0 }, tls),
+    (fake, trusted) => {
+      const keel = (label, bin) => ({
+        label,
+        command: process.execPath,
+        args: [bin],
+        env: { GITHUB_TOKEN: TOKEN, GITHUB_API_URL: fake.url, LOG_LEVEL: 'silent', ...trusted },
+        call: keelCall,
+      })
+      return [
+        keel('keel github', OURS),
+        ...(before ? [keel('keel github (before)', before)] : []),
         {
+          label: 'reference github',
           command: process.execPath,
           args: ['--import', REDIRECT, REFERENCE],
           env: { GITHUB_PERSONAL_ACCESS_TOKEN: TOKEN, GITHUB_BENCH_API: fake.url, ...trusted },
           call: { name: 'get_issue', arguments: { owner: 'octo', repo: 'demo', issue_number: 1 } },
         },
-      ],
-    ]
-    await afterPause(
-      `github: a call after ${IDLE_MS / 1000} s idle against one after 1 s (get_issue against the fake over TLS; 30 calls first; median of 3 processes)`,
-      contenders.map(([label, spec]) => ({ label, ...spec })),
-      { idleMs: IDLE_MS },
-    )
-  } finally {
-    await fake?.close()
-    await tls.close()
-  }
+      ]
+    },
+    { idleMs: IDLE_MS },
+  )
 }
 
 /**

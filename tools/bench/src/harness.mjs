@@ -484,3 +484,23 @@ export async function afterPause(title, contenders, { idleMs = 12_000, warm = 30
     }),
   )
 }
+
+/**
+ * {@link afterPause} against an API fake served over TLS, as the real API is reached: a call that
+ * finds no kept connection first connects and negotiates TLS. The certificate is made for the run
+ * and trusted by the contenders through NODE_EXTRA_CA_CERTS. `startFake(tls)` starts the fake with
+ * `{ key, cert }` and returns it (with `close()`); `contendersFor(fake, trusted)` gives
+ * afterPause's contenders, `trusted` being the env to add to each.
+ */
+export async function afterPauseOverTls(title, startFake, contendersFor, options = {}) {
+  const { selfSignedCertificate } = await import('@keel-mcp/core/testing')
+  const tls = await selfSignedCertificate()
+  let fake
+  try {
+    fake = await startFake({ key: tls.key, cert: tls.cert })
+    await afterPause(title, contendersFor(fake, { NODE_EXTRA_CA_CERTS: tls.certFile }), options)
+  } finally {
+    await fake?.close()
+    await tls.close()
+  }
+}

@@ -8,9 +8,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { selfSignedCertificate } from '@keel-mcp/core/testing'
 import { floorRow } from './floor.mjs'
-import { afterPause, callsPerSecond, compareServers } from './harness.mjs'
+import { afterPauseOverTls, callsPerSecond, compareServers } from './harness.mjs'
 import { formatBytes, median, RawClient, ratio, table } from './rpc.mjs'
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url))
@@ -215,13 +214,10 @@ async function latencyRow(startFakeSlack, contenders) {
  */
 async function afterIdle(startFakeSlack, contenders) {
   const IDLE_MS = 12_000
-  const tls = await selfSignedCertificate()
-  let fake
-  try {
-    fake = await startFakeSlack({ tls: { key: tls.key, cert: tls.cert }, keepAliveMs: 60_000 })
-    const trusted = { NODE_EXTRA_CA_CERTS: tls.certFile }
-    await afterPause(
-      `slack: a call after ${IDLE_MS / 1000} s idle against one after 1 s (get_channel_history against the fake over TLS; 30 calls first; median of 3 processes)`,
+  await afterPauseOverTls(
+    `slack: a call after ${IDLE_MS / 1000} s idle against one after 1 s (get_channel_history against the fake over TLS; 30 calls first; median of 3 processes)`,
+    (tls) => startFakeSlack({ tls, keepAliveMs: 60_000 }),
+    (fake, trusted) =>
       contenders.map((contender) => ({
         label: contender.label,
         command: contender.command,
@@ -229,12 +225,8 @@ async function afterIdle(startFakeSlack, contenders) {
         env: { ...contender.env(fake), ...trusted },
         call: contender.call,
       })),
-      { idleMs: IDLE_MS },
-    )
-  } finally {
-    await fake?.close()
-    await tls.close()
-  }
+    { idleMs: IDLE_MS },
+  )
 }
 
 export async function run() {
