@@ -51,8 +51,6 @@ export interface SlackTuning {
   minRetryMs?: number
   retries?: number
   rateLimit?: RateLimitOptions
-  idleMs?: number
-  readIdleMs?: number
 }
 
 /** The Slack server; `tuning` only changes how long retries take. */
