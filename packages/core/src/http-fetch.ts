@@ -262,6 +262,33 @@ function failed(cause: unknown): TypeError {
   return new TypeError('fetch failed', { cause })
 }
 
+/** Codes of a connection that was never made (undici's code for its connect timeout too). */
+const NOT_CONNECTED = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+])
+
+/**
+ * Whether a request's failure shows that its connection was never made (refused, unroutable, a
+ * name that did not resolve, the connect timeout), so the request cannot have reached the server
+ * and sending it again cannot apply it twice. It follows `cause` through a client's wrappers
+ * (Octokit's RequestError, `@slack/web-api`'s request error, fetch's `TypeError`). Anything else
+ * (a reset, a close, a timeout once connected) may have come after the server read the request.
+ */
+export function connectionNeverMade(error: unknown): boolean {
+  let current = error
+  for (let depth = 0; depth < 6 && typeof current === 'object' && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code
+    if (typeof code === 'string' && NOT_CONNECTED.has(code)) return true
+    current = (current as { cause?: unknown }).cause
+  }
+  return false
+}
+
 /** `fetch(url, init)` on a pool shared by its callers: see the top of this file for what it keeps of fetch. */
 export const httpFetch: HttpFetch = createHttpFetch()
 
@@ -403,7 +430,7 @@ function exchange(
     request.on('socket', (socket) => {
       if (!socket.connecting) return
       const timer = setTimeout(() => {
-        fail(failed(new Error('connect timeout')))
+        fail(failed(Object.assign(new Error('connect timeout'), { code: 'UND_ERR_CONNECT_TIMEOUT' })))
         request.destroy()
         cleanup()
       }, CONNECT_TIMEOUT_MS)

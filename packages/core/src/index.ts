@@ -98,6 +98,7 @@ export type { HttpEndpoint } from './http.js'
 export {
   agentOptions,
   arrayBufferOf,
+  connectionNeverMade,
   createHttpFetch,
   type FetchInit,
   FetchResponse,

@@ -51,7 +51,14 @@ const hints: Record<string, { kind: ConstructorParameters<typeof ToolError>[0]; 
   },
   fatal_error: { kind: 'unavailable', hint: 'Slack had a server error; try again later.' },
   internal_error: { kind: 'unavailable', hint: 'Slack had a server error; try again later.' },
+  service_unavailable: { kind: 'unavailable', hint: 'Slack is unavailable; try again later.' },
 }
+
+/** What the model reads when a write failed in a way that does not say whether Slack applied it. */
+export const UNCONFIRMED_HINT =
+  'Slack did not confirm this write, and it may have been applied. This server sent it once and ' +
+  'did not repeat it: look before calling again (get_channel_history, get_thread_replies or ' +
+  'list_scheduled_messages show what was posted or scheduled).'
 
 /** Maps Slack's `ok: false` codes and client failures to the error the model reads. No token, ever. */
 export function toToolError(error: unknown): ToolError | undefined {
@@ -79,6 +86,13 @@ export function toToolError(error: unknown): ToolError | undefined {
           (retryAt === undefined
             ? '.'
             : `; this server tries Slack again after ${new Date(retryAt).toISOString()}.`)
+  }
+  if (error.details.unconfirmed) {
+    return new ToolError('unavailable', `Slack: ${error.error}`, {
+      hint: UNCONFIRMED_HINT,
+      details: { slack: error.error, unconfirmed: true },
+      cause: error,
+    })
   }
   const kind = known.kind === 'internal' ? 'invalid_argument' : known.kind
   return new ToolError(kind, `Slack: ${error.error}`, {

@@ -245,6 +245,22 @@ describe('errors and rate limits', () => {
     expect(failed.text).toMatch(/^unavailable: /)
   })
 
+  it('posts once when Slack answers a write with a 5xx, and tells the model to look before repeating it', async () => {
+    const slack = await fake()
+    const connection = await connect(slack, ['--allow-writes'])
+    slack.fail({ method: 'chat.postMessage', status: 502 })
+    const result = await call(connection, 'post_message', { channel: '#random', text: 'deploy done' })
+    expect(result.isError).toBe(true)
+    expect(result.text).toMatch(/^unavailable: Slack: http_error/)
+    expect(result.text).toContain('may have been applied')
+    expect(result.text).toContain('get_channel_history')
+    expect(slack.calls.filter((entry) => entry.method === 'chat.postMessage')).toHaveLength(1)
+    // The same call again is the model's decision, and goes through.
+    expect(
+      (await call(connection, 'post_message', { channel: '#random', text: 'deploy done' })).isError,
+    ).toBe(false)
+  })
+
   it('reports a 200 answer that is not JSON as unavailable, without echoing it', async () => {
     const slack = await fake()
     const connection = await connect(slack)

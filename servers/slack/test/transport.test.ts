@@ -183,6 +183,99 @@ describe("the Web API client's transport", () => {
   })
 })
 
+// A write Slack may have received is never sent again: chat.postMessage twice is a message posted twice.
+describe('writes are sent once', () => {
+  it('sends a read again after a 5xx or a lost connection; a write once, marked unconfirmed', async () => {
+    const slack = await fake()
+    const api = createSlackApi(BOT_TOKEN, { apiUrl: slack.url, retries: 2, minRetryMs: 10, ...quiet })
+    const sent = (method: string) => slack.calls.filter((call) => call.method === method).length
+    slack.fail({ method: 'users.info', status: 503 })
+    slack.fail({ method: 'users.info', drop: true })
+    expect((await api.apiCall('users.info', { user: 'U00000002' })).ok).toBe(true)
+    expect(sent('users.info')).toBe(3)
+
+    const faults = [
+      { status: 503 },
+      { status: 500, body: 'upstream failed' },
+      { drop: true },
+      { status: 200, body: '{"ok": tru <html>' },
+      { error: 'internal_error' },
+      { error: 'fatal_error' },
+    ]
+    for (const fault of faults) {
+      slack.fail({ method: 'chat.postMessage', ...fault })
+      const before = sent('chat.postMessage')
+      const failure = await api
+        .apiCall('chat.postMessage', { channel: 'C0GENERAL', text: 'once' })
+        .catch((error: unknown) => error)
+      expect(failure, JSON.stringify(fault)).toBeInstanceOf(SlackError)
+      expect((failure as SlackError).details.unconfirmed, JSON.stringify(fault)).toBe(true)
+      expect(sent('chat.postMessage') - before, JSON.stringify(fault)).toBe(1)
+    }
+
+    // A refusal and a rate limit are answers that nothing was done: not unconfirmed, and a 429
+    // within the inline wait is sent again.
+    slack.fail({ method: 'chat.postMessage', error: 'channel_not_found' })
+    const refused = await api
+      .apiCall('chat.postMessage', { channel: 'C0GENERAL', text: 'refused' })
+      .catch((error: unknown) => error)
+    expect((refused as SlackError).error).toBe('channel_not_found')
+    expect((refused as SlackError).details.unconfirmed).toBeUndefined()
+    slack.fail({ method: 'chat.postMessage', status: 429, retryAfter: 1 })
+    const before = sent('chat.postMessage')
+    expect((await api.apiCall('chat.postMessage', { channel: 'C0GENERAL', text: 'later' })).ok).toBe(true)
+    expect(sent('chat.postMessage') - before).toBe(2)
+    expect(slack.messages.get('C0GENERAL')?.filter((message) => message.text === 'later')).toHaveLength(1)
+  })
+
+  it('sends a write again when it never reached Slack (connection refused)', async () => {
+    const probe = createServer()
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+    const { port } = probe.address() as AddressInfo
+    await new Promise((resolve) => probe.close(resolve))
+    const received: string[] = []
+    const late = createServer((request, response) => {
+      received.push(String(request.url))
+      request.resume()
+      request.on('end', () =>
+        response
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end('{"ok":true,"channel":"C0GENERAL","ts":"1700000200.000100"}'),
+      )
+    })
+    const api = createSlackApi(BOT_TOKEN, {
+      apiUrl: `http://127.0.0.1:${port}/api/`,
+      retries: 3,
+      minRetryMs: 150,
+      ...quiet,
+    })
+    const answer = api.apiCall('chat.postMessage', { channel: 'C0GENERAL', text: 'after a refusal' })
+    // The first attempt is refused; the server starts listening before the second.
+    await pause(60)
+    await new Promise<void>((resolve) => late.listen(port, '127.0.0.1', resolve))
+    try {
+      expect((await answer).ok).toBe(true)
+      expect(received).toEqual(['/api/chat.postMessage'])
+    } finally {
+      late.closeAllConnections()
+      await new Promise((resolve) => late.close(resolve))
+    }
+
+    // Refused every time: the write fails as not reached, not as unconfirmed.
+    const nobody = createSlackApi(BOT_TOKEN, {
+      apiUrl: `http://127.0.0.1:${port}/api/`,
+      retries: 1,
+      minRetryMs: 10,
+      ...quiet,
+    })
+    const failure = await nobody
+      .apiCall('chat.postMessage', { channel: 'C0GENERAL', text: 'never' })
+      .catch((error: unknown) => error)
+    expect((failure as SlackError).error).toBe('request_error')
+    expect((failure as SlackError).details.unconfirmed).toBeUndefined()
+  })
+})
+
 function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }

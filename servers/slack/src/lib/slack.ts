@@ -2,9 +2,10 @@
  * The Slack side: the Web API client (created on first use), a name directory filled lazily, and the
  * channel policy (allow and deny lists, private channels and DMs). Nothing here knows about MCP.
  */
+import { connectionNeverMade } from '@keel-mcp/core'
 import { downloadPrivate } from './files.js'
 import { type RateLimitOptions, RateLimitPolicy } from './rate-limit.js'
-import { createTransport } from './transport.js'
+import { createTransport, READ_METHODS } from './transport.js'
 
 /** A Slack Web API response or object: JSON whose shape varies by method. */
 // biome-ignore lint/suspicious/noExplicitAny: Slack's responses are untyped JSON, read field by field
@@ -24,7 +25,10 @@ export interface SlackApi {
 export interface ClientOptions {
   apiUrl: string
   teamId?: string | undefined
-  /** Retries of 5xx and network errors (rate limits: see {@link RateLimitPolicy}). */
+  /**
+   * Retries of a read's 5xx and network errors, and of a write that never reached Slack (rate
+   * limits: see {@link RateLimitPolicy}). A write Slack may have received is never sent again.
+   */
   retries?: number
   /** Shortest wait between retries, ms (tests shorten it). */
   minRetryMs?: number
@@ -43,21 +47,37 @@ export class SlackError extends Error {
   constructor(
     readonly error: string,
     message: string,
-    readonly details: { needed?: string; retryAfterSeconds?: number; retryAt?: number; status?: number } = {},
+    readonly details: {
+      needed?: string
+      retryAfterSeconds?: number
+      retryAt?: number
+      status?: number
+      /** A write Slack may have applied without confirming it (see {@link unconfirmedWrite}). */
+      unconfirmed?: boolean
+    } = {},
   ) {
     super(message)
   }
 }
 
 /**
- * Creates a WebClient for `token` on first use: `@slack/web-api` is loaded only then, so starting
- * the server costs nothing. Its own retries of 5xx and network errors are used; rate limits are
- * rejected by the client and judged by a {@link RateLimitPolicy} (never a wait past a tool's
- * timeout). Its logger goes to ours at debug level, never to stdout.
+ * Creates the WebClients for `token` on first use: `@slack/web-api` is loaded only then, so starting
+ * the server costs nothing. Rate limits are rejected by the clients and judged by a
+ * {@link RateLimitPolicy} (never a wait past a tool's timeout). Reads ({@link READ_METHODS}) go
+ * through a client with the library's own retries of 5xx and network errors. Writes go through one
+ * without them: a 5xx or a connection lost after the request left does not say whether Slack
+ * applied it, and sending `chat.postMessage` again would post the message twice. A write is sent
+ * again only when it never reached Slack (the connection was refused or never made); otherwise the
+ * call fails with `unconfirmed` set, and the model is told to look before repeating it. Both clients
+ * share one transport; their logger goes to ours at debug level, never to stdout.
  */
 export function createSlackApi(token: string, options: ClientOptions): SlackApi {
-  let client: Promise<SlackApi> | undefined
-  const load = async (): Promise<SlackApi> => {
+  const retries = options.retries ?? 3
+  const minRetryMs = options.minRetryMs ?? 500
+  let library: Promise<(retries: number) => SlackApi> | undefined
+  let reader: Promise<SlackApi> | undefined
+  let writer: Promise<SlackApi> | undefined
+  const load = async (): Promise<(retries: number) => SlackApi> => {
     const { WebClient, LogLevel } = (await import('@slack/web-api')) as typeof import('@slack/web-api')
     // The client logs about eight debug lines a request; a line's text is joined only when a
     // record is built (the logger reads `detail` only for a level someone takes).
@@ -72,37 +92,52 @@ export function createSlackApi(token: string, options: ClientOptions): SlackApi 
               .slice(0, 300)
           },
         })
-    return new WebClient(token, {
-      slackApiUrl: options.apiUrl,
-      ...(options.teamId ? { teamId: options.teamId } : {}),
-      // Its own handling would sleep for the whole Retry-After with every request queued behind it.
-      rejectRateLimitedCalls: true,
-      // Keep-alive node:http instead of fetch: a third of a warm call's CPU (see transport.ts).
-      fetch: createTransport(options.apiUrl, { idleMs: options.idleMs, readIdleMs: options.readIdleMs }),
-      retryConfig: {
-        retries: options.retries ?? 3,
-        factor: 2,
-        minTimeout: options.minRetryMs ?? 500,
-        maxTimeout: 30_000,
-        randomize: true,
-      },
-      logLevel: LogLevel.DEBUG,
-      logger: {
-        debug: quiet('slack client'),
-        info: quiet('slack client'),
-        warn: quiet('slack client warning'),
-        error: quiet('slack client error'),
-        setLevel: () => {},
-        getLevel: () => LogLevel.DEBUG,
-        setName: () => {},
-      },
-    }) as unknown as SlackApi
+    // Keep-alive node:http instead of fetch: a third of a warm call's CPU (see transport.ts).
+    const fetch = createTransport(options.apiUrl, { idleMs: options.idleMs, readIdleMs: options.readIdleMs })
+    return (clientRetries) =>
+      new WebClient(token, {
+        slackApiUrl: options.apiUrl,
+        ...(options.teamId ? { teamId: options.teamId } : {}),
+        // Its own handling would sleep for the whole Retry-After with every request queued behind it.
+        rejectRateLimitedCalls: true,
+        fetch,
+        retryConfig: {
+          retries: clientRetries,
+          factor: 2,
+          minTimeout: minRetryMs,
+          maxTimeout: 30_000,
+          randomize: true,
+        },
+        logLevel: LogLevel.DEBUG,
+        logger: {
+          debug: quiet('slack client'),
+          info: quiet('slack client'),
+          warn: quiet('slack client warning'),
+          error: quiet('slack client error'),
+          setLevel: () => {},
+          getLevel: () => LogLevel.DEBUG,
+          setName: () => {},
+        },
+      }) as unknown as SlackApi
+  }
+  const clientFor = (read: boolean): Promise<SlackApi> => {
+    library ??= load()
+    const made = library
+    if (read) {
+      reader ??= made.then((make) => make(retries))
+      return reader
+    }
+    writer ??= made.then((make) => make(0))
+    return writer
   }
   const limits = new RateLimitPolicy(options.rateLimit)
   return {
     async apiCall(method, args = {}) {
-      client ??= load()
-      for (let attempt = 0; ; attempt++) {
+      const read = READ_METHODS.has(method)
+      const client = clientFor(read)
+      let resent = 0
+      let waited = 0
+      for (;;) {
         const closed = limits.closed(method)
         if (closed) throw rateLimited(closed)
         try {
@@ -110,10 +145,20 @@ export function createSlackApi(token: string, options: ClientOptions): SlackApi 
           limits.succeeded(method)
           return response
         } catch (error) {
+          if (!read && neverSent(error) && resent < retries) {
+            // Nothing reached Slack: sending the write again cannot apply it twice.
+            const wait = minRetryMs * 2 ** resent++
+            options.log('slack write not sent: trying again', { method, wait })
+            await new Promise((resolve) => setTimeout(resolve, wait))
+            continue
+          }
           const failure = toSlackError(error)
+          if (!read && failure instanceof SlackError && unconfirmedWrite(failure, error)) {
+            failure.details.unconfirmed = true
+          }
           const retryAfter = failure instanceof SlackError ? failure.details.retryAfterSeconds : undefined
           if (retryAfter === undefined) throw failure
-          const wait = limits.inlineWait(retryAfter, attempt)
+          const wait = limits.inlineWait(retryAfter, waited++)
           if (wait === undefined) throw rateLimited(limits.limited(method, retryAfter))
           options.log('slack rate limit: waiting', { method, retryAfter })
           await new Promise((resolve) => setTimeout(resolve, wait))
@@ -121,6 +166,38 @@ export function createSlackApi(token: string, options: ClientOptions): SlackApi 
       }
     },
     download: (url, maxBytes, signal) => downloadPrivate(url, token, options.apiUrl, maxBytes, signal),
+  }
+}
+
+/**
+ * Whether a client's request error says the request never left: its connection was never made
+ * (core's `connectionNeverMade`). Anything else may have come after Slack read the request.
+ */
+export function neverSent(error: unknown): boolean {
+  return (
+    (error as { code?: unknown } | null)?.code === 'slack_webapi_request_error' && connectionNeverMade(error)
+  )
+}
+
+/**
+ * Whether a failed write may have been applied: the connection broke after the request left, Slack
+ * answered a 5xx or something that is not its JSON, or said `internal_error`/`fatal_error` (which
+ * Slack documents as possibly partly done). Refusals (`ok: false` with any other code, a 4xx) and
+ * rate limits are answers that nothing was done.
+ */
+export function unconfirmedWrite(failure: SlackError, raw: unknown): boolean {
+  switch (failure.error) {
+    case 'request_error':
+      return !neverSent(raw)
+    case 'http_error':
+      return failure.details.status === undefined || failure.details.status >= 500
+    case 'invalid_response':
+    case 'internal_error':
+    case 'fatal_error':
+    case 'service_unavailable':
+      return true
+    default:
+      return false
   }
 }
 

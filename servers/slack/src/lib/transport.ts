@@ -1,8 +1,8 @@
 /**
  * The Web API client's HTTP transport, handed to `@slack/web-api` as its `fetch` option: core's
  * `createHttpFetch` (`node:http(s)` on keep-alive agents, the answer read whole). The client keeps
- * everything else (its request queue, retries, 429 handling, form encoding, result checks); only the
- * wire changes. Node's `fetch` builds web streams, a request object and a response object around
+ * everything else (its request queue, its retries of reads (slack.ts), 429 handling, form encoding,
+ * result checks); only the wire changes. Node's `fetch` builds web streams, a request object and a response object around
  * every call: about three times the CPU of the same request over `node:http` (≈ 220 against 65 µs
  * on loopback, client and server together), a third of a warm history call (docs/performance.md).
  *
