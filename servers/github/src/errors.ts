@@ -13,6 +13,8 @@ export function toToolError(error: unknown): ToolError | undefined {
   return new ToolError(classified.kind, classified.message, {
     ...(classified.hint ? { hint: classified.hint } : {}),
     cause: error,
-    ...(classified.status === undefined ? {} : { details: { status: classified.status } }),
+    ...(classified.status === undefined
+      ? {}
+      : { details: { status: classified.status, ...(classified.unconfirmed ? { unconfirmed: true } : {}) } }),
   })
 }

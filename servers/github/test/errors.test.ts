@@ -112,6 +112,26 @@ describe('rate limits and retries (real plugin-throttling and plugin-retry)', ()
   })
 })
 
+describe('writes are sent once (the retry plugin retries reads only)', () => {
+  it('opens the issue once when GitHub answers 502, and tells the model to look before repeating it', async () => {
+    const { fake, call } = await setup()
+    fake.on(
+      'POST',
+      '/repos/octo/demo/issues',
+      json({ message: 'Bad gateway' }, 502),
+      json({ number: 5, html_url: 'https://github.com/octo/demo/issues/5' }, 201),
+    )
+    const result = await call('create_issue', { repo: 'octo/demo', title: 'x' })
+    expect(errorKind(result)).toBe('unavailable')
+    expect(textOf(result)).toContain('GitHub did not confirm the write (HTTP 502); it may have been applied')
+    expect(textOf(result)).toContain('before calling again')
+    expect(fake.calls('POST', '/repos/octo/demo/issues')).toHaveLength(1)
+    // Calling again is the model's decision.
+    expect(dataOf(await call('create_issue', { repo: 'octo/demo', title: 'x' }))).toMatchObject({ number: 5 })
+    expect(fake.calls('POST', '/repos/octo/demo/issues')).toHaveLength(2)
+  })
+})
+
 describe('error mapping', () => {
   it('401 → unauthenticated, without echoing the token', async () => {
     const { fake, call } = await setup()

@@ -1,4 +1,11 @@
-import { arrayBufferOf, createHttpFetch, nodeCrypto, ResponseBody, textOf } from '@keel-mcp/core'
+import {
+  arrayBufferOf,
+  connectionNeverMade,
+  createHttpFetch,
+  nodeCrypto,
+  ResponseBody,
+  textOf,
+} from '@keel-mcp/core'
 import type { Octokit } from '@octokit/rest'
 import { type BottleneckLike, lightBottleneck, withLightUnlimited } from './scheduler.js'
 
@@ -225,11 +232,107 @@ export function isGitHubRead(method: string, url: URL, body: string | Buffer | u
   } catch {
     return false
   }
+  return isQueryDocument(document)
+}
+
+/** A GraphQL document that cannot write: see {@link isGitHubRead}. */
+function isQueryDocument(document: unknown): boolean {
   return typeof document === 'string' && !/mutation|subscription/i.test(document)
+}
+
+/**
+ * Whether an Octokit request (its endpoint options, before they are sent) only reads: a GET or
+ * HEAD, or a GraphQL query ({@link isGitHubRead} judges the same request on the wire).
+ */
+export function isReadEndpoint(endpoint: { method?: string; url?: string; query?: unknown }): boolean {
+  const method = endpoint.method ?? 'GET'
+  if (method === 'GET' || method === 'HEAD') return true
+  return method === 'POST' && String(endpoint.url).endsWith('/graphql') && isQueryDocument(endpoint.query)
+}
+
+/** Failed writes that GitHub may have applied without confirming it (see {@link GitHubClients}). */
+const unconfirmed = new WeakSet<object>()
+
+/**
+ * A 5xx (a lost connection is Octokit's 500 too) whose connection was made, or an answer that
+ * broke off (its status, often a 2xx, arrived: the write was most likely applied).
+ */
+function mayHaveApplied(error: unknown): error is object {
+  if (error instanceof MalformedResponseError) return true
+  const status = (error as { status?: unknown } | null)?.status
+  return typeof status === 'number' && status >= 500 && !connectionNeverMade(error)
+}
+
+/** GitHub's GraphQL answer for a transient failure, which it asks clients to retry. */
+export const GRAPHQL_WENT_WRONG = /Something went wrong while executing your query/
+
+/**
+ * Whether `error` is the failure of a write that GitHub may have applied: a 5xx (GraphQL's
+ * "Something went wrong" too) or a connection lost after the request left. The write was sent once.
+ */
+export function isUnconfirmedWrite(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && unconfirmed.has(error)
 }
 
 /** The transport of every Octokit client here: core's node:http fetch (http-fetch.ts). */
 const githubFetch = createHttpFetch({ readKeepAliveMs: READ_KEEP_ALIVE_MS, isRead: isGitHubRead })
+
+/** How often a request is sent again by this file (plugin-retry's count for the 5xx of a read). */
+const RESENDS = 2
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Sends a read (plugin-retry retries its 5xx and network errors) and reads its body. A GraphQL
+ * query answered "Something went wrong while executing your query" is sent again too, with
+ * plugin-retry's waits: plugin-retry would, but it looks at a body this client has not read yet
+ * (`parseSuccessResponseBody: false`).
+ */
+async function sendRead<O extends { url: string }, R extends BodyResponse>(
+  request: (options: O) => R | Promise<R>,
+  endpoint: O,
+  base: number,
+): Promise<R> {
+  for (let resent = 0; ; resent++) {
+    const response = await request(endpoint)
+    await readBody(response)
+    const errors = (response.data as { errors?: Array<{ message?: unknown }> } | null)?.errors
+    const wentWrong =
+      resent < RESENDS &&
+      endpoint.url.endsWith('/graphql') &&
+      Array.isArray(errors) &&
+      GRAPHQL_WENT_WRONG.test(String(errors[0]?.message))
+    if (!wentWrong) return response
+    await pause(base * (resent + 1) ** 2)
+  }
+}
+
+/**
+ * Sends a write without plugin-retry's retries of 5xx and network errors: either may come after
+ * GitHub applied the write, and sending it again would open the issue or post the comment twice.
+ * Only a write whose connection was never made is sent again, with plugin-retry's waits. Rate
+ * limits (plugin-throttling's waits) are answers that nothing was done, and stay as they are.
+ */
+async function sendWrite<O extends object, R extends BodyResponse>(
+  request: (options: O) => R | Promise<R>,
+  endpoint: O,
+  base: number,
+): Promise<R> {
+  const options = endpoint as { request?: object }
+  options.request = { ...options.request, retries: 0 }
+  for (let resent = 0; ; resent++) {
+    let response: R
+    try {
+      response = await request(endpoint)
+    } catch (error) {
+      if (resent >= RESENDS || !connectionNeverMade(error)) throw error
+      await pause(base * (resent + 1) ** 2)
+      continue
+    }
+    await readBody(response)
+    return response
+  }
+}
 
 /**
  * Octokit clients, one per token, created on first use. Each client sends its token only to the
@@ -345,6 +448,7 @@ export class GitHubClients {
     // is a few more promises and bound functions a request. Registered last, it is the outermost:
     // it sees each request once, after plugin-retry's retries and plugin-throttling's waits.
     octokit.hook.wrap('request', async (request, endpoint) => {
+      const read = isReadEndpoint(endpoint as { method?: string; url?: string; query?: unknown })
       try {
         withoutDefaultPaging(endpoint)
         // A route (`/repos/{owner}/{repo}`) on the configured root cannot leave its origin: the root
@@ -358,12 +462,14 @@ export class GitHubClients {
             )
           }
         }
-        const response = await request(endpoint)
-        await readBody(response)
+        const response = read
+          ? await sendRead(request, endpoint, base)
+          : await sendWrite(request, endpoint, base)
         const scopes = response.headers['x-oauth-scopes']
         if (onScopes && scopes !== undefined) onScopes(key, String(scopes))
         return response
       } catch (error) {
+        if (!read && mayHaveApplied(error)) unconfirmed.add(error)
         logFailure(log, octokit, endpoint, error)
         if (onDenied) deniedBy(error, (permissions) => onDenied(key, permissions))
         throw error

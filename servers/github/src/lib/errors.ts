@@ -1,5 +1,12 @@
 import { AccountRoutingError } from './accounts.js'
-import { MalformedResponseError, TokenHostError, UnexpectedShapeError } from './client.js'
+import {
+  GRAPHQL_WENT_WRONG,
+  isReadEndpoint,
+  isUnconfirmedWrite,
+  MalformedResponseError,
+  TokenHostError,
+  UnexpectedShapeError,
+} from './client.js'
 import { sanitize } from './sanitize.js'
 
 export type ErrorKind =
@@ -16,6 +23,8 @@ export interface ClassifiedError {
   message: string
   hint?: string
   status?: number
+  /** A write GitHub may have applied without confirming it (sent once, never again). */
+  unconfirmed?: boolean
 }
 
 interface HttpLike {
@@ -69,6 +78,15 @@ const header = (error: HttpLike, name: string): string | undefined => {
 export function classifyGitHubError(error: unknown): ClassifiedError | undefined {
   if (error instanceof TokenHostError) return { kind: 'permission_denied', message: error.message }
   if (error instanceof AccountRoutingError) return { kind: 'invalid_argument', message: error.message }
+  if (isUnconfirmedWrite(error)) {
+    const status = (error as { status?: unknown }).status
+    return unconfirmedWrite(
+      error instanceof MalformedResponseError
+        ? 'its answer broke off'
+        : `HTTP ${typeof status === 'number' ? status : '?'}`,
+      typeof status === 'number' ? status : undefined,
+    )
+  }
   if (error instanceof MalformedResponseError)
     return {
       kind: 'unavailable',
@@ -160,6 +178,19 @@ export function classifyGitHubError(error: unknown): ClassifiedError | undefined
   }
 }
 
+/** A write sent once that GitHub may have applied without confirming it. */
+function unconfirmedWrite(what: string, status?: number): ClassifiedError {
+  return {
+    kind: 'unavailable',
+    ...(status === undefined ? {} : { status }),
+    unconfirmed: true,
+    message: `GitHub did not confirm the write (${what}); it may have been applied`,
+    hint:
+      'This server sent it once and did not repeat it: read what it changes (the issue, pull ' +
+      'request, comments, branch, file or project) to see whether it is there before calling again.',
+  }
+}
+
 /**
  * GraphQL answers HTTP 200 with an `errors` list (`@octokit/graphql`'s GraphqlResponseError):
  * mapped by the first error's type the way REST maps its status.
@@ -178,6 +209,17 @@ function classifyGraphqlError(error: unknown): ClassifiedError | undefined {
         .slice(0, 3)
         .join('; '),
     ) || 'GitHub refused the GraphQL request'
+  if (GRAPHQL_WENT_WRONG.test(message)) {
+    // GitHub's transient failure: a query was already sent again (client.ts); a mutation never is.
+    const request = (error as { request?: { query?: unknown } }).request
+    if (!isReadEndpoint({ method: 'POST', url: '/graphql', query: request?.query }))
+      return unconfirmedWrite('GraphQL: something went wrong')
+    return {
+      kind: 'unavailable',
+      message: `GitHub could not run the query: ${message}`,
+      hint: 'Try again later; see https://www.githubstatus.com for incidents.',
+    }
+  }
   if (type === 'NOT_FOUND') {
     return {
       kind: 'not_found',

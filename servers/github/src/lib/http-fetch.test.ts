@@ -2,10 +2,17 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
 import { gzipSync } from 'node:zlib'
-import { agentOptions, createHttpFetch, httpFetch } from '@keel-mcp/core'
+import { agentOptions, connectionNeverMade, createHttpFetch, httpFetch } from '@keel-mcp/core'
 import { selfSignedCertificate } from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
-import { GitHubClients, isGitHubRead, MalformedResponseError, READ_KEEP_ALIVE_MS } from './client.js'
+import {
+  GitHubClients,
+  isGitHubRead,
+  isReadEndpoint,
+  isUnconfirmedWrite,
+  MalformedResponseError,
+  READ_KEEP_ALIVE_MS,
+} from './client.js'
 import { classifyGitHubError } from './errors.js'
 
 interface Seen {
@@ -447,5 +454,164 @@ describe('httpFetch under Octokit', () => {
       false,
     )
     expect(isGitHubRead('PATCH', api, JSON.stringify({ query: '{ a }' }))).toBe(false)
+  })
+})
+
+// A write GitHub may have received is never sent again: POST /issues twice is two issues.
+describe('writes are sent once', () => {
+  const quick = (baseUrl: string) =>
+    new GitHubClients({
+      baseUrl,
+      userAgent: 'test',
+      log: () => {},
+      retryAfterBaseMs: 1,
+      spaceRequests: false,
+    })
+  const gone = { message: 'Something went wrong while executing your query. Please try again.' }
+
+  it('retries a read after a 5xx, a lost connection or GraphQL’s "went wrong"; a write never', async () => {
+    // Each request's first attempt fails in the way its path names; the next is answered.
+    const failed = new Set<string>()
+    const api = await serve((request, response, seen) => {
+      const kind = `${request.method} ${request.url} ${seen.body.includes('mutation') ? 'mutation' : ''}`
+      const first = !failed.has(kind)
+      failed.add(kind)
+      if (first && request.url?.includes('drop')) return void response.socket?.destroy()
+      if (first && request.url?.includes('cut')) {
+        response.writeHead(201, { 'content-type': 'application/json', 'content-length': '100' })
+        response.write('{"id":')
+        return void setTimeout(() => response.socket?.destroy(), 10)
+      }
+      if (first && request.url === '/graphql') return json(response, 200, { data: null, errors: [gone] })
+      if (first) return json(response, 502, { message: 'Server Error' })
+      json(response, request.method === 'POST' ? 201 : 200, { id: 1 })
+    })
+    const octokit = await quick(api.url).get('token')
+    const count = (method: string, url: string) =>
+      api.seen.filter((request) => request.method === method && request.url === url).length
+
+    // Reads: sent again, and answered.
+    await octokit.request('GET /repos/o/r/issues/1')
+    await octokit.request('GET /drop/read')
+    await octokit.graphql('query { viewer { login } }')
+    expect(count('GET', '/repos/o/r/issues/1')).toBe(2)
+    expect(count('GET', '/drop/read')).toBe(2)
+    expect(count('POST', '/graphql')).toBe(2)
+
+    // Writes: sent once; the failure says they may have been applied.
+    const writes = [
+      () => octokit.request('POST /repos/o/r/issues', { title: 'once' }),
+      () => octokit.request('PATCH /repos/o/r/issues/1', { state: 'closed' }),
+      () => octokit.request('PUT /drop/write', { x: 1 }),
+      () => octokit.request('POST /cut/write', { x: 1 }),
+      () => octokit.graphql('mutation { addStar(input: { starrableId: "x" }) { clientMutationId } }'),
+    ]
+    for (const write of writes) {
+      const before = api.seen.length
+      const error = await write().catch((caught: unknown) => caught)
+      expect(api.seen.length - before, String(write)).toBe(1)
+      expect(classifyGitHubError(error), String(write)).toMatchObject({
+        kind: 'unavailable',
+        unconfirmed: true,
+        message: expect.stringMatching(/^GitHub did not confirm the write \(.+\); it may have been applied$/),
+      })
+    }
+    expect(
+      api.seen
+        .filter((request) => request.method !== 'GET' && !request.body.includes('viewer'))
+        .map((request) => `${request.method} ${request.url}`),
+    ).toEqual([
+      'POST /repos/o/r/issues',
+      'PATCH /repos/o/r/issues/1',
+      'PUT /drop/write',
+      'POST /cut/write',
+      'POST /graphql',
+    ])
+    // A read whose answer broke off is not a write: nothing unconfirmed about it.
+    const cutRead = await octokit.request('GET /cut/read').catch((caught: unknown) => caught)
+    expect(isUnconfirmedWrite(cutRead)).toBe(false)
+    expect(classifyGitHubError(cutRead)).toMatchObject({ kind: 'unavailable' })
+    expect(classifyGitHubError(cutRead)?.unconfirmed).toBeUndefined()
+    // The model's own second call goes through.
+    expect((await octokit.request('POST /repos/o/r/issues', { title: 'once' })).status).toBe(201)
+    expect(count('POST', '/repos/o/r/issues')).toBe(2)
+  })
+
+  it('answers a write refused or rate-limited as an answer: nothing unconfirmed, a rate limit waited out', async () => {
+    let limited = false
+    const api = await serve((request, response) => {
+      if (request.url === '/repos/o/r/issues' && !limited) {
+        limited = true
+        return json(
+          response,
+          403,
+          { message: 'You have exceeded a secondary rate limit.' },
+          { 'retry-after': '1', 'x-ratelimit-remaining': '4000' },
+        )
+      }
+      if (request.url === '/repos/o/r/labels') return json(response, 422, { message: 'Validation Failed' })
+      json(response, 201, { id: 1 })
+    })
+    const octokit = await quick(api.url).get('token')
+    expect((await octokit.request('POST /repos/o/r/issues', { title: 'x' })).status).toBe(201)
+    expect(api.seen.filter((request) => request.url === '/repos/o/r/issues')).toHaveLength(2)
+    const refused = await octokit
+      .request('POST /repos/o/r/labels', { name: 'x' })
+      .catch((caught: unknown) => caught)
+    expect(isUnconfirmedWrite(refused)).toBe(false)
+    expect(classifyGitHubError(refused)).toMatchObject({ kind: 'invalid_argument' })
+  })
+
+  it('sends a write again when its connection was never made', async () => {
+    const probe = await serve(() => {})
+    const url = probe.url
+    const port = (probe.server.address() as AddressInfo).port
+    await new Promise((resolve) => probe.server.close(resolve))
+    const received: string[] = []
+    const late = createServer((request, response) => {
+      received.push(`${request.method} ${request.url}`)
+      request.resume()
+      request.on('end', () => json(response, 201, { id: 7 }))
+    })
+    servers.push(late)
+    const octokit = await new GitHubClients({
+      baseUrl: url,
+      userAgent: 'test',
+      log: () => {},
+      retryAfterBaseMs: 150,
+      spaceRequests: false,
+    }).get('token')
+    const pending = octokit.request('POST /repos/o/r/issues', { title: 'after a refusal' })
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    await new Promise<void>((resolve) => late.listen(port, '127.0.0.1', resolve))
+    expect((await pending).data).toEqual({ id: 7 })
+    expect(received).toEqual(['POST /repos/o/r/issues'])
+  })
+
+  it('knows a connection never made from one lost after the request left', async () => {
+    const api = await serve((_request, response) => response.socket?.destroy())
+    const lost = await httpFetch(`${api.url}/x`, { method: 'POST', body: '{}' }).catch(
+      (caught: unknown) => caught,
+    )
+    expect(connectionNeverMade(lost)).toBe(false)
+    await new Promise((resolve) => api.server.close(resolve))
+    const refused = await httpFetch(`${api.url}/x`, { method: 'POST', body: '{}' }).catch(
+      (caught: unknown) => caught,
+    )
+    expect(connectionNeverMade(refused)).toBe(true)
+    // Through a client's wrappers (Octokit's RequestError, @slack/web-api's request error).
+    expect(connectionNeverMade({ status: 500, cause: { cause: { code: 'ENOTFOUND' } } })).toBe(true)
+    expect(connectionNeverMade({ cause: { code: 'UND_ERR_CONNECT_TIMEOUT' } })).toBe(true)
+    expect(connectionNeverMade({ cause: { code: 'ECONNRESET' } })).toBe(false)
+    expect(connectionNeverMade(undefined)).toBe(false)
+  })
+
+  it('takes GET, HEAD and GraphQL queries for reads before they are sent', () => {
+    expect(isReadEndpoint({ method: 'GET', url: '/user' })).toBe(true)
+    expect(isReadEndpoint({ method: 'HEAD', url: '/user' })).toBe(true)
+    expect(isReadEndpoint({ method: 'POST', url: '/graphql', query: '{ viewer { login } }' })).toBe(true)
+    expect(isReadEndpoint({ method: 'POST', url: '/graphql', query: 'mutation { x }' })).toBe(false)
+    expect(isReadEndpoint({ method: 'POST', url: '/repos/o/r/issues' })).toBe(false)
+    expect(isReadEndpoint({ method: 'DELETE', url: '/repos/o/r/issues/1/lock' })).toBe(false)
   })
 })
