@@ -534,18 +534,32 @@ function successResult<D, C>(
   return parts.mcp.server.projectCallToolResult(result as never, plan.outputJson as never) as never
 }
 
+/** The timeout hint of a tool that only reads: calling it again changes nothing. */
+const TIMEOUT_HINT = 'Narrow the request (smaller range, fewer rows, a more specific pattern) and try again.'
+
+/**
+ * The timeout hint of a tool that may change something: it was stopped while it ran, and what it
+ * had sent (a message, a write, a click) may have taken effect, so "try again" could do it twice.
+ */
+const WRITE_TIMEOUT_HINT =
+  'This tool makes changes, and what it started may have taken effect before it was stopped: ' +
+  'look (read what it changes) before calling it again.'
+
 /** The tool error a failed call answers with: its timeout or cancellation, or the mapped error. */
 function toolErrorOf(
   runtime: Runtime<unknown, unknown>,
+  tool: { annotations: { readOnlyHint?: boolean | undefined } },
   name: string,
   error: unknown,
   stop: CallStop,
 ): ToolError {
   if (stop.stopped && (isAbortError(error) || error === stop.reason)) {
     const reason = stop.reason
+    const readOnly = tool.annotations.readOnlyHint === true
     return reason instanceof TimeoutError
       ? new ToolError('timeout', reason.message, {
-          hint: 'Narrow the request (smaller range, fewer rows, a more specific pattern) and try again.',
+          hint: readOnly ? TIMEOUT_HINT : WRITE_TIMEOUT_HINT,
+          ...(readOnly ? {} : { details: { unconfirmed: true } }),
         })
       : new ToolError(
           'cancelled',
@@ -619,7 +633,7 @@ export async function runCall<D, C>(
       const requestState = await requestStateCodec().mint({ answers: error.answers })
       return inputRequired({ inputRequests: error.requests, requestState }) as never
     }
-    const toolError = toolErrorOf(runtime, name, error, stop)
+    const toolError = toolErrorOf(runtime, tool, name, error, stop)
     outcome = `error:${toolError.kind}`
     return settleHandle(binding, failureResult(toolError), handleSpec as never)
   } finally {
