@@ -13,8 +13,13 @@ export function toToolError(error: unknown): ToolError | undefined {
   return new ToolError(classified.kind, classified.message, {
     ...(classified.hint ? { hint: classified.hint } : {}),
     cause: error,
-    ...(classified.status === undefined
+    ...(classified.status === undefined && !classified.unconfirmed
       ? {}
-      : { details: { status: classified.status, ...(classified.unconfirmed ? { unconfirmed: true } : {}) } }),
+      : {
+          details: {
+            ...(classified.status === undefined ? {} : { status: classified.status }),
+            ...(classified.unconfirmed ? { unconfirmed: true } : {}),
+          },
+        }),
   })
 }

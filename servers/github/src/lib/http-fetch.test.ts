@@ -5,6 +5,7 @@ import { gzipSync } from 'node:zlib'
 import { agentOptions, connectionNeverMade, createHttpFetch, httpFetch } from '@keel-mcp/core'
 import { selfSignedCertificate } from '@keel-mcp/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
+import { toToolError } from '../errors.js'
 import {
   GitHubClients,
   isGitHubRead,
@@ -515,6 +516,8 @@ describe('writes are sent once', () => {
         unconfirmed: true,
         message: expect.stringMatching(/^GitHub did not confirm the write \(.+\); it may have been applied$/),
       })
+      // What reaches the client's `_meta["keel/error"]`, GraphQL's (no status) included.
+      expect(toToolError(error)?.details, String(write)).toMatchObject({ unconfirmed: true })
     }
     expect(
       api.seen
