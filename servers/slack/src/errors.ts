@@ -68,6 +68,14 @@ export function toToolError(error: unknown): ToolError | undefined {
   if (error.error === 'upload_refused' || error.error === 'file_host_refused') {
     return new ToolError('permission_denied', error.message, { cause: error })
   }
+  // A write Slack may have applied: none of the hints below (they say to try again) fits it.
+  if (error.details.unconfirmed) {
+    return new ToolError('unavailable', `Slack: ${error.error}`, {
+      hint: UNCONFIRMED_HINT,
+      details: { slack: error.error, unconfirmed: true },
+      cause: error,
+    })
+  }
   const known = hints[error.error] ?? { kind: 'internal' as const }
   let hint = known.hint
   if (error.error === 'missing_scope') {
@@ -86,13 +94,6 @@ export function toToolError(error: unknown): ToolError | undefined {
           (retryAt === undefined
             ? '.'
             : `; this server tries Slack again after ${new Date(retryAt).toISOString()}.`)
-  }
-  if (error.details.unconfirmed) {
-    return new ToolError('unavailable', `Slack: ${error.error}`, {
-      hint: UNCONFIRMED_HINT,
-      details: { slack: error.error, unconfirmed: true },
-      cause: error,
-    })
   }
   const kind = known.kind === 'internal' ? 'invalid_argument' : known.kind
   return new ToolError(kind, `Slack: ${error.error}`, {
