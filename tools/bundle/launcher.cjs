@@ -279,14 +279,207 @@ function prepare() {
   }
 }
 
-let start
+// The handshake answered from the record of an identical start (packages/core/src/replay.ts).
+// Core, in a server that takes part, records a connection's first requests while they are
+// initialize, server/discover, a listing or ping, with their answers and what the start was built
+// from (the command line, the working directory, the environment variables its configuration
+// read, secrets left out as gaps), in a file of this bin's version. A later start whose inputs
+// match answers those requests here, before the bundle is compiled: the answers a client waits for
+// at start come after node's own start, not after the server's. The bundle then starts and is
+// handed every byte read; it serves those lines as usual, writes none of the answers again and
+// compares each with what was sent (a listing that differs is followed by list_changed).
+
+/** How long the launcher waits for a client's next request before it starts the server. */
+const REPLAY_WINDOW_MS = 25
+/** How many requests it answers at most before it starts the server anyway. */
+const REPLAY_MAX_ANSWERS = 16
+
+function replayFileName() {
+  const stat = fs.statSync(bundle)
+  const variant = `${process.versions.v8}|${process.arch}|${stat.size}|${stat.mtimeMs}|replay`
+  return `${BUNDLE_SHA256.slice(0, 16)}${fnv1a(variant)}${fnv1a(`${variant}|${BUNDLE_SHA256}`)}.replay.json`
+}
+
+/** Whether `value` is what `template` recorded: the same string, or its pieces with a non-empty gap between each two. */
+function matches(template, value) {
+  if (typeof template === 'string') return value === template
+  if (typeof value !== 'string' || !template || !Array.isArray(template.pieces)) return false
+  const pieces = template.pieces
+  if (pieces.length < 2 || pieces.some((piece) => typeof piece !== 'string')) return false
+  const last = pieces[pieces.length - 1]
+  if (!value.startsWith(pieces[0]) || !value.endsWith(last)) return false
+  let at = pieces[0].length
+  for (let index = 1; index < pieces.length - 1; index++) {
+    const found = value.indexOf(pieces[index], at + 1)
+    if (found === -1) return false
+    at = found + pieces[index].length
+  }
+  return value.length - last.length >= at + 1
+}
+
+function inputsMatch(inputs) {
+  if (!inputs || !Array.isArray(inputs.argv) || !Array.isArray(inputs.env)) return false
+  const argv = process.argv.slice(2)
+  if (inputs.argv.length !== argv.length) return false
+  if (!inputs.argv.every((template, index) => matches(template, argv[index]))) return false
+  if (!matches(inputs.cwd, process.cwd())) return false
+  return inputs.env.every(
+    (entry) =>
+      Array.isArray(entry) &&
+      typeof entry[0] === 'string' &&
+      (entry[1] === null ? process.env[entry[0]] === undefined : matches(entry[1], process.env[entry[0]])),
+  )
+}
+
+/**
+ * Answers from a record, when one matches this start, then calls `boot` with what it read; returns
+ * false (having called nothing) when there is nothing to answer from.
+ */
+function replayHandshake(boot) {
+  if (!/^[0-9a-f]{64}$/.test(BUNDLE_SHA256) || process.env.KEEL_HANDSHAKE_REPLAY === '0') return false
+  if (process.argv.some((argument) => argument === '--help' || argument === '--version')) return false
+  const directory = cacheDirectory()
+  if (!directory || !privateDirectory(directory)) return false
+  const file = path.join(directory, replayFileName())
+  let records = []
+  try {
+    const stored = JSON.parse(fs.readFileSync(file, 'utf8'))
+    if (stored && stored.version === 1 && Array.isArray(stored.records)) records = stored.records
+  } catch {}
+  globalThis.__keelReplay = { file, records }
+  // Every record of these inputs (one per client that started the server with them): an answer
+  // depends only on the request, so they pool; the launcher stops waiting once it has answered
+  // every request of one of them.
+  const matching = records.filter(
+    (candidate) => candidate && inputsMatch(candidate.inputs) && Array.isArray(candidate.exchanges),
+  )
+  // A terminal (someone typing) is left to the server; a pipe or a socket is a client. (fstat, not
+  // node:tty, which a start from a pipe never loads otherwise.)
+  if (!matching.length || fs.fstatSync(0).isCharacterDevice()) return false
+  const answers = new Map()
+  const pools = matching.map((candidate) => {
+    const keys = new Set()
+    for (const exchange of candidate.exchanges)
+      if (exchange && typeof exchange.request === 'string' && typeof exchange.result === 'string') {
+        answers.set(exchange.request, exchange.result)
+        keys.add(exchange.request)
+      }
+    return keys
+  })
+  if (!answers.size) return false
+  const stdin = process.stdin
+  const chunks = []
+  const answered = []
+  const ids = new Set()
+  let pending = Buffer.alloc(0)
+  let ended = false
+  let handed = false
+  let timer
+  const handOff = () => {
+    if (handed) return
+    handed = true
+    clearTimeout(timer)
+    stdin.off('data', onData)
+    stdin.off('end', onEnd)
+    stdin.off('error', onEnd)
+    stdin.pause()
+    process.stdout.off('error', ignore)
+    globalThis.__keelReplay = { file, records, input: Buffer.concat(chunks), answered, ended }
+    if (process.env.KEEL_COMPILE_CACHE_DEBUG === '1')
+      process.stderr.write(`keel handshake replay: answered ${answered.length}\n`)
+    boot()
+  }
+  // Serves each complete line while it is a request the record answers (or the client's
+  // notifications/initialized); anything else, and everything after it, is the server's.
+  const onData = (chunk) => {
+    try {
+      serveLines(chunk)
+    } catch {
+      handOff()
+    }
+  }
+  const serveLines = (chunk) => {
+    const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
+    chunks.push(data)
+    pending = pending.length ? Buffer.concat([pending, data]) : data
+    let newline = pending.indexOf(0x0a)
+    while (newline !== -1) {
+      const line = pending.toString('utf8', 0, newline)
+      pending = pending.subarray(newline + 1)
+      newline = pending.indexOf(0x0a)
+      if (line.trim() === '') continue
+      let message
+      try {
+        message = JSON.parse(line)
+      } catch {
+        return handOff()
+      }
+      if (!message || typeof message !== 'object' || Array.isArray(message) || message.jsonrpc !== '2.0')
+        return handOff()
+      if (message.id === undefined && message.method === 'notifications/initialized') continue
+      const id = message.id
+      const validId = typeof id === 'string' || Number.isSafeInteger(id)
+      const { id: _id, ...rest } = message
+      const result = validId ? answers.get(JSON.stringify(rest)) : undefined
+      const idText = validId ? JSON.stringify(id) : undefined
+      if (result === undefined || ids.has(idText)) return handOff()
+      ids.add(idText)
+      answered.push([idText, result, message.method])
+      const key = JSON.stringify(rest)
+      for (const keys of pools) keys.delete(key)
+      process.stdout.write(`{"jsonrpc":"2.0","id":${idText},"result":${result}}\n`)
+      // Every request of a record answered: nothing left to wait for (the server starts while the
+      // client reads the answers), whatever else came in the same read.
+      if (answered.length >= REPLAY_MAX_ANSWERS || pools.some((keys) => keys.size === 0)) return handOff()
+    }
+    clearTimeout(timer)
+    timer = setTimeout(handOff, REPLAY_WINDOW_MS)
+  }
+  const onEnd = () => {
+    ended = true
+    handOff()
+  }
+  // A client gone while the launcher answers (EPIPE) ends stdin too; the server sees that.
+  const ignore = () => {}
+  process.stdout.on('error', ignore)
+  stdin.on('data', onData)
+  stdin.on('end', onEnd)
+  stdin.on('error', onEnd)
+  timer = setTimeout(handOff, REPLAY_WINDOW_MS)
+  // The client has its answers before the server has installed its signal handlers: a SIGINT or
+  // SIGTERM until then ends the process as the server's own handlers would (exit 0; nothing is
+  // open yet). Once the server has its handlers, this one stands aside.
+  for (const signal of ['SIGINT', 'SIGTERM'])
+    process.on(signal, () => {
+      if (process.listenerCount(signal) === 1) process.exit(0)
+    })
+  // A record in use is marked used, as a code cache is, so that pruning keeps it.
+  try {
+    const now = Date.now()
+    if (now - fs.statSync(file).mtimeMs > DAY_MS) fs.utimesSync(file, now / 1000, now / 1000)
+  } catch {}
+  return true
+}
+
+let booted = false
+function boot() {
+  if (booted) return
+  booted = true
+  let start
+  try {
+    start = prepare()
+  } catch {
+    // Anything unexpected while preparing the cache: run the bundle the ordinary way.
+  }
+  if (start) start()
+  else {
+    if (process.env.KEEL_COMPILE_CACHE_DEBUG === '1') process.stderr.write('keel compile cache: off\n')
+    require(bundle)
+  }
+}
+
+let replaying = false
 try {
-  start = prepare()
-} catch {
-  // Anything unexpected while preparing the cache: run the bundle the ordinary way.
-}
-if (start) start()
-else {
-  if (process.env.KEEL_COMPILE_CACHE_DEBUG === '1') process.stderr.write('keel compile cache: off\n')
-  require(bundle)
-}
+  replaying = replayHandshake(boot)
+} catch {}
+if (!replaying) boot()

@@ -204,11 +204,14 @@ export function createInstance<D, C>(runtime: Runtime<D, C>, options: InstanceOp
   registerPrompts(parts)
   // The SDK promises list-changed notifications when resources or prompts are registered; Keel's
   // lists are fixed for the life of the process, so it promises none, except for tools on a
-  // server whose tools enable others (tool search).
+  // server whose tools enable others (tool search), and for every list where a bin's launcher may
+  // answer the first listings from the record of an earlier start: a listing of this start that
+  // differs from the one sent is followed by its notification (replay.ts).
+  const replayed = runtime.handshake !== undefined
   server.registerCapabilities({
-    tools: { listChanged: spec.dynamicTools === true || spec.hiddenTools !== undefined },
-    ...(resources.length || templates.length ? { resources: { listChanged: false } } : {}),
-    ...(prompts.length ? { prompts: { listChanged: false } } : {}),
+    tools: { listChanged: replayed || spec.dynamicTools === true || spec.hiddenTools !== undefined },
+    ...(resources.length || templates.length ? { resources: { listChanged: replayed } } : {}),
+    ...(prompts.length ? { prompts: { listChanged: replayed } } : {}),
   })
   return mcp
 }

@@ -497,6 +497,14 @@ export interface ServerSpec<D, C = Record<string, unknown>> {
   prompts?: PromptSpec<D>[]
   /** Kinds of explicit state handles the server mints (SEP-2567), by argument name (`session`). */
   handles?: Record<string, HandleKindSpec<D>>
+  /**
+   * The server's start reads nothing but its configuration (no file, no network, no clock before
+   * the first request), so its answers to a client's handshake and listings follow from its code,
+   * its configuration and the requests alone: a bin may then answer them from the record of an
+   * earlier start with the same inputs, before the server's code is compiled, and the server checks
+   * those answers against its own (packages/core/src/replay.ts). Default false.
+   */
+  handshakeReplay?: boolean
   /** Builds dependencies once per process. Keep it cheap: open pools and clients lazily. */
   createDeps(context: DepsContext<C>): D | Promise<D>
   /**

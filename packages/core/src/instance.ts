@@ -5,6 +5,7 @@ import type { AnyTool, ClientRoot, HandlerContext, HiddenTools, ServerSpec, Sess
 import { mapSystemError, ToolError } from './errors.js'
 import type { Logger, McpLogLevel } from './logger.js'
 import type { Operations } from './observe/start.js'
+import type { HandshakeContext, LauncherReplay } from './replay.js'
 import type { TaskRegistry } from './tasks.js'
 
 /** What every server instance of one process shares. */
@@ -24,6 +25,10 @@ export interface Runtime<D, C> {
   shutdownSignal: AbortSignal
   /** Metrics, audit, rate limits and tracing, when an operations flag is set (see observe/). */
   operations?: Operations
+  /** What the bin's launcher handed over: lines it read, requests it answered (see replay.ts). */
+  replay?: LauncherReplay
+  /** Where this start records its handshake, when the server takes part (see replay.ts). */
+  handshake?: HandshakeContext
 }
 
 /** Options of one server instance. */

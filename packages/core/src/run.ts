@@ -10,6 +10,7 @@ import { createLogger, type Logger } from './logger.js'
 import { observing } from './observe-config.js'
 import { serverReadiness } from './readiness.js'
 import { redactor } from './redact.js'
+import { recordingEnv, secretPieces, startInputs, takeLauncherReplay } from './replay.js'
 import { openSchemaCache } from './schema-cache.js'
 import { serveStdioRuntime } from './serve-stdio.js'
 
@@ -70,12 +71,24 @@ export async function prepare<D, C>(
   spec: ServerSpec<D, C>,
   options: { argv?: string[]; env?: NodeJS.ProcessEnv; shutdownSignal?: AbortSignal; logger?: Logger } = {},
 ): Promise<Runtime<D, C>> {
-  const outcome = parseConfig(spec, options.argv ?? process.argv.slice(2), options.env ?? process.env)
+  const argv = options.argv ?? process.argv.slice(2)
+  // What the bin's launcher handed over (taken even by a server that records nothing: a request it
+  // answered is never answered twice). A server that takes part reads its environment through a
+  // proxy that notes each name: the record of this start holds those values (see replay.ts).
+  const replay = takeLauncherReplay()
+  const recording = replay && spec.handshakeReplay ? recordingEnv(options.env ?? process.env) : undefined
+  const env = recording?.env ?? options.env ?? process.env
+  const outcome = parseConfig(spec, argv, env)
   if (outcome.kind !== 'config') throw new EarlyExit(0, outcome.text)
   const { config, secrets, warnings } = outcome
   for (const secret of secrets) redactor.addSecret(secret)
-  const logger =
-    options.logger ?? createLogger({ level: config.logLevel, name: spec.name }, options.env ?? process.env)
+  // Every secret, whatever its length (the redactor skips short ones): a record leaves them all out.
+  const known: string[] = [...secrets]
+  const addSecret = (value: string | undefined | null) => {
+    if (value) known.push(value)
+    redactor.addSecret(value)
+  }
+  const logger = options.logger ?? createLogger({ level: config.logLevel, name: spec.name }, env)
   for (const warning of warnings) logger.warn(warning)
   // Only a bin's own launcher offers a place to keep tool schemas; elsewhere this is undefined.
   useSchemaCache(
@@ -85,8 +98,8 @@ export async function prepare<D, C>(
   const deps = await spec.createDeps({
     config: config as ParsedConfig<C>,
     logger,
-    addSecret: (value) => redactor.addSecret(value),
-    env: options.env ?? process.env,
+    addSecret,
+    env,
   })
   // A stateful tool must take its handle kind's argument, or no handle could ever reach it.
   checkHandleTools(spec, tools)
@@ -98,6 +111,20 @@ export async function prepare<D, C>(
     tools,
     ...(spec.dynamicTools ? { available: selectTools(spec, { ...config, toolsets: ['all'] }) } : {}),
     shutdownSignal: options.shutdownSignal ?? new AbortController().signal,
+    ...(replay ? { replay } : {}),
+    ...(replay && recording
+      ? {
+          handshake: {
+            file: replay.file,
+            records: replay.records,
+            inputs: () =>
+              recording.whole()
+                ? undefined
+                : startInputs(argv, process.cwd(), recording.read, secretPieces(known)),
+            secrets: () => secretPieces(known),
+          },
+        }
+      : {}),
   }
 }
 

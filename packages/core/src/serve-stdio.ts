@@ -2,7 +2,16 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio'
 import { createInstance, type Runtime } from './build-server.js'
 import { stdioChangeStreams } from './change-streams.js'
 import { StdioFastPath } from './fast-path.js'
+import { HandshakeRecorder } from './replay.js'
 import { LineTransport, type LineTransportOptions } from './stdio.js'
+
+/** The notification that tells a client to list again, by the listing it answered. */
+const LIST_CHANGED: Record<string, string> = {
+  'tools/list': 'notifications/tools/list_changed',
+  'prompts/list': 'notifications/prompts/list_changed',
+  'resources/list': 'notifications/resources/list_changed',
+  'resources/templates/list': 'notifications/resources/list_changed',
+}
 
 /** Options of {@link serveStdioRuntime}. */
 export interface StdioServeOptions {
@@ -37,8 +46,22 @@ export function serveStdioRuntime<D, C>(
     ...(options.output ? { output: options.output } : {}),
     ...(options.onEnd ? { onEnd: options.onEnd } : {}),
     prepare: (message) => streams.prepare(message),
+    ...(runtime.replay
+      ? { replay: { ...runtime.replay, onReplayMismatch: (method: string) => replayed(method) } }
+      : {}),
+    ...(runtime.handshake ? { recorder: new HandshakeRecorder(runtime.handshake) } : {}),
     ...(fast ? { claim: (message: unknown) => fast.claim(message) } : {}),
   })
+  // An answer the launcher sent from a record that differs from this start's own: a listing is
+  // followed by its list_changed notification, so the client lists again; anything else is logged.
+  const replayed = (method: string) => {
+    const notification = LIST_CHANGED[method]
+    if (notification) transport.post({ jsonrpc: '2.0', method: notification } as never)
+    else
+      logger.warn(
+        `the answer to ${method} sent from the record of an earlier start differs from this start's`,
+      )
+  }
   const served = serveStdio(
     (context) => {
       const instance = createInstance(runtime, {

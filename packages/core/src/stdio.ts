@@ -22,6 +22,20 @@ export interface LineTransportOptions {
    * to let the message take the usual way. Its answers go out through {@link LineTransport.send}.
    */
   claim?: (message: unknown) => (() => void) | undefined
+  /**
+   * What the bin's launcher read from stdin before the server started, and the requests in it it
+   * answered from a record (see replay.ts): the lines are served first, as if read now, and an
+   * answer to one of those requests is not written again but compared with what was sent;
+   * `onReplayMismatch` hears of each that differs (its method).
+   */
+  replay?: {
+    input?: Buffer
+    answered?: ReadonlyArray<readonly [string, string, string]>
+    ended?: boolean
+    onReplayMismatch?: (method: string) => void
+  }
+  /** Sees every inbound message and every outbound one (the handshake recorder, replay.ts). */
+  recorder?: { inbound(message: unknown): void; outbound(message: unknown): void }
 }
 
 /**
@@ -67,6 +81,10 @@ export class LineTransport implements Transport {
   #discarding = false
   #closed = false
   #ended = false
+  readonly #replay: LineTransportOptions['replay']
+  readonly #recorder: LineTransportOptions['recorder']
+  /** Requests the launcher answered: id as JSON → the result it sent (JSON) and the method. */
+  readonly #answered = new Map<string, { result: string; method: string }>()
   /** Requests being served, while an observer is installed: ended when their response is sent. */
   readonly #observed = new Map<string | number, RequestObservation>()
 
@@ -77,15 +95,41 @@ export class LineTransport implements Transport {
     this.#onEnd = options.onEnd
     this.#prepare = options.prepare
     this.#claim = options.claim
+    this.#replay = options.replay
+    this.#recorder = options.recorder
+    for (const [id, result, method] of options.replay?.answered ?? [])
+      this.#answered.set(id, { result, method })
   }
 
   async start(): Promise<void> {
-    this.#input.on('data', this.#onData)
     this.#input.on('end', this.#onInputEnd)
     this.#input.on('close', this.#onInputEnd)
     this.#input.on('error', this.#onInputError)
     this.#output.on('error', this.#onOutputError)
+    const input = this.#replay?.input
+    if (input?.length) setImmediate(() => this.#feed(input, 0))
+    else this.#listen()
+  }
+
+  #listen() {
+    this.#input.on('data', this.#onData)
     this.#input.resume()
+    // A stdin that ended while the launcher read it has no end event left to give.
+    if (this.#replay?.ended) setImmediate(this.#onInputEnd)
+  }
+
+  /**
+   * Serves the lines the launcher read, one a turn of the event loop as they would have arrived
+   * (each request finds the server as the one before left it: a call after the handshake takes
+   * the fast path), then reads stdin, whose data comes after them.
+   */
+  #feed(input: Buffer, from: number) {
+    if (this.#closed) return
+    const newline = input.indexOf(0x0a, from)
+    const end = newline === -1 ? input.length : newline + 1
+    this.#onData(input.subarray(from, end))
+    if (end < input.length) setImmediate(() => this.#feed(input, end))
+    else this.#listen()
   }
 
   #onData = (chunk: Buffer | string) => {
@@ -138,6 +182,7 @@ export class LineTransport implements Transport {
       this.#reply(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid JSON'))
       return
     }
+    this.#recorder?.inbound(message)
     const served = this.#claim && !this.#queue ? this.#claim(message) : undefined
     if (served) {
       this.#run(message, served)
@@ -241,7 +286,28 @@ export class LineTransport implements Transport {
     })
   }
 
+  /**
+   * Whether `message` answers a request the launcher already answered: then it is not written
+   * again, and one that differs from what was sent is reported.
+   */
+  #answeredBefore(message: JSONRPCMessage): boolean {
+    this.#recorder?.outbound(message)
+    if (!this.#answered.size) return false
+    const { id, method, result } = message as { id?: unknown; method?: unknown; result?: unknown }
+    if (method !== undefined || id === undefined) return false
+    const key = JSON.stringify(id)
+    const sent = this.#answered.get(key)
+    if (!sent) return false
+    this.#answered.delete(key)
+    if (result === undefined || JSON.stringify(result) !== sent.result)
+      this.#replay?.onReplayMismatch?.(sent.method)
+    // Its observation (metrics, audit) ends as any answer's does.
+    this.#observedLine(message)
+    return true
+  }
+
   send(message: JSONRPCMessage): Promise<void> {
+    if (this.#answeredBefore(message)) return Promise.resolve()
     const line = this.#observedLine(message)
     return line === undefined ? this.#write(message) : this.#write(message, line)
   }
@@ -252,7 +318,7 @@ export class LineTransport implements Transport {
    * through the output's error event, as it does for {@link send}.
    */
   post(message: JSONRPCMessage): void {
-    if (this.#closed) return
+    if (this.#closed || this.#answeredBefore(message)) return
     this.#output.write(this.#observedLine(message) ?? `${JSON.stringify(message)}\n`)
   }
 

@@ -89,6 +89,9 @@ export const server = defineServer<ExampleDeps, ExampleOptions>({
       },
     },
   ],
+  // Its start reads nothing but its configuration: a bin answers a client's handshake from the
+  // record of an identical start (core's replay.ts).
+  handshakeReplay: true,
   createDeps: ({ config }) => ({ notes: new NoteStore(config.options.maxNotes) }),
   mapError: (error) =>
     error instanceof NoteLimitError

@@ -244,3 +244,171 @@ describe('the compile cache', () => {
     }
   })
 })
+
+describe('the handshake from the record of an identical start', () => {
+  const INITIALIZE = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: {
+      protocolVersion: '2025-11-25',
+      capabilities: {},
+      clientInfo: { name: 'replay-test', version: '1.0.0' },
+    },
+  }
+  /** Starts the bin, asks what a client asks at start, then calls a tool; every stdout line, parsed. */
+  const session = async (
+    directory: string,
+    env: Record<string, string> = {},
+    args: string[] = [],
+    client = 'replay-test',
+  ) => {
+    const raw = spawnRaw(process.execPath, [BIN, ...args], {
+      env: { KEEL_COMPILE_CACHE_DIR: directory, KEEL_COMPILE_CACHE_DEBUG: '1', ...env },
+    })
+    raw.send(
+      JSON.stringify({
+        ...INITIALIZE,
+        params: { ...INITIALIZE.params, clientInfo: { name: client, version: '1.0.0' } },
+      }),
+    )
+    await raw.next((message) => message.id === 1)
+    raw.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    const listed = await raw.request('tools/list', {}, 2)
+    const called = await raw.request(
+      'tools/call',
+      { name: 'add_note', arguments: { title: 't', body: 'b' } },
+      3,
+    )
+    const { code } = await raw.end()
+    return {
+      code,
+      listed,
+      called,
+      messages: raw.lines.map((line) => JSON.parse(line)),
+      // How many requests the launcher answered from a record (undefined for none: no record of
+      // these inputs, or one whose requests this client did not send).
+      replayed: /keel handshake replay: answered ([1-9]\d*)/.exec(raw.stderr.join(''))?.[1],
+    }
+  }
+  const temporary = async () => {
+    const { mkdtemp } = await import('node:fs/promises')
+    const { tmpdir } = await import('node:os')
+    const { join } = await import('node:path')
+    return mkdtemp(join(tmpdir(), 'keel-replay-'))
+  }
+
+  it('answers initialize and tools/list at the next start with the same inputs, each once, as the server would', async () => {
+    const { readdir, rm, stat } = await import('node:fs/promises')
+    const { join } = await import('node:path')
+    const directory = await temporary()
+    try {
+      const first = await session(directory)
+      expect(first.replayed).toBeUndefined()
+      const files = (await readdir(directory)).filter((file) => file.endsWith('.replay.json'))
+      expect(files).toHaveLength(1)
+      expect((await stat(join(directory, files[0] as string))).mode & 0o077).toBe(0)
+      for (let start = 0; start < 2; start++) {
+        const next = await session(directory)
+        expect(next.replayed).toBe('2')
+        expect(next.code).toBe(0)
+        // The same answers, one per request, and the server serves the call after them.
+        expect(next.messages.filter((message) => message.id === 1)).toHaveLength(1)
+        expect(next.messages.filter((message) => message.id === 2)).toHaveLength(1)
+        expect(next.messages.find((message) => message.id === 1).result).toEqual(
+          first.messages.find((message) => message.id === 1).result,
+        )
+        expect(next.listed.result).toEqual(first.listed.result)
+        expect(next.called.result.structuredContent).toMatchObject({ id: '1', title: 't' })
+        expect(next.messages.some((message) => message.method?.endsWith('list_changed'))).toBe(false)
+      }
+    } finally {
+      await rm(directory, { recursive: true, force: true })
+    }
+  })
+
+  it('answers from no record when the command line or the environment differ', async () => {
+    const { rm } = await import('node:fs/promises')
+    const directory = await temporary()
+    try {
+      await session(directory)
+      expect((await session(directory, {}, ['--read-only'])).replayed).toBeUndefined()
+      expect((await session(directory, { MCP_TOOL_TIMEOUT_MS: '5000' })).replayed).toBeUndefined()
+      expect((await session(directory, {}, ['--read-only'])).replayed).toBe('2')
+      expect((await session(directory)).replayed).toBe('2')
+      // Another client with the same configuration: a record of its own, the first kept.
+      expect((await session(directory, {}, [], 'other-client')).replayed).toBeUndefined()
+      expect((await session(directory, {}, [], 'other-client')).replayed).toBe('2')
+      expect((await session(directory)).replayed).toBe('2')
+    } finally {
+      await rm(directory, { recursive: true, force: true })
+    }
+  })
+
+  it('keeps secrets out of the record, and matches a start whatever the secret', async () => {
+    const { readdir, readFile, rm } = await import('node:fs/promises')
+    const { join } = await import('node:path')
+    const directory = await temporary()
+    try {
+      await session(directory, { MCP_AUTH_TOKEN: 'first-secret-value-1234' })
+      const files = (await readdir(directory)).filter((file) => file.endsWith('.replay.json'))
+      const text = await readFile(join(directory, files[0] as string), 'utf8')
+      expect(text).not.toContain('first-secret-value-1234')
+      expect(text).toContain('"MCP_AUTH_TOKEN"')
+      expect((await session(directory, { MCP_AUTH_TOKEN: 'second-secret-value-5678' })).replayed).toBe('2')
+      // Set or not is part of the inputs.
+      expect((await session(directory)).replayed).toBeUndefined()
+    } finally {
+      await rm(directory, { recursive: true, force: true })
+    }
+  })
+
+  it('follows a recorded listing that differs from the server’s with list_changed, and records the server’s', async () => {
+    const { readdir, readFile, rm, writeFile } = await import('node:fs/promises')
+    const { join } = await import('node:path')
+    const directory = await temporary()
+    try {
+      const first = await session(directory)
+      const file = join(
+        directory,
+        (await readdir(directory)).find((name) => name.endsWith('.replay.json')) as string,
+      )
+      await writeFile(file, (await readFile(file, 'utf8')).replaceAll('Store a note', 'Keep a note'))
+      const altered = await session(directory)
+      expect(altered.replayed).toBe('2')
+      expect(altered.listed.result.tools[0].description).toContain('Keep a note')
+      expect(
+        altered.messages.filter((message) => message.method === 'notifications/tools/list_changed'),
+      ).toHaveLength(1)
+      // The capability that promises it.
+      expect(altered.messages.find((message) => message.id === 1).result.capabilities.tools.listChanged).toBe(
+        true,
+      )
+      const next = await session(directory)
+      expect(next.replayed).toBe('2')
+      expect(next.listed.result).toEqual(first.listed.result)
+      expect(next.messages.some((message) => message.method?.endsWith('list_changed'))).toBe(false)
+    } finally {
+      await rm(directory, { recursive: true, force: true })
+    }
+  })
+
+  it('exits 0 on SIGTERM while the launcher holds the client’s answers, and serves a start without it the same', async () => {
+    const { rm } = await import('node:fs/promises')
+    const directory = await temporary()
+    try {
+      await session(directory)
+      const raw = spawnRaw(process.execPath, [BIN], { env: { KEEL_COMPILE_CACHE_DIR: directory } })
+      raw.send(JSON.stringify(INITIALIZE))
+      await raw.next((message) => message.id === 1)
+      const exited = new Promise<number | null>((resolve) => raw.child.once('exit', (code) => resolve(code)))
+      raw.child.kill('SIGTERM')
+      expect(await exited).toBe(0)
+      const off = await session(directory, { KEEL_HANDSHAKE_REPLAY: '0' })
+      expect(off.replayed).toBeUndefined()
+      expect(off.called.result.structuredContent).toMatchObject({ id: '1' })
+    } finally {
+      await rm(directory, { recursive: true, force: true })
+    }
+  })
+})
