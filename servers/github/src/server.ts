@@ -362,6 +362,9 @@ export function createServer(tuning: ClientTuning = {}) {
     resourceTemplates,
     prompts,
     // Cheap on purpose: nothing loads and nothing connects until the first call.
+    // Its start reads nothing but its configuration: a bin answers a client's handshake from the
+    // record of an identical start (core's replay.ts).
+    handshakeReplay: true,
     createDeps({ config, logger, addSecret, env }) {
       let apiUrl: URL
       try {

@@ -138,6 +138,9 @@ export const server = defineServer<PostgresDeps, PostgresOptions>({
   auditArguments: ['database', 'schema', 'table', 'name', 'kind', 'kinds', 'pattern', 'checks', 'order_by'],
   resourceTemplates: [tableResource],
   // Cheap on purpose: nothing connects and nothing heavy loads until warmUp (after initialize).
+  // Its start reads nothing but its configuration: a bin answers a client's handshake from the
+  // record of an identical start (core's replay.ts).
+  handshakeReplay: true,
   createDeps({ config, logger, addSecret }) {
     const positional = config.positionals[0]
     const url = positional ?? config.options.databaseUrl

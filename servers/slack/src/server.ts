@@ -108,9 +108,12 @@ export function createServer(tuning: SlackTuning = {}) {
         names,
       )
     },
+    // Its start reads nothing but its configuration: a bin answers a client's handshake from the
+    // record of an identical start (core's replay.ts).
+    handshakeReplay: true,
     // Cheap on purpose: nothing loads and nothing connects until the first call, and the name
     // directories fill as calls need them: initialize never waits for a workspace.
-    createDeps({ config, logger, addSecret }) {
+    createDeps({ config, logger, addSecret, env }) {
       const { botToken, userToken, apiUrl, teamId } = config.options
       addSecret(botToken)
       addSecret(userToken)
@@ -132,7 +135,7 @@ export function createServer(tuning: SlackTuning = {}) {
         ...(config.options.includeDms ? ['im', 'mpim'] : []),
       ].join(',')
       const common = { channelTypes, nameCache: config.options.nameCache, client }
-      const extra = workspaceTokens(config.options.workspaces, process.env, addSecret)
+      const extra = workspaceTokens(config.options.workspaces, env, addSecret)
       const workspaces = new Map<string, WorkspaceDeps>()
       if (botToken || extra.length === 0)
         workspaces.set(

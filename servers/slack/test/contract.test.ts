@@ -60,22 +60,15 @@ describe('slack contract', () => {
 
   it('stays within 155 tokens a tool with two workspaces, where every tool takes workspace', async () => {
     const slack = await fake()
-    process.env.KEEL_TEST_SECOND_TOKEN = 'xoxb-second-workspace-token'
-    try {
-      const { tools } = await (
-        await connect(
-          slack,
-          ['--allow-writes', '--upload-dir', '.', '--workspace', 'second=KEEL_TEST_SECOND_TOKEN'],
-          {
-            SLACK_USER_TOKEN: USER_TOKEN,
-          },
-        )
-      ).client.listTools()
-      expect(tools.every((tool) => 'workspace' in (tool.inputSchema.properties ?? {}))).toBe(true)
-      expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(155)
-    } finally {
-      delete process.env.KEEL_TEST_SECOND_TOKEN
-    }
+    const { tools } = await (
+      await connect(
+        slack,
+        ['--allow-writes', '--upload-dir', '.', '--workspace', 'second=KEEL_TEST_SECOND_TOKEN'],
+        { SLACK_USER_TOKEN: USER_TOKEN, KEEL_TEST_SECOND_TOKEN: 'xoxb-second-workspace-token' },
+      )
+    ).client.listTools()
+    expect(tools.every((tool) => 'workspace' in (tool.inputSchema.properties ?? {}))).toBe(true)
+    expect(Buffer.byteLength(JSON.stringify({ tools })) / 4 / tools.length).toBeLessThanOrEqual(155)
   })
 
   it('keeps its tool list stable', async () => {

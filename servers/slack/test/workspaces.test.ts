@@ -1,21 +1,17 @@
 import { connectInMemory } from '@keel-mcp/core/testing'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { SECOND_BOT_TOKEN } from './fake-slack.js'
 import { BOT_TOKEN, call, connect, fake, testServer, useCleanup } from './helpers.js'
 
 useCleanup()
 const SECOND = 'KEEL_TEST_SLACK_SECOND_TOKEN'
-beforeEach(() => {
-  process.env[SECOND] = SECOND_BOT_TOKEN
-})
-afterEach(() => {
-  delete process.env[SECOND]
-})
+// The server reads a workspace's token from the environment core gives it (a bin's own).
+const SECOND_ENV = { [SECOND]: SECOND_BOT_TOKEN }
 
 describe('several workspaces', () => {
   it('sends each call with the token of the workspace it names, the first by default', async () => {
     const slack = await fake()
-    const connection = await connect(slack, ['--workspace', `second=${SECOND}`])
+    const connection = await connect(slack, ['--workspace', `second=${SECOND}`], SECOND_ENV)
     expect(connection.client.getInstructions()).toContain('Workspaces: default, second')
     const { tools } = await connection.client.listTools()
     expect(tools.every((tool) => 'workspace' in (tool.inputSchema.properties ?? {}))).toBe(true)
@@ -34,7 +30,7 @@ describe('several workspaces', () => {
 
   it('refuses an unknown workspace with the names it knows', async () => {
     const slack = await fake()
-    const connection = await connect(slack, ['--workspace', `second=${SECOND}`])
+    const connection = await connect(slack, ['--workspace', `second=${SECOND}`], SECOND_ENV)
     const refused = await call(connection, 'list_channels', { workspace: 'third' })
     expect(refused.isError).toBe(true)
     expect(refused.text).toMatch(/^invalid_argument: .*workspace: must be one of: default, second/)
