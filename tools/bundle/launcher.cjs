@@ -348,8 +348,10 @@ function replayHandshake(boot) {
   } catch {}
   globalThis.__keelReplay = { file, records }
   // Every record of these inputs (one per client that started the server with them): an answer
-  // depends only on the request, so they pool; the launcher stops waiting once it has answered
-  // every request of one of them.
+  // depends only on the request, so they pool. The launcher hands over at the first line no record
+  // answers (a tool call: at once), when stdin ends with nothing unanswered (a client that listed
+  // and left: the process ends, the server never started), or after REPLAY_WINDOW_MS without a
+  // line (a client that waits for its model: the server starts meanwhile).
   const matching = records.filter(
     (candidate) => candidate && inputsMatch(candidate.inputs) && Array.isArray(candidate.exchanges),
   )
@@ -357,15 +359,10 @@ function replayHandshake(boot) {
   // node:tty, which a start from a pipe never loads otherwise.)
   if (!matching.length || fs.fstatSync(0).isCharacterDevice()) return false
   const answers = new Map()
-  const pools = matching.map((candidate) => {
-    const keys = new Set()
+  for (const candidate of matching)
     for (const exchange of candidate.exchanges)
-      if (exchange && typeof exchange.request === 'string' && typeof exchange.result === 'string') {
+      if (exchange && typeof exchange.request === 'string' && typeof exchange.result === 'string')
         answers.set(exchange.request, exchange.result)
-        keys.add(exchange.request)
-      }
-    return keys
-  })
   if (!answers.size) return false
   const stdin = process.stdin
   const chunks = []
@@ -425,18 +422,25 @@ function replayHandshake(boot) {
       if (result === undefined || ids.has(idText)) return handOff()
       ids.add(idText)
       answered.push([idText, result, message.method])
-      const key = JSON.stringify(rest)
-      for (const keys of pools) keys.delete(key)
       process.stdout.write(`{"jsonrpc":"2.0","id":${idText},"result":${result}}\n`)
-      // Every request of a record answered: nothing left to wait for (the server starts while the
-      // client reads the answers), whatever else came in the same read.
-      if (answered.length >= REPLAY_MAX_ANSWERS || pools.some((keys) => keys.size === 0)) return handOff()
+      if (answered.length >= REPLAY_MAX_ANSWERS) return handOff()
     }
     clearTimeout(timer)
     timer = setTimeout(handOff, REPLAY_WINDOW_MS)
   }
+  // The client closed stdin with every request it sent answered (a client that lists the tools
+  // and goes, as a host probing its servers does): the server has nothing to serve, and a server
+  // started now would only exit. Its answers flushed, the process ends as the server would.
   const onEnd = () => {
     ended = true
+    if (!handed && pending.toString('utf8').trim() === '') {
+      handed = true
+      clearTimeout(timer)
+      if (process.env.KEEL_COMPILE_CACHE_DEBUG === '1')
+        process.stderr.write(`keel handshake replay: answered ${answered.length}, then stdin ended\n`)
+      process.stdout.write('', () => process.exit(0))
+      return
+    }
     handOff()
   }
   // A client gone while the launcher answers (EPIPE) ends stdin too; the server sees that.

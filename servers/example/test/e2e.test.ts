@@ -214,10 +214,16 @@ describe('the compile cache', () => {
     const { tmpdir } = await import('node:os')
     const { join } = await import('node:path')
     const directory = await mkdtemp(join(tmpdir(), 'keel-cache-'))
-    // stdin ends right after tools/list: the cache is still written (at exit).
+    // stdin ends right after tools/list: the cache is still written (at exit). Every start is the
+    // server's own (no handshake answered from a record, which would answer this one whole).
     const list = async (env: Record<string, string>, args: string[] = []) => {
       const { tools, stderr } = await listToolsAndExit(process.execPath, [BIN, ...args], {
-        env: { KEEL_COMPILE_CACHE_DIR: directory, KEEL_COMPILE_CACHE_DEBUG: '1', ...env },
+        env: {
+          KEEL_COMPILE_CACHE_DIR: directory,
+          KEEL_COMPILE_CACHE_DEBUG: '1',
+          KEEL_HANDSHAKE_REPLAY: '0',
+          ...env,
+        },
       })
       return { tools, schemaCache: /keel schema cache: (\w+)/.exec(stderr)?.[1] }
     }
@@ -388,6 +394,24 @@ describe('the handshake from the record of an identical start', () => {
       expect(next.replayed).toBe('2')
       expect(next.listed.result).toEqual(first.listed.result)
       expect(next.messages.some((message) => message.method?.endsWith('list_changed'))).toBe(false)
+    } finally {
+      await rm(directory, { recursive: true, force: true })
+    }
+  })
+
+  it('answers a client that lists and leaves, and exits 0 without starting the server', async () => {
+    const { rm } = await import('node:fs/promises')
+    const directory = await temporary()
+    try {
+      const env = { KEEL_COMPILE_CACHE_DIR: directory, KEEL_COMPILE_CACHE_DEBUG: '1' }
+      const first = await listToolsAndExit(process.execPath, [BIN], { env })
+      expect(first.stderr).toContain('keel schema cache:')
+      const next = await listToolsAndExit(process.execPath, [BIN], { env })
+      expect(next.code).toBe(0)
+      expect(next.tools).toEqual(first.tools)
+      expect(next.stderr).toContain('keel handshake replay: answered 2, then stdin ended')
+      // The server never started: it would have opened its schema cache.
+      expect(next.stderr).not.toContain('keel schema cache:')
     } finally {
       await rm(directory, { recursive: true, force: true })
     }
