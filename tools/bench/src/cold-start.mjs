@@ -8,7 +8,8 @@
 // build copied to servers/slack/.dist-before/ (a copy must stay inside the package, where its lazy
 // dependencies resolve). Nothing calls the Web API during a start, so no fake runs; the URL given
 // points nowhere. Besides the wall time it reports each server's CPU time (every thread) from spawn
-// to the tools/list answer, which a loaded machine disturbs less than the wall time.
+// to the tools/list answer, which a loaded machine disturbs less than the wall time, and the time
+// from spawn to the answer of a call made right after the listing (the server itself answers it).
 // BENCH_COLD_ROUNDS (default 21) sets the rounds.
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
@@ -27,9 +28,16 @@ const env = {
   SLACK_API_URL: 'http://127.0.0.1:9/api/',
   LOG_LEVEL: 'warn',
 }
-const keel = (label, bin) => ({ label, command: process.execPath, args: [resolve(bin)], env })
+const keel = (label, bin, extra = {}) => ({
+  label,
+  command: process.execPath,
+  args: [resolve(bin)],
+  env: { ...env, ...extra },
+})
 const contenders = [
   keel('keel slack', join(repo, 'servers/slack/dist/index.js')),
+  // The same bin with its handshake never answered from a record (core's replay.ts).
+  keel('keel slack, no replay', join(repo, 'servers/slack/dist/index.js'), { KEEL_HANDSHAKE_REPLAY: '0' }),
   ...process.argv.slice(2).map((argument) => {
     const [label, bin] = argument.split('=')
     return keel(label, bin)
@@ -50,6 +58,7 @@ const contenders = [
 async function starts(runs) {
   const wall = contenders.map(() => [])
   const cpu = contenders.map(() => [])
+  const call = contenders.map(() => [])
   for (let run = 0; run < runs; run++) {
     for (const [index, { command, args, env: extra }] of contenders.entries()) {
       const started = performance.now()
@@ -58,14 +67,18 @@ async function starts(runs) {
       await client.request('tools/list')
       wall[index].push(performance.now() - started)
       cpu[index].push(client.cpuMs())
+      // Then a call, which only the server itself answers (an unknown tool: an error from each):
+      // when a client could use a tool it listed, whoever answered the listing.
+      await client.request('tools/call', { name: 'no_such_tool', arguments: {} }).catch(() => {})
+      call[index].push(performance.now() - started)
       await client.close()
     }
   }
-  return { wall: wall.map(median), cpu: cpu.map(median) }
+  return { wall: wall.map(median), cpu: cpu.map(median), call: call.map(median) }
 }
 const rounds = Number(process.env.BENCH_COLD_ROUNDS ?? 21)
 await starts(1) // unmeasured: fills each bin's V8 code cache and the disk cache
-const { wall: medians, cpu } = await starts(rounds)
+const { wall: medians, cpu, call } = await starts(rounds)
 const reference = medians.at(-1)
 const floor = medians.at(-2)
 const { loadavg } = await import('node:os')
@@ -75,7 +88,16 @@ console.log(
     .join(' ')}\n`,
 )
 table(
-  ['server', 'spawn → tools/list', '÷ reference', '÷ floor', 'server CPU by then', '÷ reference'],
+  [
+    'server',
+    'spawn → tools/list',
+    '÷ reference',
+    '÷ floor',
+    'server CPU by then',
+    '÷ reference',
+    'spawn → a call answered',
+    '÷ reference',
+  ],
   contenders.map((contender, index) => [
     contender.label,
     `${medians[index].toFixed(1)} ms`,
@@ -83,5 +105,7 @@ table(
     ratio(medians[index], floor),
     `${cpu[index].toFixed(1)} ms`,
     ratio(cpu[index], cpu.at(-1)),
+    `${call[index].toFixed(1)} ms`,
+    ratio(call[index], call.at(-1)),
   ]),
 )
