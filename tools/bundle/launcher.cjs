@@ -293,6 +293,8 @@ function prepare() {
 const REPLAY_WINDOW_MS = 25
 /** How many requests it answers at most before it starts the server anyway. */
 const REPLAY_MAX_ANSWERS = 16
+/** The longest unfinished line it holds before it starts the server anyway. */
+const REPLAY_MAX_LINE_BYTES = 1024 * 1024
 
 function replayFileName() {
   const stat = fs.statSync(bundle)
@@ -331,6 +333,17 @@ function inputsMatch(inputs) {
   )
 }
 
+/** A recorded result as core writes it: one line of JSON holding an object. */
+function isResultText(text) {
+  if (typeof text !== 'string' || !text.startsWith('{') || /[\n\r]/.test(text)) return false
+  try {
+    const value = JSON.parse(text)
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+  } catch {
+    return false
+  }
+}
+
 /**
  * Answers from a record, when one matches this start, then calls `boot` with what it read; returns
  * false (having called nothing) when there is nothing to answer from.
@@ -361,7 +374,7 @@ function replayHandshake(boot) {
   const answers = new Map()
   for (const candidate of matching)
     for (const exchange of candidate.exchanges)
-      if (exchange && typeof exchange.request === 'string' && typeof exchange.result === 'string')
+      if (exchange && typeof exchange.request === 'string' && isResultText(exchange.result))
         answers.set(exchange.request, exchange.result)
   if (!answers.size) return false
   const stdin = process.stdin
@@ -399,6 +412,8 @@ function replayHandshake(boot) {
     const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
     chunks.push(data)
     pending = pending.length ? Buffer.concat([pending, data]) : data
+    // A line longer than any handshake request: the server, which bounds lines, takes it from here.
+    if (pending.length > REPLAY_MAX_LINE_BYTES) return handOff()
     let newline = pending.indexOf(0x0a)
     while (newline !== -1) {
       const line = pending.toString('utf8', 0, newline)

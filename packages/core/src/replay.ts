@@ -273,17 +273,27 @@ export class HandshakeRecorder {
     if (!entries.length || this.#writes >= MAX_RECORDS) return
     const inputs = this.#context.inputs()
     if (!inputs) return
-    const exchanges = entries.map(({ key, result }) => ({ request: key, result }))
-    const record = { inputs, exchanges }
     // One record per inputs and client (its first request): two clients that start the server
     // with the same configuration keep a record each.
     const identity = (candidate: unknown) =>
       isRecord(candidate) && Array.isArray(candidate.exchanges) && isRecord(candidate.exchanges[0])
         ? JSON.stringify([candidate.inputs, candidate.exchanges[0].request])
         : undefined
-    const own = identity(record)
+    const own = JSON.stringify([inputs, entries[0]?.key])
     const others = this.#context.records.filter((other) => identity(other) !== own)
-    const same = this.#context.records.find((other) => identity(other) === own)
+    const same = this.#context.records.find((other) => identity(other) === own) as
+      | { exchanges: unknown[] }
+      | undefined
+    // This start's answers, after what the record already held for other requests (a start that
+    // only called a tool after initialize keeps the listing an earlier start recorded: an answer
+    // depends only on the inputs and the request).
+    const merged = new Map<string, string>()
+    for (const exchange of same?.exchanges ?? [])
+      if (isRecord(exchange) && typeof exchange.request === 'string' && typeof exchange.result === 'string')
+        merged.set(exchange.request, exchange.result)
+    for (const { key, result } of entries) merged.set(key, result as string)
+    const exchanges = [...merged].slice(0, MAX_EXCHANGES).map(([request, result]) => ({ request, result }))
+    const record = { inputs, exchanges }
     if (same && JSON.stringify(same) === JSON.stringify(record)) return
     const text = JSON.stringify({ version: 1, records: [record, ...others].slice(0, MAX_RECORDS) })
     // Never a secret on disk: a record that holds one anywhere (an answer that quotes it) is not kept.

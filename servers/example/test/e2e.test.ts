@@ -351,6 +351,51 @@ describe('the handshake from the record of an identical start', () => {
     }
   })
 
+  it('keeps what a record held when a later start of the same client asks less', async () => {
+    const { rm } = await import('node:fs/promises')
+    const directory = await temporary()
+    try {
+      await session(directory)
+      // The same client, straight from initialize to a call: nothing new to record.
+      const raw = spawnRaw(process.execPath, [BIN], { env: { KEEL_COMPILE_CACHE_DIR: directory } })
+      raw.send(JSON.stringify(INITIALIZE))
+      await raw.next((message) => message.id === 1)
+      await raw.request('tools/call', { name: 'search_notes', arguments: { query: 'x' } }, 3)
+      expect((await raw.end()).code).toBe(0)
+      expect((await session(directory)).replayed).toBe('2')
+    } finally {
+      await rm(directory, { recursive: true, force: true })
+    }
+  })
+
+  it('answers nothing from a record that is not what core writes, and the server serves as always', async () => {
+    const { readdir, readFile, rm, writeFile } = await import('node:fs/promises')
+    const { join } = await import('node:path')
+    const directory = await temporary()
+    try {
+      const first = await session(directory)
+      const file = join(
+        directory,
+        (await readdir(directory)).find((name) => name.endsWith('.replay.json')) as string,
+      )
+      const stored = JSON.parse(await readFile(file, 'utf8'))
+      // An answer that would break the framing, one that is not JSON, one that is not an object.
+      const broken = ['{"tools":[]}\n{"jsonrpc":"2.0","id":9,"result":{}}', '{"tools":', '[1]']
+      for (const result of broken) {
+        for (const exchange of stored.records[0].exchanges) exchange.result = result
+        await writeFile(file, JSON.stringify(stored))
+        const next = await session(directory)
+        expect(next.replayed).toBeUndefined()
+        expect(next.listed.result).toEqual(first.listed.result)
+        expect(next.messages.every((message) => message.id !== 9)).toBe(true)
+      }
+      await writeFile(file, 'not json')
+      expect((await session(directory)).listed.result).toEqual(first.listed.result)
+    } finally {
+      await rm(directory, { recursive: true, force: true })
+    }
+  })
+
   it('keeps secrets out of the record, and matches a start whatever the secret', async () => {
     const { readdir, readFile, rm } = await import('node:fs/promises')
     const { join } = await import('node:path')

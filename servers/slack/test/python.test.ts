@@ -93,3 +93,52 @@ describe.each(targets)('the Python MCP SDK over %s', (_transport, target) => {
     },
   )
 })
+
+// A bin answers the handshake and the tool list of a start like an earlier one from that start's
+// record (core's replay.ts): the Python client, in either mode, sees what the server itself gave.
+describe('the Python MCP SDK against a start answered from a record', () => {
+  it.each([
+    ['auto', '2026-07-28'],
+    ['legacy', '2025-11-25'],
+  ] as const)(
+    'in %s mode gets the same handshake and tools, then the server serves its call (%s)',
+    async (mode, version) => {
+      const { mkdtemp, rm } = await import('node:fs/promises')
+      const { tmpdir } = await import('node:os')
+      const { join } = await import('node:path')
+      const directory = await mkdtemp(join(tmpdir(), 'keel-slack-replay-'))
+      const fake = await startFakeSlack()
+      open.push(fake)
+      try {
+        const start = () =>
+          runPythonClient({
+            target: {
+              command: process.execPath,
+              args: [BIN, ...ARGS],
+              env: { ...envFor(fake), KEEL_COMPILE_CACHE_DIR: directory, KEEL_COMPILE_CACHE_DEBUG: '1' },
+            },
+            mode,
+            steps: [
+              { op: 'info' },
+              { op: 'list_tools' },
+              { op: 'call_tool', name: 'get_channel_history', arguments: { channel: '#general', limit: 3 } },
+            ],
+          })
+        const first = await start()
+        const second = await start()
+        expect(first.stderr).not.toMatch(/keel handshake replay: answered [1-9]/)
+        expect(second.stderr).toMatch(/keel handshake replay: answered [1-9]/)
+        for (const run of [first, second]) {
+          expect(run.connectError).toBeUndefined()
+          expect(run.protocolVersion).toBe(version)
+          expect(text(ok(run, 2))).toContain('a thread starter')
+        }
+        expect(ok(second, 0)).toEqual(ok(first, 0))
+        expect(ok(second, 1)).toEqual(ok(first, 1))
+        expect(second.notifications.filter((note) => note.method.endsWith('list_changed'))).toEqual([])
+      } finally {
+        await rm(directory, { recursive: true, force: true })
+      }
+    },
+  )
+})
