@@ -19,7 +19,11 @@ import { isRecord } from './jsonrpc.js'
 // Only a server whose start reads nothing but its configuration takes part
 // (`ServerSpec.handshakeReplay`). `KEEL_HANDSHAKE_REPLAY=0` turns it off.
 
-/** Requests whose answers a start may record: each depends only on the code, the configuration and itself. */
+/**
+ * Requests whose answers a start may record: each answer depends only on the code, the
+ * configuration and the request. (`logging/setLevel` changes the server's level too: the server
+ * does that when it serves the line the launcher hands over, before it has anything to log.)
+ */
 export const REPLAYABLE = new Set([
   'initialize',
   'server/discover',
@@ -28,6 +32,7 @@ export const REPLAYABLE = new Set([
   'resources/list',
   'resources/templates/list',
   'ping',
+  'logging/setLevel',
 ])
 
 /** How many records (distinct inputs) one file keeps, the latest first. */

@@ -333,6 +333,52 @@ describe('the handshake from the record of an identical start', () => {
     }
   })
 
+  it.each(['v2', 'v1'] as const)(
+    'serves the SDK %s client the same from a record as from the server',
+    async (generation) => {
+      const { rm } = await import('node:fs/promises')
+      const directory = await temporary()
+      try {
+        const run = async () => {
+          let stderr = ''
+          const connection = await connectStdio({
+            command: process.execPath,
+            args: [BIN],
+            generation,
+            env: { KEEL_COMPILE_CACHE_DIR: directory, KEEL_COMPILE_CACHE_DEBUG: '1' },
+            onStderr: (chunk) => {
+              stderr += chunk
+            },
+          })
+          try {
+            const { tools } = await connection.client.listTools()
+            const added = await connection.client.callTool({
+              name: 'add_note',
+              arguments: { title: 'a', body: 'b' },
+            })
+            return {
+              tools,
+              added: added.structuredContent,
+              instructions: connection.client.getInstructions(),
+              stderr,
+            }
+          } finally {
+            await connection.close()
+          }
+        }
+        const first = await run()
+        const second = await run()
+        expect(first.stderr).not.toMatch(/keel handshake replay: answered [1-9]/)
+        expect(second.stderr).toMatch(/keel handshake replay: answered [1-9]/)
+        expect(second.tools).toEqual(first.tools)
+        expect(second.instructions).toEqual(first.instructions)
+        expect(second.added).toMatchObject({ id: '1', title: 'a', body: 'b' })
+      } finally {
+        await rm(directory, { recursive: true, force: true })
+      }
+    },
+  )
+
   it('answers from no record when the command line or the environment differ', async () => {
     const { rm } = await import('node:fs/promises')
     const directory = await temporary()
