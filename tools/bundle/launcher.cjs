@@ -434,7 +434,9 @@ function replayHandshake(boot) {
       const { id: _id, ...rest } = message
       const result = validId ? answers.get(JSON.stringify(rest)) : undefined
       const idText = validId ? JSON.stringify(id) : undefined
-      if (result === undefined || ids.has(idText)) return handOff()
+      // A second initialize is the server's to refuse.
+      const again = message.method === 'initialize' && answered.some((entry) => entry[2] === 'initialize')
+      if (result === undefined || ids.has(idText) || again) return handOff()
       ids.add(idText)
       answered.push([idText, result, message.method])
       process.stdout.write(`{"jsonrpc":"2.0","id":${idText},"result":${result}}\n`)
