@@ -205,6 +205,11 @@ export class HandshakeRecorder {
     this.#context = context
   }
 
+  /** Closed, and every request it took has its answer: nothing it sees from now on matters. */
+  get finished(): boolean {
+    return !this.#open && this.#entries.every((entry) => entry.result !== undefined)
+  }
+
   /** Sees every inbound message, in order. */
   inbound(message: unknown): void {
     if (!this.#open) return

@@ -35,7 +35,7 @@ export interface LineTransportOptions {
     onReplayMismatch?: (method: string) => void
   }
   /** Sees every inbound message and every outbound one (the handshake recorder, replay.ts). */
-  recorder?: { inbound(message: unknown): void; outbound(message: unknown): void }
+  recorder?: { inbound(message: unknown): void; outbound(message: unknown): void; readonly finished: boolean }
 }
 
 /**
@@ -82,7 +82,8 @@ export class LineTransport implements Transport {
   #closed = false
   #ended = false
   readonly #replay: LineTransportOptions['replay']
-  readonly #recorder: LineTransportOptions['recorder']
+  /** Until the recorder has what it keeps: then the transport lets it go (no cost a message). */
+  #recorder: LineTransportOptions['recorder']
   /** Requests the launcher answered: id as JSON → the result it sent (JSON) and the method. */
   readonly #answered = new Map<string, { result: string; method: string }>()
   /** Requests being served, while an observer is installed: ended when their response is sent. */
@@ -182,7 +183,10 @@ export class LineTransport implements Transport {
       this.#reply(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid JSON'))
       return
     }
-    this.#recorder?.inbound(message)
+    if (this.#recorder) {
+      this.#recorder.inbound(message)
+      if (this.#recorder.finished) this.#recorder = undefined
+    }
     const served = this.#claim && !this.#queue ? this.#claim(message) : undefined
     if (served) {
       this.#run(message, served)
@@ -291,7 +295,10 @@ export class LineTransport implements Transport {
    * again, and one that differs from what was sent is reported.
    */
   #answeredBefore(message: JSONRPCMessage): boolean {
-    this.#recorder?.outbound(message)
+    if (this.#recorder) {
+      this.#recorder.outbound(message)
+      if (this.#recorder.finished) this.#recorder = undefined
+    }
     if (!this.#answered.size) return false
     const { id, method, result } = message as { id?: unknown; method?: unknown; result?: unknown }
     if (method !== undefined || id === undefined) return false

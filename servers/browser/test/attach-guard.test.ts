@@ -143,7 +143,7 @@ describe('memory of the server pages in an attached browser', () => {
     expect(first.isError, first.text).toBe(false)
     expect((await call(conn, 'new_tab')).isError).toBe(false)
     const opened = await call(conn, 'navigate', { url: `${origin}/hold?n=40`, tab: 't2' })
-    // Each under 64 MiB, both over it: the larger one (t2) is closed and its tab goes on blank. The
+    // Each under 64 MiB, both over it: the larger one is closed and its tab goes on blank. The
     // pages are measured every 500 ms, so that can happen while the navigate is still answering
     // (the page's script has run before its load ends): the navigate says so then, else the next call.
     const notice = opened.isError
@@ -152,14 +152,19 @@ describe('memory of the server pages in an attached browser', () => {
           () => call(conn, 'list_tabs'),
           (result) => result.text.includes('together'),
         )
-    expect(notice.text).toMatch(
-      /used \d+ MiB together, over --max-memory \(64 MiB\); the page in tab t2, the largest/,
-    )
+    // The largest as measured: t2 nearly always. A measurement can catch t2 while its script still
+    // fills its arrays and t1 still holds garbage from its own (a CI run named t1): whichever tab
+    // it names is the one closed, and the other page stays.
+    const closed =
+      /used \d+ MiB together, over --max-memory \(64 MiB\); the page in tab (t[12]), the largest/.exec(
+        notice.text,
+      )?.[1]
+    expect(closed, notice.text).toBeDefined()
     const pages = await until(
       async () => (await serverPages(endpoint)).sort(),
       (urls) => urls.length === 2,
     )
-    expect(pages).toEqual(['about:blank', `${origin}/hold?n=32`])
+    expect(pages).toEqual(['about:blank', `${origin}/hold?n=${closed === 't2' ? 32 : 40}`])
   }, 60_000)
 })
 
