@@ -27,6 +27,19 @@ function cacheDirectory() {
   return path.join(base, 'keel-mcp', 'v8')
 }
 
+/**
+ * The cache directory when it is usable (made if missing, private), else undefined; checked once
+ * per process (the handshake replay and the code cache both ask).
+ */
+let usable
+function usableCacheDirectory() {
+  if (usable === undefined) {
+    const directory = cacheDirectory()
+    usable = directory && privateDirectory(directory) ? directory : null
+  }
+  return usable ?? undefined
+}
+
 // Only a directory that this user owns and no one else can write to may feed code to V8.
 function privateDirectory(directory) {
   try {
@@ -187,8 +200,8 @@ function thinStage(thinFile) {
 /** Compiles the bundle with the code cache; returns a function that runs it, or undefined. */
 function prepare() {
   const vm = require('node:vm')
-  const directory = cacheDirectory()
-  if (!directory || !privateDirectory(directory)) return undefined
+  const directory = usableCacheDirectory()
+  if (!directory) return undefined
   const Module = require('node:module')
   const source = fs.readFileSync(bundle, 'utf8')
   const key = cacheKey(source)
@@ -281,9 +294,9 @@ function prepare() {
 
 // The handshake answered from the record of an identical start (packages/core/src/replay.ts).
 // Core, in a server that takes part, records a connection's first requests while they are
-// initialize, server/discover, a listing or ping, with their answers and what the start was built
-// from (the command line, the working directory, the environment variables its configuration
-// read, secrets left out as gaps), in a file of this bin's version. A later start whose inputs
+// initialize, server/discover, a listing, ping or logging/setLevel, with their answers and what
+// the start was built from (the command line, the working directory, the environment variables
+// its configuration read, secrets left out as gaps), in a file of this bin's version. A later start whose inputs
 // match answers those requests here, before the bundle is compiled: the answers a client waits for
 // at start come after node's own start, not after the server's. The bundle then starts and is
 // handed every byte read; it serves those lines as usual, writes none of the answers again and
@@ -351,8 +364,8 @@ function isResultText(text) {
 function replayHandshake(boot) {
   if (!/^[0-9a-f]{64}$/.test(BUNDLE_SHA256) || process.env.KEEL_HANDSHAKE_REPLAY === '0') return false
   if (process.argv.some((argument) => argument === '--help' || argument === '--version')) return false
-  const directory = cacheDirectory()
-  if (!directory || !privateDirectory(directory)) return false
+  const directory = usableCacheDirectory()
+  if (!directory) return false
   const file = path.join(directory, replayFileName())
   let records = []
   try {

@@ -297,18 +297,23 @@ describe('the handshake from the record of an identical start', () => {
       replayed: /keel handshake replay: answered ([1-9]\d*)/.exec(raw.stderr.join(''))?.[1],
     }
   }
-  const temporary = async () => {
-    const { mkdtemp } = await import('node:fs/promises')
+  /** Runs `work` with a cache directory of its own, removed afterwards. */
+  const inDirectory = async (work: (directory: string) => Promise<void>) => {
+    const { mkdtemp, rm } = await import('node:fs/promises')
     const { tmpdir } = await import('node:os')
     const { join } = await import('node:path')
-    return mkdtemp(join(tmpdir(), 'keel-replay-'))
+    const directory = await mkdtemp(join(tmpdir(), 'keel-replay-'))
+    try {
+      await work(directory)
+    } finally {
+      await rm(directory, { recursive: true, force: true })
+    }
   }
 
   it('answers initialize and tools/list at the next start with the same inputs, each once, as the server would', async () => {
-    const { readdir, rm, stat } = await import('node:fs/promises')
+    const { readdir, stat } = await import('node:fs/promises')
     const { join } = await import('node:path')
-    const directory = await temporary()
-    try {
+    await inDirectory(async (directory) => {
       const first = await session(directory)
       expect(first.replayed).toBeUndefined()
       const files = (await readdir(directory)).filter((file) => file.endsWith('.replay.json'))
@@ -328,17 +333,13 @@ describe('the handshake from the record of an identical start', () => {
         expect(next.called.result.structuredContent).toMatchObject({ id: '1', title: 't' })
         expect(next.messages.some((message) => message.method?.endsWith('list_changed'))).toBe(false)
       }
-    } finally {
-      await rm(directory, { recursive: true, force: true })
-    }
+    })
   })
 
   it.each(['v2', 'v1'] as const)(
     'serves the SDK %s client the same from a record as from the server',
     async (generation) => {
-      const { rm } = await import('node:fs/promises')
-      const directory = await temporary()
-      try {
+      await inDirectory(async (directory) => {
         const run = async () => {
           let stderr = ''
           const connection = await connectStdio({
@@ -373,16 +374,12 @@ describe('the handshake from the record of an identical start', () => {
         expect(second.tools).toEqual(first.tools)
         expect(second.instructions).toEqual(first.instructions)
         expect(second.added).toMatchObject({ id: '1', title: 'a', body: 'b' })
-      } finally {
-        await rm(directory, { recursive: true, force: true })
-      }
+      })
     },
   )
 
   it('answers from no record when the command line or the environment differ', async () => {
-    const { rm } = await import('node:fs/promises')
-    const directory = await temporary()
-    try {
+    await inDirectory(async (directory) => {
       await session(directory)
       expect((await session(directory, {}, ['--read-only'])).replayed).toBeUndefined()
       expect((await session(directory, { MCP_TOOL_TIMEOUT_MS: '5000' })).replayed).toBeUndefined()
@@ -392,15 +389,11 @@ describe('the handshake from the record of an identical start', () => {
       expect((await session(directory, {}, [], 'other-client')).replayed).toBeUndefined()
       expect((await session(directory, {}, [], 'other-client')).replayed).toBe('2')
       expect((await session(directory)).replayed).toBe('2')
-    } finally {
-      await rm(directory, { recursive: true, force: true })
-    }
+    })
   })
 
   it('keeps what a record held when a later start of the same client asks less', async () => {
-    const { rm } = await import('node:fs/promises')
-    const directory = await temporary()
-    try {
+    await inDirectory(async (directory) => {
       await session(directory)
       // The same client, straight from initialize to a call: nothing new to record.
       const raw = spawnRaw(process.execPath, [BIN], { env: { KEEL_COMPILE_CACHE_DIR: directory } })
@@ -409,16 +402,13 @@ describe('the handshake from the record of an identical start', () => {
       await raw.request('tools/call', { name: 'search_notes', arguments: { query: 'x' } }, 3)
       expect((await raw.end()).code).toBe(0)
       expect((await session(directory)).replayed).toBe('2')
-    } finally {
-      await rm(directory, { recursive: true, force: true })
-    }
+    })
   })
 
   it('answers nothing from a record that is not what core writes, and the server serves as always', async () => {
-    const { readdir, readFile, rm, writeFile } = await import('node:fs/promises')
+    const { readdir, readFile, writeFile } = await import('node:fs/promises')
     const { join } = await import('node:path')
-    const directory = await temporary()
-    try {
+    await inDirectory(async (directory) => {
       const first = await session(directory)
       const file = join(
         directory,
@@ -437,16 +427,13 @@ describe('the handshake from the record of an identical start', () => {
       }
       await writeFile(file, 'not json')
       expect((await session(directory)).listed.result).toEqual(first.listed.result)
-    } finally {
-      await rm(directory, { recursive: true, force: true })
-    }
+    })
   })
 
   it('keeps secrets out of the record, and matches a start whatever the secret', async () => {
-    const { readdir, readFile, rm } = await import('node:fs/promises')
+    const { readdir, readFile } = await import('node:fs/promises')
     const { join } = await import('node:path')
-    const directory = await temporary()
-    try {
+    await inDirectory(async (directory) => {
       await session(directory, { MCP_AUTH_TOKEN: 'first-secret-value-1234' })
       const files = (await readdir(directory)).filter((file) => file.endsWith('.replay.json'))
       const text = await readFile(join(directory, files[0] as string), 'utf8')
@@ -455,16 +442,13 @@ describe('the handshake from the record of an identical start', () => {
       expect((await session(directory, { MCP_AUTH_TOKEN: 'second-secret-value-5678' })).replayed).toBe('2')
       // Set or not is part of the inputs.
       expect((await session(directory)).replayed).toBeUndefined()
-    } finally {
-      await rm(directory, { recursive: true, force: true })
-    }
+    })
   })
 
   it('follows a recorded listing that differs from the server’s with list_changed, and records the server’s', async () => {
-    const { readdir, readFile, rm, writeFile } = await import('node:fs/promises')
+    const { readdir, readFile, writeFile } = await import('node:fs/promises')
     const { join } = await import('node:path')
-    const directory = await temporary()
-    try {
+    await inDirectory(async (directory) => {
       const first = await session(directory)
       const file = join(
         directory,
@@ -485,15 +469,11 @@ describe('the handshake from the record of an identical start', () => {
       expect(next.replayed).toBe('2')
       expect(next.listed.result).toEqual(first.listed.result)
       expect(next.messages.some((message) => message.method?.endsWith('list_changed'))).toBe(false)
-    } finally {
-      await rm(directory, { recursive: true, force: true })
-    }
+    })
   })
 
   it('answers a client that lists and leaves, and exits 0 without starting the server', async () => {
-    const { rm } = await import('node:fs/promises')
-    const directory = await temporary()
-    try {
+    await inDirectory(async (directory) => {
       const env = { KEEL_COMPILE_CACHE_DIR: directory, KEEL_COMPILE_CACHE_DEBUG: '1' }
       const first = await listToolsAndExit(process.execPath, [BIN], { env })
       expect(first.stderr).toContain('keel schema cache:')
@@ -503,15 +483,11 @@ describe('the handshake from the record of an identical start', () => {
       expect(next.stderr).toContain('keel handshake replay: answered 2, then stdin ended')
       // The server never started: it would have opened its schema cache.
       expect(next.stderr).not.toContain('keel schema cache:')
-    } finally {
-      await rm(directory, { recursive: true, force: true })
-    }
+    })
   })
 
   it('exits 0 on SIGTERM while the launcher holds the client’s answers, and serves a start without it the same', async () => {
-    const { rm } = await import('node:fs/promises')
-    const directory = await temporary()
-    try {
+    await inDirectory(async (directory) => {
       await session(directory)
       const raw = spawnRaw(process.execPath, [BIN], { env: { KEEL_COMPILE_CACHE_DIR: directory } })
       raw.send(JSON.stringify(INITIALIZE))
@@ -522,8 +498,6 @@ describe('the handshake from the record of an identical start', () => {
       const off = await session(directory, { KEEL_HANDSHAKE_REPLAY: '0' })
       expect(off.replayed).toBeUndefined()
       expect(off.called.result.structuredContent).toMatchObject({ id: '1' })
-    } finally {
-      await rm(directory, { recursive: true, force: true })
-    }
+    })
   })
 })
