@@ -3,6 +3,7 @@ import {
   type Connection,
   connectHttp,
   connectStdio,
+  initializeRequest,
   listToolsAndExit,
   runProcess,
   spawnHttp,
@@ -252,16 +253,6 @@ describe('the compile cache', () => {
 })
 
 describe('the handshake from the record of an identical start', () => {
-  const INITIALIZE = {
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'initialize',
-    params: {
-      protocolVersion: '2025-11-25',
-      capabilities: {},
-      clientInfo: { name: 'replay-test', version: '1.0.0' },
-    },
-  }
   /** Starts the bin, asks what a client asks at start, then calls a tool; every stdout line, parsed. */
   const session = async (
     directory: string,
@@ -272,12 +263,7 @@ describe('the handshake from the record of an identical start', () => {
     const raw = spawnRaw(process.execPath, [BIN, ...args], {
       env: { KEEL_COMPILE_CACHE_DIR: directory, KEEL_COMPILE_CACHE_DEBUG: '1', ...env },
     })
-    raw.send(
-      JSON.stringify({
-        ...INITIALIZE,
-        params: { ...INITIALIZE.params, clientInfo: { name: client, version: '1.0.0' } },
-      }),
-    )
+    raw.send(JSON.stringify(initializeRequest(client)))
     await raw.next((message) => message.id === 1)
     raw.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
     const listed = await raw.request('tools/list', {}, 2)
@@ -297,6 +283,14 @@ describe('the handshake from the record of an identical start', () => {
       replayed: /keel handshake replay: answered ([1-9]\d*)/.exec(raw.stderr.join(''))?.[1],
     }
   }
+  /** The records a cache directory holds, as paths. */
+  const recordFiles = async (directory: string) => {
+    const { readdir } = await import('node:fs/promises')
+    const { join } = await import('node:path')
+    return (await readdir(directory))
+      .filter((name) => name.endsWith('.replay.json'))
+      .map((name) => join(directory, name))
+  }
   /** Runs `work` with a cache directory of its own, removed afterwards. */
   const inDirectory = async (work: (directory: string) => Promise<void>) => {
     const { mkdtemp, rm } = await import('node:fs/promises')
@@ -311,14 +305,13 @@ describe('the handshake from the record of an identical start', () => {
   }
 
   it('answers initialize and tools/list at the next start with the same inputs, each once, as the server would', async () => {
-    const { readdir, stat } = await import('node:fs/promises')
-    const { join } = await import('node:path')
+    const { stat } = await import('node:fs/promises')
     await inDirectory(async (directory) => {
       const first = await session(directory)
       expect(first.replayed).toBeUndefined()
-      const files = (await readdir(directory)).filter((file) => file.endsWith('.replay.json'))
+      const files = await recordFiles(directory)
       expect(files).toHaveLength(1)
-      expect((await stat(join(directory, files[0] as string))).mode & 0o077).toBe(0)
+      expect((await stat(files[0] as string)).mode & 0o077).toBe(0)
       for (let start = 0; start < 2; start++) {
         const next = await session(directory)
         expect(next.replayed).toBe('2')
@@ -397,7 +390,7 @@ describe('the handshake from the record of an identical start', () => {
       await session(directory)
       // The same client, straight from initialize to a call: nothing new to record.
       const raw = spawnRaw(process.execPath, [BIN], { env: { KEEL_COMPILE_CACHE_DIR: directory } })
-      raw.send(JSON.stringify(INITIALIZE))
+      raw.send(JSON.stringify(initializeRequest('replay-test')))
       await raw.next((message) => message.id === 1)
       await raw.request('tools/call', { name: 'search_notes', arguments: { query: 'x' } }, 3)
       expect((await raw.end()).code).toBe(0)
@@ -406,14 +399,10 @@ describe('the handshake from the record of an identical start', () => {
   })
 
   it('answers nothing from a record that is not what core writes, and the server serves as always', async () => {
-    const { readdir, readFile, writeFile } = await import('node:fs/promises')
-    const { join } = await import('node:path')
+    const { readFile, writeFile } = await import('node:fs/promises')
     await inDirectory(async (directory) => {
       const first = await session(directory)
-      const file = join(
-        directory,
-        (await readdir(directory)).find((name) => name.endsWith('.replay.json')) as string,
-      )
+      const [file] = (await recordFiles(directory)) as [string]
       const stored = JSON.parse(await readFile(file, 'utf8'))
       // An answer that would break the framing, one that is not JSON, one that is not an object.
       const broken = ['{"tools":[]}\n{"jsonrpc":"2.0","id":9,"result":{}}', '{"tools":', '[1]']
@@ -431,12 +420,11 @@ describe('the handshake from the record of an identical start', () => {
   })
 
   it('keeps secrets out of the record, and matches a start whatever the secret', async () => {
-    const { readdir, readFile } = await import('node:fs/promises')
-    const { join } = await import('node:path')
+    const { readFile } = await import('node:fs/promises')
     await inDirectory(async (directory) => {
       await session(directory, { MCP_AUTH_TOKEN: 'first-secret-value-1234' })
-      const files = (await readdir(directory)).filter((file) => file.endsWith('.replay.json'))
-      const text = await readFile(join(directory, files[0] as string), 'utf8')
+      const [file] = (await recordFiles(directory)) as [string]
+      const text = await readFile(file, 'utf8')
       expect(text).not.toContain('first-secret-value-1234')
       expect(text).toContain('"MCP_AUTH_TOKEN"')
       expect((await session(directory, { MCP_AUTH_TOKEN: 'second-secret-value-5678' })).replayed).toBe('2')
@@ -446,14 +434,10 @@ describe('the handshake from the record of an identical start', () => {
   })
 
   it('follows a recorded listing that differs from the server’s with list_changed, and records the server’s', async () => {
-    const { readdir, readFile, writeFile } = await import('node:fs/promises')
-    const { join } = await import('node:path')
+    const { readFile, writeFile } = await import('node:fs/promises')
     await inDirectory(async (directory) => {
       const first = await session(directory)
-      const file = join(
-        directory,
-        (await readdir(directory)).find((name) => name.endsWith('.replay.json')) as string,
-      )
+      const [file] = (await recordFiles(directory)) as [string]
       await writeFile(file, (await readFile(file, 'utf8')).replaceAll('Store a note', 'Keep a note'))
       const altered = await session(directory)
       expect(altered.replayed).toBe('2')
@@ -490,7 +474,7 @@ describe('the handshake from the record of an identical start', () => {
     await inDirectory(async (directory) => {
       await session(directory)
       const raw = spawnRaw(process.execPath, [BIN], { env: { KEEL_COMPILE_CACHE_DIR: directory } })
-      raw.send(JSON.stringify(INITIALIZE))
+      raw.send(JSON.stringify(initializeRequest('replay-test')))
       await raw.next((message) => message.id === 1)
       const exited = new Promise<number | null>((resolve) => raw.child.once('exit', (code) => resolve(code)))
       raw.child.kill('SIGTERM')

@@ -44,6 +44,7 @@ export {
 } from './python.js'
 export { type SelfSignedCertificate, selfSignedCertificate } from './tls.js'
 export {
+  initializeRequest,
   listToolsAndExit,
   type RawStdio,
   runProcess,

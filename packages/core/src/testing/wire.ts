@@ -231,6 +231,20 @@ export function runProcess(
   })
 }
 
+/** A 2025-era `initialize` request (id 1), as a raw-wire test sends it first. */
+export function initializeRequest(clientName = 'raw-wire-test') {
+  return {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: {
+      protocolVersion: '2025-11-25',
+      capabilities: {},
+      clientInfo: { name: clientName, version: '1.0.0' },
+    },
+  }
+}
+
 /**
  * Starts a stdio server, sends the 2025 `initialize` handshake and `tools/list` in one write and
  * closes stdin, so the server answers and exits: one listing, as a client's first start sees it.
@@ -242,16 +256,7 @@ export async function listToolsAndExit(
   options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
 ): Promise<{ tools: Array<Record<string, unknown>> | undefined; stderr: string; code: number | null }> {
   const input = [
-    {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-11-25',
-        capabilities: {},
-        clientInfo: { name: 'raw-wire-test', version: '1.0.0' },
-      },
-    },
+    initializeRequest(),
     { jsonrpc: '2.0', method: 'notifications/initialized' },
     { jsonrpc: '2.0', id: 2, method: 'tools/list' },
   ]
