@@ -157,6 +157,39 @@ describe('--caps network', () => {
   })
 })
 
+describe('--caps network: what a route covers', () => {
+  it("applies routes to a dedicated worker's requests and an out-of-process iframe's, and lets every one of them settle", async () => {
+    await call(connection, 'route', {
+      pattern: '*/api/*',
+      action: 'fulfill',
+      content_type: 'application/json',
+      body: '{"mocked":true}',
+    })
+    try {
+      const from = fixtures.hits.length
+      const hits = () => fixtures.hits.slice(from)
+      await call(connection, 'navigate', { url: `${fixtures.url}/workers?n=200` })
+      // 200 requests one after another from the worker: each is paused on the page's session and
+      // must be answered there (a single one left paused would hold the worker for good).
+      const shown = await until(
+        () => call(connection, 'snapshot'),
+        (result) => result.text.includes('worker 200/200'),
+      )
+      expect(shown.text).toContain('worker 200/200')
+      await until(
+        async () => hits(),
+        (seen) => seen.some((hit) => hit.startsWith('/seen?frame-')),
+      )
+      expect(hits()).toContain('/worker-frame')
+      expect(hits()).toContain('/seen?frame-mocked')
+      // The mock answered every request it matched: none reached the site.
+      expect(hits().filter((hit) => hit.startsWith('/api/'))).toEqual([])
+    } finally {
+      await call(connection, 'route', { pattern: '*/api/*', action: 'remove' })
+    }
+  })
+})
+
 describe('--output-dir', () => {
   it('writes snapshots, screenshots and PDFs to files it names, and says where', async () => {
     await call(connection, 'navigate', { url: `${fixtures.url}/form` })

@@ -311,6 +311,33 @@ export async function startFixtures(): Promise<Fixtures> {
       const body = `<h1>Names</h1><a href="http://${name('anchor')}/">Elsewhere</a><img alt="remote" src="http://${name('img')}/x.png"><script>fetch('http://${name('fetch')}/').catch(() => {})</script>`
       return html(page('Names', body, head))
     }
+    if (url.pathname === '/workers') {
+      // A dedicated worker that fetches /api/worker ?n= times, one after another, and posts how many
+      // answers were a route's mock; an iframe of another site (out of process) that fetches
+      // /api/frame and reports whether the mock answered.
+      const n = Number(url.searchParams.get('n') ?? '10')
+      const port = (request.headers.host ?? '').split(':')[1] ?? ''
+      const script = `const worker = new Worker('/worker.js?n=${n}'); worker.onmessage = (event) => { out.textContent = event.data }`
+      return html(
+        page(
+          'Workers',
+          `<h1>Workers</h1><p id="out">waiting</p><iframe src="http://localhost:${port.replace(/\D/g, '')}/worker-frame"></iframe><script>${script}</script>`,
+        ),
+      )
+    }
+    if (url.pathname === '/worker.js') {
+      const n = Number(url.searchParams.get('n') ?? '10')
+      response.writeHead(200, { 'content-type': 'text/javascript' })
+      return response.end(`(async () => {
+        let mocked = 0
+        for (let i = 0; i < ${n}; i++) if ((await (await fetch('/api/worker?i=' + i)).text()) === '{"mocked":true}') mocked++
+        postMessage('worker ' + mocked + '/' + ${n})
+      })()`)
+    }
+    if (url.pathname === '/worker-frame') {
+      const script = `fetch('/api/frame').then((r) => r.text()).then((t) => fetch('/seen?frame-' + (t === '{"mocked":true}' ? 'mocked' : 'real')))`
+      return html(page('Frame', `<h1>Frame</h1><script>${script}</script>`))
+    }
     if (url.pathname === '/egress-worker.js') {
       const udp = Number(url.searchParams.get('udp'))
       const tcp = Number(url.searchParams.get('tcp'))

@@ -1,4 +1,5 @@
 import type { CDPSession, Dialog, HTTPRequest, Page } from 'puppeteer-core'
+import { type Decision, interceptRequests, type PausedRequest } from './intercept.js'
 import type { UrlPolicy } from './policy.js'
 import { Refs, refCounterOf } from './refs.js'
 import { type Route, routeFor } from './routes.js'
@@ -236,10 +237,11 @@ export class Tab {
     cdp.on('Page.frameRequestedNavigation', (event: { frameId: string }) => {
       if (event.frameId === tab.mainFrameId) tab.navigationRequests++
     })
-    await page.setRequestInterception(true)
-    page.on('request', (request: HTTPRequest) => {
-      void tab.judge(request, policy, onRefused)
-    })
+    // Every request is judged before it leaves (see interceptRequests: not puppeteer's interception,
+    // which could leave a worker's request paused for good). The cache is off, as it is under
+    // puppeteer's interception, so a cached response does not skip the policy or a route.
+    await page.setCacheEnabled(false)
+    await interceptRequests(cdp, (request) => tab.judge(request, policy, onRefused))
     page.on('console', (message) => {
       if (tab.floods()) return
       const where = message.location()
@@ -319,38 +321,33 @@ export class Tab {
     return tab
   }
 
+  /** What becomes of a request: refused by the policy or a route, answered by a route, or let go. */
   private async judge(
-    request: HTTPRequest,
+    request: PausedRequest,
     policy: UrlPolicy,
     onRefused: (entry: RefusedRequest) => void,
-  ): Promise<void> {
-    if (request.isInterceptResolutionHandled()) return
-    const topLevel = request.isNavigationRequest() && request.frame() === this.page.mainFrame()
+  ): Promise<Decision> {
+    const topLevel = request.resourceType === 'Document' && request.frameId === this.mainFrameId
     let refusal: { reason: string } | undefined
     try {
-      refusal = await policy.check(request.url(), { topLevel })
+      refusal = await policy.check(request.url, { topLevel })
     } catch {
       refusal = { reason: 'the address could not be checked' }
     }
-    try {
-      if (refusal) {
-        const entry = { url: shownUrl(request.url()).slice(0, 500), reason: refusal.reason, topLevel }
-        this.refusedCount++
-        this.lastRefused = entry
-        if (topLevel) this.lastRefusedTopLevel = entry
-        onRefused(entry)
-        await request.abort('blockedbyclient')
-        return
-      }
-      // Routes apply only to what the policy allowed: a mock never opens a refused address.
-      const route = routeFor(this.routes, request.url())
-      if (route?.action === 'block') await request.abort('blockedbyclient')
-      else if (route)
-        await request.respond({ status: route.status, contentType: route.contentType, body: route.body })
-      else await request.continue()
-    } catch {
-      // The page or request went away meanwhile: nothing left to decide.
+    if (refusal) {
+      const entry = { url: shownUrl(request.url).slice(0, 500), reason: refusal.reason, topLevel }
+      this.refusedCount++
+      this.lastRefused = entry
+      if (topLevel) this.lastRefusedTopLevel = entry
+      onRefused(entry)
+      return { action: 'fail' }
     }
+    // Routes apply only to what the policy allowed: a mock never opens a refused address.
+    const route = routeFor(this.routes, request.url)
+    if (route?.action === 'block') return { action: 'fail' }
+    if (route)
+      return { action: 'fulfill', status: route.status, contentType: route.contentType, body: route.body }
+    return { action: 'continue' }
   }
 
   /** Counts a console message; true when the page floods (its scripts are then stopped once). */
