@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { z } from '@keel-mcp/core'
-import type { BrowserContext, HTTPRequest } from 'puppeteer-core'
+import type { BrowserContext } from 'puppeteer-core'
+import { interceptRequests } from './intercept.js'
 import { bounded } from './tab.js'
 
 /** Cookies and each origin's localStorage, in the shape Playwright's storage-state files use. */
@@ -95,14 +96,15 @@ export async function localStorageOf(
       await cdp.send('Page.enable')
       await cdp.send('Page.addScriptToEvaluateOnNewDocument', { source: restore, worldName: 'keel-storage' })
     }
-    await page.setRequestInterception(true)
-    page.on('request', (request: HTTPRequest) => {
-      const document = request.isNavigationRequest() && request.frame() === page.mainFrame()
-      const answer = document
-        ? request.respond({ status: 200, contentType: 'text/html', body: '<!doctype html><title></title>' })
-        : request.abort('blockedbyclient')
-      void answer.catch(() => undefined)
-    })
+    // Every request is answered here, none reaches a site: the main frame's documents with an empty
+    // page (an origin to read from), everything else refused.
+    const tree = (await cdp.send('Page.getFrameTree')) as { frameTree: { frame: { id: string } } }
+    const mainFrameId = tree.frameTree.frame.id
+    await interceptRequests(cdp, async (request) =>
+      request.resourceType === 'Document' && request.frameId === mainFrameId
+        ? { action: 'fulfill', status: 200, contentType: 'text/html', body: '<!doctype html><title></title>' }
+        : { action: 'fail' },
+    )
     for (const origin of origins) {
       try {
         await bounded(page.goto(`${origin}/`, { waitUntil: 'domcontentloaded' }), 5000)
