@@ -42,9 +42,11 @@ interface Soaked {
   /** Calls answered after the warm-up. */
   windowCalls: number
   unexpected: string[]
-  /** Median RSS over the last 10 s of the warm-up, and over the last 10 s of the window. */
+  /** Median RSS over the last `rssSpanMs` of the warm-up, and of the window. */
   baseline: number
   end: number
+  /** One old-generation cycle, 10–30 s (see {@link rssSpan}). */
+  rssSpanMs: number
   /** Highest RSS of the window. */
   peak: number
   stopped: { code: number | null; signal: NodeJS.Signals | null; killed: boolean }
@@ -110,6 +112,36 @@ function heapGrowth(window: Array<{ atMs: number; liveMiB: number }>): number | 
   const intercept = median(window.map((heap) => heap.liveMiB - slope * heap.atMs))
   const start = intercept + slope * first.atMs
   return (slope * (last.atMs - first.atMs)) / start
+}
+
+/** Bounds of the span RSS is summarised over at each end of the window (see {@link rssSpan}). */
+const MIN_RSS_SPAN_MS = 10_000
+const MAX_RSS_SPAN_MS = 30_000
+
+/**
+ * The span RSS is summarised over at each end of the window: one old-generation cycle, read as the
+ * median interval between the run's full collections (at least 10 s, at most 30 s; 30 s when the
+ * run had fewer than two). RSS rises while the old generation fills and drops at each full
+ * collection. Over a whole cycle its median is the same whichever phase an end falls on; over a
+ * fixed 10 s it is not: a server whose cycle lasts 40 s had its baseline read at a trough and its
+ * end at a crest, 13 % apart with its live heap flat (13.2, 13.6, 13.6 MiB; CI, 2026-11-28).
+ */
+function rssSpan(fullGcTimesMs: number[]): number {
+  const gaps = fullGcTimesMs.slice(1).map((time, index) => time - (fullGcTimesMs[index] as number))
+  if (gaps.length === 0) return MAX_RSS_SPAN_MS
+  return Math.min(MAX_RSS_SPAN_MS, Math.max(MIN_RSS_SPAN_MS, median(gaps)))
+}
+
+/** Median RSS over the span before the warm-up's end and the span before the window's end. */
+function rssAtEnds(
+  samples: Array<{ at: number; rss: number }>,
+  warmUntil: number,
+  endAt: number,
+  spanMs: number,
+): { baseline: number; end: number } {
+  const over = (until: number) =>
+    samples.filter((sample) => sample.at <= until && sample.at >= until - spanMs).map((sample) => sample.rss)
+  return { baseline: median(over(warmUntil)), end: median(over(endAt)) }
 }
 
 async function soak(name: string, prepared: PreparedServer, durationMs: number): Promise<Soaked> {
@@ -187,15 +219,6 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
     }),
   )
   clearInterval(sampler)
-  // Medians over 10 s: RSS rises and falls with each collection cycle, and a median compares the
-  // same kind of moment at both ends (neither the peak of one against the trough of the other).
-  const warm = samples
-    .filter((sample) => sample.at <= warmUntil && sample.at >= warmUntil - 10_000)
-    .map((sample) => sample.rss)
-  // Samples up to the end of the window: the last calls may still be answering after it.
-  const last = samples
-    .filter((sample) => sample.at >= endAt - 10_000 && sample.at <= endAt)
-    .map((sample) => sample.rss)
   const window = samples
     .filter((sample) => sample.at >= warmUntil && sample.at <= endAt)
     .map((sample) => sample.rss)
@@ -203,14 +226,19 @@ async function soak(name: string, prepared: PreparedServer, durationMs: number):
   const heaps = [
     ...peer.stdout.matchAll(/\[(\d+):[^\]]*\]\s+(\d+) ms: Mark-Compact [\d.]+ \([\d.]+\) -> ([\d.]+) \(/g),
   ].map((match) => ({ atMs: Number(match[2]), liveMiB: Number(match[3]) }))
+  // RSS at both ends over one old-generation cycle (samples end with the window: the last calls
+  // may still be answering after it).
+  const rssSpanMs = rssSpan(heaps.map((heap) => heap.atMs))
+  const { baseline, end } = rssAtEnds(samples, warmUntil, endAt, rssSpanMs)
   return {
     name,
     sessions: sessions.length,
     calls,
     windowCalls,
     unexpected,
-    baseline: median(warm),
-    end: median(last),
+    baseline,
+    end,
+    rssSpanMs,
     peak: Math.max(...window),
     stopped,
     heaps,
@@ -244,6 +272,42 @@ describe("the soak's leak figure", () => {
   it('has nothing to compare with fewer than two collections', () => {
     expect(heapGrowth(series([17]))).toBeUndefined()
     expect(heapGrowth([])).toBeUndefined()
+  })
+})
+
+describe("the soak's RSS figure", () => {
+  // RSS sampled each second: a sawtooth of period `cycle` s from 100 to 116 MiB (the old generation
+  // filling, then a full collection at every multiple of `cycle`), plus a leak of `leak` × 100 MiB
+  // spread over the 60 s after the warm-up. The warm-up ends 9 s after a collection (209 s), the
+  // window 70 s later at a crest (279 s).
+  const MiB = 2 ** 20
+  const [warmUntil, endAt] = [209_000, 279_000]
+  const sawtooth = (cycle: number, leak: number) =>
+    Array.from({ length: 400 }, (_, second) => ({
+      at: second * 1000,
+      rss:
+        (100 +
+          16 * ((second % cycle) / cycle) +
+          100 * leak * Math.max(0, Math.min(1, (second * 1000 - warmUntil) / 60_000))) *
+        MiB,
+    }))
+  const collections = (cycle: number) => Array.from({ length: 10 }, (_, index) => index * cycle * 1000)
+  it('reads a flat sawtooth as flat when one end falls near a trough and the other on a crest', () => {
+    const samples = sawtooth(40, 0)
+    const fixed = rssAtEnds(samples, warmUntil, endAt, MIN_RSS_SPAN_MS)
+    expect(fixed.end / fixed.baseline - 1).toBeGreaterThan(0.1)
+    const { baseline, end } = rssAtEnds(samples, warmUntil, endAt, rssSpan(collections(40)))
+    expect(Math.abs(end / baseline - 1)).toBeLessThan(0.02)
+  })
+  it('still reads a leak over the window as growth', () => {
+    const { baseline, end } = rssAtEnds(sawtooth(40, 0.15), warmUntil, endAt, rssSpan(collections(40)))
+    expect(end / baseline - 1).toBeGreaterThan(0.1)
+  })
+  it('spans one cycle, 10 s to 30 s, and 30 s without two collections', () => {
+    expect(rssSpan(collections(15))).toBe(15_000)
+    expect(rssSpan(collections(4))).toBe(MIN_RSS_SPAN_MS)
+    expect(rssSpan(collections(40))).toBe(MAX_RSS_SPAN_MS)
+    expect(rssSpan([5_000])).toBe(MAX_RSS_SPAN_MS)
   })
 })
 
@@ -282,6 +346,7 @@ describe('soak', () => {
           endMiB: +(result.end / 2 ** 20).toFixed(1),
           peakMiB: +(result.peak / 2 ** 20).toFixed(1),
           growthPercent: +(growth * 100).toFixed(1),
+          rssSpanSeconds: Math.round(result.rssSpanMs / 1000),
           fullGcs: inWindow(result, result.heaps).length,
           growingFactors: [...new Set(result.factors.map((entry) => entry.factor))],
           liveHeapAfterFullGcMiB: result.heaps.map((heap) => heap.liveMiB),
