@@ -21,7 +21,6 @@ import type { CDPSession } from 'puppeteer-core'
 /** What a paused request carries that a decision needs. */
 export interface PausedRequest {
   url: string
-  method: string
   /** The protocol's resource type: `Document` for a frame's navigation. */
   resourceType: string
   /** The frame whose document (or dedicated worker) made the request. */
@@ -36,14 +35,14 @@ export type Decision =
 
 interface RequestPausedEvent {
   requestId: string
-  request: { url: string; method: string }
+  request: { url: string }
   resourceType: string
   frameId: string
 }
 
+/** Only iframes are attached (the filter below), so the target's type is not read. */
 interface AttachedEvent {
   sessionId: string
-  targetInfo: { type: string }
   waitingForDebugger: boolean
 }
 
@@ -83,7 +82,6 @@ export async function interceptRequests(
   session.on('Fetch.requestPaused', (event: RequestPausedEvent) => {
     const paused: PausedRequest = {
       url: event.request.url,
-      method: event.request.method,
       resourceType: event.resourceType,
       frameId: event.frameId,
     }
