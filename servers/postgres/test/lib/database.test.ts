@@ -379,20 +379,16 @@ describe('idle connections', () => {
     ).map((row) => row.pid)
   // Names a function and takes a while: judged by the function policy on its own connections, and
   // four at once hold four of the calls' connections.
-  const busy = (index: number) => `SELECT count(*) + ${index} FROM generate_series(1, 400000)`
+  /** A call that keeps its connection busy for a while; its first column names the backend. */
+  const busy = (index: number) =>
+    `SELECT pg_catalog.pg_backend_pid() AS pid, count(*) + ${index} FROM generate_series(1, 400000)`
   /**
    * Four busy calls at once, each naming the backend that ran it: four different ones show the pool
    * opened four connections. (Counted afterwards in pg_stat_activity, the first to finish could
    * already be closed by an idle timeout of 150 ms on a loaded machine.)
    */
   const fourAtOnce = async (database: Database) => {
-    const results = await Promise.all(
-      [0, 1, 2, 3].map((index) =>
-        database.query(
-          `SELECT pg_catalog.pg_backend_pid() AS pid, count(*) + ${index} FROM generate_series(1, 400000)`,
-        ),
-      ),
-    )
+    const results = await Promise.all([0, 1, 2, 3].map((index) => database.query(busy(index))))
     return new Set(results.map((result) => result.rows[0]?.[0])).size
   }
 
