@@ -157,10 +157,11 @@ const exampleEntry: ServerEntry = {
         { name: 'search_notes', arguments: { query: 'soak' } },
       ],
       errorCalls: [{ name: 'add_note', arguments: { title: '', body: '' } }],
-      // Its RSS levels off after about 5,000 calls (measured alone: 74 → 108 MiB over the first
-      // 9 s at 583 calls a second, flat after), not the 3,000 of four sessions at 750: in the full
-      // soak its window started at about 3,000 calls and read 98 → 112 MiB with the live heap flat.
-      soakWarmUpCalls: 1_250,
+      // Its RSS levels off after about 8,000 calls, not the 3,000 of four sessions at 750. At the
+      // full soak's pace (70 calls a second, the CPU shared with three busy processes): 103.5 MiB at
+      // 2,455 calls, 106.9 at 4,555, 108.0 at 8,756, 108.4 from 12,000 to 16,000, live heap flat.
+      // Windows that started at 3,000 and 5,000 calls read +14.6 % and +8.7 %.
+      soakWarmUpCalls: 2_000,
       slow: { call: { name: 'count_slowly', arguments: { n: 1000, interval_ms: 100 } } },
       secrets: [],
       stop: async () => undefined,

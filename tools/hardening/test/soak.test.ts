@@ -10,7 +10,7 @@ const SESSIONS = 4
 // code V8 compiles and the metadata it keeps for it, the old generation growing to its limit, and
 // V8's young generation growing (to 2 × 16 MiB) and becoming resident as calls allocate through it.
 // Measured on the project machine, RSS levels off after 2,000–3,000 calls of these servers, however
-// long that takes (the example server's after about 5,000: its entry asks for more). So the warm-up
+// long that takes (the example server's after about 8,000: its entry asks for more). So the warm-up
 // lasts at least WARM_UP_MS and until every session has made WARM_UP_CALLS calls (or its entry's)
 // and the young generation is at its largest (YOUNG_MAX_KIB) after each of the last
 // YOUNG_STEADY_GCS collections, or MAX_WARM_UP_MS at most. Each HTTP session's replay buffer
