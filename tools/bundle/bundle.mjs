@@ -24,6 +24,13 @@ import {
 
 const root = process.cwd()
 const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'))
+// V8 flags the bin sets before it compiles the bundle (launcher.cjs): `keel.v8Flags`, each one
+// `--name` or `--name=value`.
+const v8Flags = pkg.keel?.v8Flags ?? []
+if (!Array.isArray(v8Flags) || !v8Flags.every((flag) => /^--[a-z0-9_-]+(=[\w.:-]+)?$/.test(flag)))
+  throw new Error(
+    `keel.v8Flags must be a list of V8 flags like "--name" or "--name=value": ${JSON.stringify(v8Flags)}`,
+  )
 const inline = new Set(['@keel-mcp/core', 'zod', ...(pkg.keel?.bundle ?? [])])
 const external = Object.keys(pkg.dependencies ?? {}).filter((name) => !inline.has(name))
 // The bin's entry is bundled as dist/server.js; dist/index.js is the launcher that runs it with a
@@ -331,10 +338,9 @@ if (server.startsWith('#!')) server = server.slice(server.indexOf('\n') + 1)
 // the launcher defines (and Node's own resolution from dist/ applies, as before).
 server = server.replace(/\bimport\((?=["'`])/g, '__keelImport(')
 await writeFile(serverFile, server)
-const launcher = (await readFile(new URL('./launcher.cjs', import.meta.url), 'utf8')).replace(
-  '__KEEL_BUNDLE_SHA256__',
-  createHash('sha256').update(server).digest('hex'),
-)
+const launcher = (await readFile(new URL('./launcher.cjs', import.meta.url), 'utf8'))
+  .replace('__KEEL_BUNDLE_SHA256__', createHash('sha256').update(server).digest('hex'))
+  .replace('[] /* __KEEL_V8_FLAGS__ */', JSON.stringify(v8Flags))
 await writeFile(join(root, 'dist', 'index.js'), `#!/usr/bin/env node\n${launcher}`, { mode: 0o755 })
 for (const file of Object.keys(result.metafile.outputs)) {
   if (file.endsWith('.js')) await chmod(join(root, file), 0o755)

@@ -65,6 +65,22 @@ if (!process.execArgv.some((argument) => /^--(no-)?heap[-_]growing[-_]percent(=|
   } catch {}
 }
 
+// V8 flags the server's package.json asks for (`keel.v8Flags`), written in by the bundler: set
+// here, before the bundle is compiled, for the reason above. A flag of the same name that node was
+// started with wins, in either polarity (`node --no-liftoff-only …`).
+const V8_FLAGS = [] /* __KEEL_V8_FLAGS__ */
+const flagName = (flag) =>
+  flag
+    .replace(/^--(no-)?/, '')
+    .replace(/=.*$/, '')
+    .replace(/_/g, '-')
+for (const flag of V8_FLAGS) {
+  if (process.execArgv.some((argument) => flagName(argument) === flagName(flag))) continue
+  try {
+    require('node:v8').setFlagsFromString(flag)
+  } catch {}
+}
+
 // The SHA-256 of server.js, written in by the bundler (tools/bundle/bundle.mjs) when it builds
 // this file. With it the launcher needs no node:crypto, which takes about 3 ms to load, at start.
 const BUNDLE_SHA256 = '__KEEL_BUNDLE_SHA256__'
