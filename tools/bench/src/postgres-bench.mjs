@@ -264,6 +264,61 @@ async function afterIdle(url) {
 }
 
 /**
+ * The CPU a server uses in its first seconds, as a client meets it: spawn, the handshake and the
+ * listing, a query as a model writes one after 1 s, then 8 s idle (3 alternated processes each; all
+ * of the process's threads, from /proc). Keel warms its SQL parser and opens its connections before
+ * the first call; the WebAssembly parser's optimising tier once cost up to 3 s of a V8 thread here
+ * after start (Node 24), which the common figures, taken in the first seconds, read as call cost.
+ */
+async function startCpu(url) {
+  const ROUNDS = 3
+  const contenders = [
+    ['keel postgres', ours(url)],
+    ...extraBuilds(url),
+    ['reference postgres', reference(url)],
+  ]
+  const samples = contenders.map(() => ({ listed: [], called: [], idle: [] }))
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = [...contenders.keys()]
+    if (round % 2 === 1) order.reverse()
+    for (const index of order) {
+      const client = start(contenders[index][1])
+      try {
+        await client.initialize()
+        await client.request('tools/list')
+        samples[index].listed.push(cpuMs(client.pid))
+        await sleep(1000)
+        const { message } = await client.callTool('query', { sql: joinOf(round) })
+        if (!message.result || message.result.isError)
+          throw new Error(`start CPU: ${JSON.stringify(message).slice(0, 300)}`)
+        samples[index].called.push(cpuMs(client.pid))
+        await sleep(8000)
+        samples[index].idle.push(cpuMs(client.pid))
+      } finally {
+        await client.close()
+      }
+    }
+  }
+  const ref = samples[samples.length - 1]
+  console.log(
+    `\n#### postgres: CPU in a server's first seconds (spawn, tools/list, a query after 1 s, 8 s idle; median of ${ROUNDS} processes, every thread)\n`,
+  )
+  table(
+    ['', 'by tools/list', 'by the query', '8 s later', '÷ reference'],
+    contenders.map(([label], index) => {
+      const sample = samples[index]
+      return [
+        label,
+        ms(median(sample.listed)),
+        ms(median(sample.called)),
+        ms(median(sample.idle)),
+        ratio(median(sample.idle), median(ref.idle)),
+      ]
+    }),
+  )
+}
+
+/**
  * A query as a model writes one (a join, an aggregate, a few operators and functions) against
  * `SELECT 1`, one call at a time on a warm process (300 calls first, then 300 measured a round,
  * 5 alternated rounds): the p50 and the CPU a call of the server and of its backends. Keel judges
@@ -468,6 +523,7 @@ export async function run() {
     await steadyInFlight(url, cluster)
     await realisticCall(url, cluster)
     await afterIdle(url)
+    await startCpu(url)
     if (process.env.BENCH_DOMAIN === '0') return
     console.log('\n#### postgres: domain figures\n')
 
