@@ -67,7 +67,7 @@ if (!process.execArgv.some((argument) => /^--(no-)?heap[-_]growing[-_]percent(=|
 
 // V8 flags the server's package.json asks for (`keel.v8Flags`), written in by the bundler: set
 // here, before the bundle is compiled, for the reason above. A flag of the same name that node was
-// started with wins, in either polarity (`node --no-liftoff-only …`).
+// started with wins, in either polarity (`node --wasm-tier-up …` for `--no-wasm-tier-up`).
 const V8_FLAGS = [] /* __KEEL_V8_FLAGS__ */
 const flagName = (flag) =>
   flag
