@@ -226,6 +226,13 @@ function extraBuilds(url) {
     })
 }
 
+/** Keel, the other builds asked for (BENCH_PG_STEADY_EXTRA), and the reference: [label, spec] each. */
+const contendersOf = (url) => [
+  ['keel postgres', ours(url)],
+  ...extraBuilds(url),
+  ['reference postgres', reference(url)],
+]
+
 /**
  * The CPU the backends serving `role` on `database` have used since `before` (a backendCpu() map),
  * in ms; NaN where /proc shows none of them. A backend born since counts whole; one that ended is
@@ -257,9 +264,7 @@ async function afterIdle(url) {
   const call = (index) => ({ name: 'query', arguments: { sql: joinOf(index) } })
   await afterPause(
     "postgres: a call after 12 s idle (past the pools' idle timeout) against one after 1 s (a statement as a model writes one, a new text each; 30 calls first; median of 3 processes)",
-    [['keel postgres', ours(url)], ...extraBuilds(url), ['reference postgres', reference(url)]].map(
-      ([label, spec]) => ({ label, ...spec, call }),
-    ),
+    contendersOf(url).map(([label, spec]) => ({ label, ...spec, call })),
   )
 }
 
@@ -272,11 +277,7 @@ async function afterIdle(url) {
  */
 async function startCpu(url) {
   const ROUNDS = 3
-  const contenders = [
-    ['keel postgres', ours(url)],
-    ...extraBuilds(url),
-    ['reference postgres', reference(url)],
-  ]
+  const contenders = contendersOf(url)
   const samples = contenders.map(() => ({ listed: [], called: [], idle: [] }))
   for (let round = 0; round < ROUNDS; round++) {
     const order = [...contenders.keys()]
@@ -336,11 +337,7 @@ async function realisticCall(url, cluster) {
     ['join, aggregate, operators', joinOf],
     ['the same, while another session commits', joinOf, { writes: true }],
   ]
-  const contenders = [
-    ['keel postgres', ours(url)],
-    ...extraBuilds(url),
-    ['reference postgres', reference(url)],
-  ]
+  const contenders = contendersOf(url)
   const rows = []
   for (const [what, sqlOf, { writes = false } = {}] of queries) {
     const samples = contenders.map(() => ({ p50: [], server: [], backends: [] }))
@@ -436,11 +433,7 @@ async function steadyInFlight(url, cluster) {
   const CALLS = Number(process.env.BENCH_PG_STEADY_CALLS ?? 8000)
   const ROUNDS = Number(process.env.BENCH_PG_STEADY_ROUNDS ?? 3)
   const INFLIGHT = 8
-  const contenders = [
-    ['keel postgres', ours(url)],
-    ...extraBuilds(url),
-    ['reference postgres', reference(url)],
-  ]
+  const contenders = contendersOf(url)
   const samples = contenders.map(() => ({ perSecond: [], server: [], backends: [] }))
   const args = { sql: 'SELECT 1 AS one' }
   const burst = async (client, total) => {
