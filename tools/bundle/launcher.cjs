@@ -57,24 +57,18 @@ function privateDirectory(directory) {
 // node was given one) once the server starts, after the bundle was compiled: the cache written at
 // exit would then carry that flag and be rejected at every next start. So the launcher sets the
 // same flag first, and the cache is made and used under the same flags. (The example server's
-// tests start its bin twice and require a cache hit.)
+// tests start its bin twice and require a cache hit.) The same holds for the V8 flags the
+// server's package.json asks for (`keel.v8Flags`), written in by the bundler. A flag of the same
+// name that node was started with wins, in either polarity (`node --wasm-tier-up …` for
+// `--no-wasm-tier-up`).
 const HEAP_GROWING_PERCENT = 50
-if (!process.execArgv.some((argument) => /^--(no-)?heap[-_]growing[-_]percent(=|$)/.test(argument))) {
-  try {
-    require('node:v8').setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`)
-  } catch {}
-}
-
-// V8 flags the server's package.json asks for (`keel.v8Flags`), written in by the bundler: set
-// here, before the bundle is compiled, for the reason above. A flag of the same name that node was
-// started with wins, in either polarity (`node --wasm-tier-up …` for `--no-wasm-tier-up`).
 const V8_FLAGS = [] /* __KEEL_V8_FLAGS__ */
 const flagName = (flag) =>
   flag
     .replace(/^--(no-)?/, '')
     .replace(/=.*$/, '')
     .replace(/_/g, '-')
-for (const flag of V8_FLAGS) {
+for (const flag of [`--heap-growing-percent=${HEAP_GROWING_PERCENT}`, ...V8_FLAGS]) {
   if (process.execArgv.some((argument) => flagName(argument) === flagName(flag))) continue
   try {
     require('node:v8').setFlagsFromString(flag)

@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { bundledFixture } from './fixture.js'
+import { BUNDLE, bundledFixture } from './fixture.js'
 
 // A server's `keel.v8Flags` are set by its bin before the bundle is compiled. The fixture asks for
 // one whose effect a script can see: `--allow-natives-syntax` lets later code call V8's `%`
@@ -59,13 +59,10 @@ describe("a server's V8 flags (keel.v8Flags)", () => {
   })
 
   it('are written into the bin as listed, and the bundler refuses anything but flags', async () => {
-    const { readFile } = await import('node:fs/promises')
     expect(await readFile(join(work, 'dist/index.js'), 'utf8')).toContain(
       'const V8_FLAGS = ["--allow-natives-syntax"]',
     )
-    const { BUNDLE } = await import('./fixture.js')
     for (const v8Flags of [['--stack-size=1; rm -rf /'], ['allow-natives-syntax'], '--liftoff-only']) {
-      const { writeFile } = await import('node:fs/promises')
       const pkg = JSON.parse(await readFile(join(work, 'package.json'), 'utf8'))
       await writeFile(join(work, 'package.json'), JSON.stringify({ ...pkg, keel: { v8Flags } }))
       const built = spawnSync(process.execPath, [BUNDLE], { cwd: work, encoding: 'utf8' })
